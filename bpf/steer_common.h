@@ -1,0 +1,293 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/*
+ * steer_common.h - the one contract between the kernel programs and user space.
+ *
+ * Every struct, constant and map layout shared by bpf/steer.bpf.c and user/
+ * lives here, and so does the selection math: the BPF program, the user-space
+ * unit tests and the simulator compile these same inline functions, so the
+ * code under test is the code that runs in the kernel.
+ *
+ * Byte order: addresses and ports are stored in network byte order, exactly as
+ * struct bpf_sock_addr presents them. Every other field is host byte order.
+ * IPv4 addresses are stored v4-mapped (::ffff:a.b.c.d) so that one key serves
+ * connect4 and a dual-stack connect6 alike.
+ */
+#ifndef STEER_COMMON_H
+#define STEER_COMMON_H
+
+#ifndef __bpf__
+#include <linux/types.h>
+#endif
+
+/* ---- Capacity -------------------------------------------------------- */
+
+#define STEER_MAX_SERVICES 64	/* virtual addresses */
+#define STEER_MAX_BACKENDS 256	/* backends per service table */
+#define STEER_MAX_SLOTS (STEER_MAX_SERVICES * STEER_MAX_BACKENDS)
+#define STEER_MAX_DRAINED 4096	/* persisted drained backend addresses */
+
+/* ---- Defaults (the same names and values as smg's least_load) --------- */
+
+#define STEER_DEFAULT_CREDIT_TOKENS 1024 /* tokens credited per new connection */
+#define STEER_DEFAULT_PIN_DIR "/sys/fs/bpf/smg-steer"
+
+/* ---- Pinned object names: prefixed "steer_", at most 15 characters ---- */
+
+#define STEER_MAP_GEN "steer_gen"	   /* ARRAY_OF_MAPS[1] -> current table generation */
+#define STEER_MAP_TABLES "steer_tables"	   /* pin of the current generation, for bpftool */
+#define STEER_MAP_SLOTS "steer_slots"	   /* ARRAY[slot] of struct steer_slot, mmapable */
+#define STEER_MAP_SVCST "steer_svcst"	   /* ARRAY[svc_id] of struct steer_svc_stats, mmapable */
+#define STEER_MAP_SK "steer_sk"		   /* SK_STORAGE of struct steer_sk */
+#define STEER_MAP_SVCID "steer_svcid"	   /* HASH vip -> svc_id, the user-space registry */
+#define STEER_MAP_BKSLOT "steer_bkslot"	   /* HASH (vip, backend) -> slot, the registry */
+#define STEER_MAP_DRAIN "steer_drain"	   /* HASH backend address -> drain flag, persisted */
+#define STEER_LINK_CONNECT4 "steer_lnk_c4"
+#define STEER_LINK_CONNECT6 "steer_lnk_c6"
+#define STEER_LINK_PEER4 "steer_lnk_gp4"
+#define STEER_LINK_PEER6 "steer_lnk_gp6"
+#define STEER_LINK_SOCKOPS "steer_lnk_ops"
+
+/* ---- Keys ------------------------------------------------------------ */
+
+#define STEER_IPPROTO_TCP 6
+
+/*
+ * A transport address: the key of a virtual service, and the identity of a
+ * backend. 20 bytes, no padding, so it hashes the same from C and BPF.
+ */
+struct steer_addr {
+	__u32 ip6[4]; /* network byte order; IPv4 as ::ffff:a.b.c.d */
+	__u16 port;   /* network byte order */
+	__u16 proto;  /* host order; STEER_IPPROTO_TCP */
+};
+
+/* Key of steer_bkslot: which slot a configured backend of a service owns. */
+struct steer_bk_key {
+	struct steer_addr vip;
+	struct steer_addr backend;
+};
+
+/* ---- The published table (value of the inner generation map) ---------- */
+
+/* One backend in a service table. 40 bytes. */
+struct steer_entry {
+	__u64 base_wait_ns; /* ns; queued-work time plus the KV barrier; the sort key */
+	__u64 ns_per_token; /* ns per token; 1e9 / throughput */
+	__u32 ip6[4];	    /* traffic address, network byte order, IPv4 v4-mapped */
+	__u16 port;	    /* traffic port, network byte order */
+	__u16 reserved;	    /* zero */
+	__u32 slot;	    /* index into steer_slots */
+};
+
+/*
+ * A whole service table. User space builds a fresh generation map holding
+ * every service and swaps it into steer_gen in one update, so a connect sees
+ * either the old table or the new one, never a mix.
+ */
+struct steer_table {
+	__u64 expires_ns;    /* CLOCK_MONOTONIC ns (bpf_ktime_get_ns); after it: round robin */
+	__u64 generation;    /* publish sequence number, for observability */
+	__u32 svc_id;	     /* index into steer_svcst */
+	__u32 n;	     /* entries in use, <= STEER_MAX_BACKENDS; 0 refuses connects */
+	__u32 credit_tokens; /* tokens added to the chosen backend's in-flight counter */
+	__u32 flags;	     /* STEER_TBL_* */
+	struct steer_entry e[STEER_MAX_BACKENDS]; /* sorted by base_wait_ns ascending */
+};
+
+#define STEER_TBL_FAIL_OPEN 0x1 /* every backend was ejected; published for spreading */
+
+/* ---- Per-backend counters (steer_slots) --------------------------------- */
+
+/*
+ * One backend's kernel-side counters, one cache line each so that
+ * concurrent connects to different backends do not share a line.
+ * User space reads and drains these through an mmap of the map.
+ */
+struct steer_slot {
+	__u64 inflight_tokens; /* tokens; credited by connect, drained (subtracted) by the daemon */
+	__u64 steered;	       /* connections placed by score */
+	__u64 fallbacks;       /* connections placed round-robin because the table expired */
+	__s64 live;	       /* connections established and not yet closed */
+	__u32 gen;	       /* bumped when the slot changes owner; older sockets' closes are ignored */
+	__u32 flags;	       /* STEER_SLOT_* */
+	__u64 reserved[3];
+};
+
+#define STEER_SLOT_DRAINED 0x1 /* operator drain: never chosen for new connections */
+
+/* Per-service counters (steer_svcst), one cache line each. */
+struct steer_svc_stats {
+	__u64 steered;	 /* connections placed by score */
+	__u64 fallbacks; /* connections placed round-robin after expiry */
+	__u64 refused;	 /* connects failed because no backend was eligible */
+	__u64 rr_cursor; /* round-robin position for the expiry fallback */
+	__u64 reserved[4];
+};
+
+/* Socket-local storage of a steered socket (steer_sk). */
+struct steer_sk {
+	__u32 vip_ip6[4]; /* the virtual address the application asked for, network order */
+	__u16 vip_port;	  /* network order */
+	__u16 flags;	  /* STEER_SK_* */
+	__u32 slot;	  /* backend slot the socket was steered to */
+	__u32 slot_gen;	  /* steer_slot.gen at connect time */
+};
+
+#define STEER_SK_STEERED 0x1 /* getpeername reports the virtual address */
+#define STEER_SK_LIVE 0x2    /* counted in steer_slot.live; decrement once on close */
+
+/* ---- Selection math, shared verbatim by the kernel and user space -------- */
+
+#define STEER_U64_MAX (~(__u64)0)
+#define STEER_NO_PICK 0xffffffffu
+
+#ifndef __always_inline
+#define __always_inline inline __attribute__((always_inline))
+#endif
+
+static __always_inline __u64 steer_sat_add(__u64 a, __u64 b)
+{
+	__u64 s = a + b;
+
+	return s < a ? STEER_U64_MAX : s;
+}
+
+static __always_inline __u64 steer_sat_mul(__u64 a, __u64 b)
+{
+	__u64 a_hi = a >> 32, b_hi = b >> 32, small, big_hi, cross;
+
+	/* Fast path: two 32-bit operands cannot overflow 64 bits. */
+	if ((a_hi | b_hi) == 0)
+		return a * b;
+	if (a_hi && b_hi)
+		return STEER_U64_MAX; /* both >= 2^32 */
+	/* Exactly one operand has high bits: (hi*2^32 + lo) * small, with
+	 * small < 2^32. Written without division or 128-bit products, which
+	 * the BPF target does not have. */
+	if (a_hi) {
+		small = b;
+		big_hi = a_hi;
+		cross = (a & 0xffffffffULL) * small;
+	} else {
+		small = a;
+		big_hi = b_hi;
+		cross = (b & 0xffffffffULL) * small;
+	}
+	big_hi *= small; /* < 2^64: both factors < 2^32 */
+	if (big_hi >> 32)
+		return STEER_U64_MAX;
+	return steer_sat_add(big_hi << 32, cross);
+}
+
+/* Expected wait of one backend for the next connection, ns, saturating. */
+static __always_inline __u64 steer_score(__u64 base_wait_ns, __u64 inflight_tokens,
+					 __u64 ns_per_token)
+{
+	return steer_sat_add(base_wait_ns, steer_sat_mul(inflight_tokens, ns_per_token));
+}
+
+/* The outcome of one selection. */
+struct steer_pick {
+	__u64 score;   /* ns; the chosen backend's score */
+	__u32 found;   /* 1 when a backend was chosen */
+	__u32 pos;     /* its table position (not read by the kernel, see below) */
+	__u32 slot;    /* its slot */
+	__u32 ip6[4];  /* its traffic address, network order */
+	__u16 port;    /* its traffic port, network order */
+	__u16 scanned; /* entries examined before the early exit */
+};
+
+/*
+ * Resolves a slot number to its counters, or NULL when out of range. The
+ * kernel passes a function that looks into steer_slots; user space passes one
+ * that indexes an array. Always inlined, so BPF sees a direct access.
+ */
+typedef struct steer_slot *(*steer_slot_fn)(void *ctx, __u32 slot);
+
+/*
+ * Least expected wait over a table sorted by base_wait_ns ascending:
+ * score_b = base_wait_ns_b + inflight_tokens_b * ns_per_token_b, argmin,
+ * ties to the earlier position. In-flight work only adds to base_wait_ns, so
+ * once the next entry's base_wait_ns reaches the best score no later entry can
+ * win, not even a tie: the scan stops there and the answer is exact.
+ * Drained backends are skipped. With early_exit false the whole table is
+ * scanned (tests compare the two). The result is left in *best.
+ *
+ * Why *best is caller memory and the winner's fields are copied out as it
+ * improves: in the kernel, best points into a per-CPU map value, which the
+ * verifier does not track by value. Kept in registers or on the stack, a best
+ * score that is a known constant on some paths (initial, saturated) and a
+ * position that differs on every path would stop the verifier from pruning
+ * states, and its work would grow exponentially with the table size.
+ */
+static __always_inline void steer_select(const struct steer_table *t, steer_slot_fn slot_at,
+					 void *ctx, int early_exit, struct steer_pick *best)
+{
+	__u32 n = t->n;
+	__u32 i;
+
+	best->score = STEER_U64_MAX;
+	best->found = 0;
+	best->pos = STEER_NO_PICK;
+	best->scanned = 0;
+	for (i = 0; i < STEER_MAX_BACKENDS; i++) {
+		const struct steer_entry *e;
+		struct steer_slot *s;
+		__u64 score;
+
+		if (i >= n)
+			break;
+		e = &t->e[i];
+		if (early_exit && best->found && e->base_wait_ns >= best->score)
+			break;
+		best->scanned = (__u16)(i + 1);
+		s = slot_at(ctx, e->slot);
+		if (!s || (s->flags & STEER_SLOT_DRAINED))
+			continue;
+		score = steer_score(e->base_wait_ns, s->inflight_tokens, e->ns_per_token);
+		if (!best->found || score < best->score) {
+			best->found = 1;
+			best->score = score;
+			best->pos = i;
+			best->slot = e->slot;
+			best->ip6[0] = e->ip6[0];
+			best->ip6[1] = e->ip6[1];
+			best->ip6[2] = e->ip6[2];
+			best->ip6[3] = e->ip6[3];
+			best->port = e->port;
+		}
+	}
+}
+
+/*
+ * Stale-table fallback: the next backend round-robin from cursor, skipping
+ * drained ones. Returns the table position or STEER_NO_PICK.
+ */
+static __always_inline __u32 steer_round_robin(const struct steer_table *t, steer_slot_fn slot_at,
+					       void *ctx, __u64 cursor)
+{
+	__u32 n = t->n;
+	__u32 start, i;
+
+	if (n == 0 || n > STEER_MAX_BACKENDS)
+		return STEER_NO_PICK;
+	start = (__u32)(cursor % n);
+	for (i = 0; i < STEER_MAX_BACKENDS; i++) {
+		__u32 pos;
+		struct steer_slot *s;
+
+		if (i >= n)
+			break;
+		pos = start + i;
+		if (pos >= n)
+			pos -= n;
+		if (pos >= STEER_MAX_BACKENDS)
+			break;
+		s = slot_at(ctx, t->e[pos].slot);
+		if (s && !(s->flags & STEER_SLOT_DRAINED))
+			return pos;
+	}
+	return STEER_NO_PICK;
+}
+
+#endif /* STEER_COMMON_H */

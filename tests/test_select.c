@@ -1,0 +1,328 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/*
+ * test_select.c - the kernel's selection math, compiled from the very header
+ * the BPF program includes, checked against independent references written
+ * here with 128-bit arithmetic and a plain full scan.
+ */
+#include <stdint.h>
+#include <string.h>
+
+#include "steer_common.h"
+#include "tap.h"
+
+static struct steer_slot slots[STEER_MAX_SLOTS];
+
+static struct steer_slot *slot_at(void *ctx, __u32 slot)
+{
+	(void)ctx;
+	return slot < STEER_MAX_SLOTS ? &slots[slot] : NULL;
+}
+
+static uint64_t rng_state = 0x9e3779b97f4a7c15ULL;
+
+static uint64_t rnd(void)
+{
+	/* xorshift64*: deterministic, so a failure reproduces. */
+	rng_state ^= rng_state >> 12;
+	rng_state ^= rng_state << 25;
+	rng_state ^= rng_state >> 27;
+	return rng_state * 2685821657736338717ULL;
+}
+
+/* Values that exercise the edges: small, 32-bit boundary, huge. */
+static uint64_t edgy(void)
+{
+	switch (rnd() % 6) {
+	case 0:
+		return rnd() % 1000;
+	case 1:
+		return (1ULL << 32) - 1 + (rnd() % 3);
+	case 2:
+		return STEER_U64_MAX - (rnd() % 3);
+	case 3:
+		return rnd() >> (rnd() % 64);
+	case 4:
+		return rnd() & 0xffffffffULL;
+	default:
+		return rnd();
+	}
+}
+
+static uint64_t ref_sat(unsigned __int128 v)
+{
+	return v > STEER_U64_MAX ? STEER_U64_MAX : (uint64_t)v;
+}
+
+static void test_saturating_add_matches_128bit(void)
+{
+	int i;
+
+	for (i = 0; i < 200000; i++) {
+		uint64_t a = edgy(), b = edgy();
+		uint64_t want = ref_sat((unsigned __int128)a + b);
+
+		CHECK(steer_sat_add(a, b) == want, "a=%llu b=%llu", (unsigned long long)a,
+		      (unsigned long long)b);
+	}
+	CHECK(steer_sat_add(STEER_U64_MAX, 1) == STEER_U64_MAX, "max+1");
+	CHECK(steer_sat_add(0, 0) == 0, "0+0");
+}
+
+static void test_saturating_mul_matches_128bit(void)
+{
+	int i;
+
+	for (i = 0; i < 200000; i++) {
+		uint64_t a = edgy(), b = edgy();
+		uint64_t want = ref_sat((unsigned __int128)a * b);
+
+		CHECK(steer_sat_mul(a, b) == want, "a=%llu b=%llu got %llu want %llu",
+		      (unsigned long long)a, (unsigned long long)b,
+		      (unsigned long long)steer_sat_mul(a, b), (unsigned long long)want);
+	}
+	CHECK(steer_sat_mul(1ULL << 32, 1ULL << 32) == STEER_U64_MAX, "2^64 saturates");
+	CHECK(steer_sat_mul(1ULL << 32, (1ULL << 32) - 1) == (1ULL << 32) * ((1ULL << 32) - 1),
+	      "just below 2^64 is exact");
+	CHECK(steer_sat_mul(STEER_U64_MAX, 0) == 0, "x*0");
+	CHECK(steer_sat_mul(STEER_U64_MAX, 1) == STEER_U64_MAX, "x*1");
+}
+
+static void test_score_saturates(void)
+{
+	CHECK(steer_score(STEER_U64_MAX - 5, 1, 10) == STEER_U64_MAX, "base near max");
+	CHECK(steer_score(10, STEER_U64_MAX, 2) == STEER_U64_MAX, "huge in-flight");
+	CHECK(steer_score(7, 3, 5) == 22, "7 + 3*5");
+}
+
+/* Independent reference: full scan, exact 128-bit scores, first minimum. */
+static int ref_argmin(const struct steer_table *t)
+{
+	unsigned __int128 best = 0;
+	int pos = -1;
+	__u32 i;
+
+	for (i = 0; i < t->n; i++) {
+		const struct steer_slot *s = &slots[t->e[i].slot];
+		unsigned __int128 sc;
+
+		if (s->flags & STEER_SLOT_DRAINED)
+			continue;
+		sc = ref_sat((unsigned __int128)t->e[i].base_wait_ns +
+			     ref_sat((unsigned __int128)s->inflight_tokens * t->e[i].ns_per_token));
+		if (pos < 0 || sc < best) {
+			best = sc;
+			pos = (int)i;
+		}
+	}
+	return pos;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static void random_table(struct steer_table *t, __u32 n, int equal_bases)
+{
+	uint64_t bases[STEER_MAX_BACKENDS];
+	__u32 i;
+
+	memset(t, 0, sizeof(*t));
+	for (i = 0; i < n; i++)
+		bases[i] = equal_bases ? 1000 : (rnd() % 4 ? rnd() % 5000000 : edgy());
+	qsort(bases, n, sizeof(bases[0]), cmp_u64);
+	for (i = 0; i < n; i++) {
+		t->e[i].base_wait_ns = bases[i];
+		t->e[i].ns_per_token = rnd() % 8 ? 1 + rnd() % 2000000 : edgy();
+		t->e[i].slot = i;
+		t->e[i].ip6[3] = i;
+		slots[i].inflight_tokens = rnd() % 3 ? rnd() % 100000 : edgy();
+		slots[i].flags = rnd() % 10 == 0 ? STEER_SLOT_DRAINED : 0;
+	}
+	t->n = n;
+}
+
+static void test_early_exit_never_changes_the_answer(void)
+{
+	static struct steer_table t;
+	int round;
+
+	for (round = 0; round < 20000; round++) {
+		struct steer_pick early, full;
+		__u32 n = 1 + (__u32)(rnd() % STEER_MAX_BACKENDS);
+		int want;
+
+		random_table(&t, n, round % 7 == 0);
+		steer_select(&t, slot_at, NULL, 1, &early);
+		steer_select(&t, slot_at, NULL, 0, &full);
+		want = ref_argmin(&t);
+		CHECK(early.found == (want >= 0), "round %d found=%u want=%d", round, early.found,
+		      want);
+		if (want < 0)
+			continue;
+		CHECK(early.pos == (__u32)want && full.pos == (__u32)want,
+		      "round %d n=%u early=%u full=%u ref=%d", round, n, early.pos, full.pos, want);
+		CHECK(early.score == full.score, "round %d scores differ", round);
+		CHECK(early.ip6[3] == t.e[want].ip6[3] && early.slot == t.e[want].slot,
+		      "round %d copied fields", round);
+		CHECK(early.scanned <= full.scanned, "round %d scanned more", round);
+	}
+}
+
+static void test_early_exit_stops_at_the_bound(void)
+{
+	static struct steer_table t;
+	struct steer_pick p;
+	__u32 i;
+
+	memset(&t, 0, sizeof(t));
+	memset(slots, 0, sizeof(slots));
+	for (i = 0; i < 200; i++) {
+		t.e[i].base_wait_ns = 1000 * (i + 1);
+		t.e[i].ns_per_token = 1;
+		t.e[i].slot = i;
+	}
+	t.n = 200;
+	steer_select(&t, slot_at, NULL, 1, &p);
+	/* Entry 0 scores 1000; entry 1's base is 2000 >= 1000: stop after 1. */
+	CHECK(p.pos == 0 && p.scanned == 1, "pos=%u scanned=%u", p.pos, p.scanned);
+	slots[0].inflight_tokens = 2500; /* entry 0 now scores 3500; entry 2 (3000) ends it */
+	steer_select(&t, slot_at, NULL, 1, &p);
+	CHECK(p.pos == 1 && p.score == 2000 && p.scanned == 2, "pos=%u score=%llu scanned=%u",
+	      p.pos, (unsigned long long)p.score, p.scanned);
+}
+
+static void test_ties_go_to_the_earlier_position(void)
+{
+	static struct steer_table t;
+	struct steer_pick p;
+	__u32 i;
+
+	memset(&t, 0, sizeof(t));
+	memset(slots, 0, sizeof(slots));
+	for (i = 0; i < 5; i++) {
+		t.e[i].base_wait_ns = 500;
+		t.e[i].ns_per_token = 10;
+		t.e[i].slot = 10 + i;
+	}
+	t.n = 5;
+	slots[10].inflight_tokens = 1; /* 510 */
+	steer_select(&t, slot_at, NULL, 1, &p);
+	CHECK(p.pos == 1, "pos=%u", p.pos);
+	steer_select(&t, slot_at, NULL, 0, &p);
+	CHECK(p.pos == 1, "full scan pos=%u", p.pos);
+	/* All saturated: still the first one, found. */
+	for (i = 0; i < 5; i++) {
+		t.e[i].base_wait_ns = STEER_U64_MAX;
+		slots[10 + i].inflight_tokens = 0;
+	}
+	steer_select(&t, slot_at, NULL, 1, &p);
+	CHECK(p.found && p.pos == 0 && p.score == STEER_U64_MAX, "found=%u pos=%u", p.found,
+	      p.pos);
+}
+
+static void test_drained_and_empty(void)
+{
+	static struct steer_table t;
+	struct steer_pick p;
+
+	memset(&t, 0, sizeof(t));
+	memset(slots, 0, sizeof(slots));
+	steer_select(&t, slot_at, NULL, 1, &p);
+	CHECK(!p.found, "empty table picks nothing");
+	t.n = 2;
+	t.e[0].slot = 1;
+	t.e[1].slot = 2;
+	slots[1].flags = STEER_SLOT_DRAINED;
+	slots[2].flags = STEER_SLOT_DRAINED;
+	steer_select(&t, slot_at, NULL, 1, &p);
+	CHECK(!p.found, "all drained picks nothing");
+	slots[2].flags = 0;
+	steer_select(&t, slot_at, NULL, 1, &p);
+	CHECK(p.found && p.pos == 1, "the undrained one");
+	t.e[1].slot = STEER_MAX_SLOTS + 7; /* out of range: skipped, not read */
+	steer_select(&t, slot_at, NULL, 1, &p);
+	CHECK(!p.found, "bad slot skipped");
+}
+
+static void test_round_robin_cycles_and_skips_drained(void)
+{
+	static struct steer_table t;
+	__u64 cursor;
+	__u32 i;
+
+	memset(&t, 0, sizeof(t));
+	memset(slots, 0, sizeof(slots));
+	t.n = 4;
+	for (i = 0; i < 4; i++)
+		t.e[i].slot = i;
+	for (cursor = 0; cursor < 8; cursor++)
+		CHECK(steer_round_robin(&t, slot_at, NULL, cursor) == cursor % 4, "cursor %llu",
+		      (unsigned long long)cursor);
+	slots[2].flags = STEER_SLOT_DRAINED;
+	CHECK(steer_round_robin(&t, slot_at, NULL, 2) == 3, "skips drained");
+	CHECK(steer_round_robin(&t, slot_at, NULL, STEER_U64_MAX) == 3,
+	      "cursor wraps: 2^64-1 %% 4 = 3");
+	t.n = 0;
+	CHECK(steer_round_robin(&t, slot_at, NULL, 0) == STEER_NO_PICK, "empty");
+}
+
+/*
+ * Water-filling: repeated select + credit against a reference that tracks
+ * in-flight work in 128-bit and picks the first minimum.
+ */
+static void test_water_filling_matches_reference(void)
+{
+	static struct steer_table t;
+	unsigned __int128 ref_inflight[8] = { 0 };
+	const __u32 credit = 1024;
+	int step;
+	__u32 i;
+
+	memset(&t, 0, sizeof(t));
+	memset(slots, 0, sizeof(slots));
+	t.n = 4;
+	/* base waits 0, 0.2 ms, 0.3 ms, 2 ms; throughputs 2000, 4000, 1000, 8000 tok/s */
+	uint64_t base[4] = { 0, 200000, 300000, 2000000 };
+	uint64_t npt[4] = { 500000, 250000, 1000000, 125000 };
+	for (i = 0; i < 4; i++) {
+		t.e[i].base_wait_ns = base[i];
+		t.e[i].ns_per_token = npt[i];
+		t.e[i].slot = i;
+	}
+	for (step = 0; step < 200; step++) {
+		struct steer_pick p;
+		unsigned __int128 best = 0;
+		int want = -1;
+
+		for (i = 0; i < 4; i++) {
+			unsigned __int128 sc = base[i] + ref_inflight[i] * npt[i];
+
+			if (want < 0 || sc < best) {
+				best = sc;
+				want = (int)i;
+			}
+		}
+		steer_select(&t, slot_at, NULL, 1, &p);
+		CHECK(p.found && p.pos == (__u32)want, "step %d: got %u want %d", step, p.pos,
+		      want);
+		ref_inflight[want] += credit;
+		__sync_fetch_and_add(&slots[p.slot].inflight_tokens, credit);
+	}
+}
+
+int main(void)
+{
+	TAP_RUN(test_saturating_add_matches_128bit);
+	TAP_RUN(test_saturating_mul_matches_128bit);
+	TAP_RUN(test_score_saturates);
+	TAP_RUN(test_early_exit_never_changes_the_answer);
+	TAP_RUN(test_early_exit_stops_at_the_bound);
+	TAP_RUN(test_ties_go_to_the_earlier_position);
+	TAP_RUN(test_drained_and_empty);
+	TAP_RUN(test_round_robin_cycles_and_skips_drained);
+	TAP_RUN(test_water_filling_matches_reference);
+	return tap_done();
+}

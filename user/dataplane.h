@@ -1,0 +1,157 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/*
+ * dataplane.h - user-space side of the kernel contract in bpf/steer_common.h.
+ *
+ * Opens (or adopts) the pinned BPF state, publishes service tables, drains
+ * in-flight counters, reads statistics and detaches. The daemon, smg-steerctl
+ * and the tests use it; nothing else touches the maps.
+ *
+ * Every function that can fail returns 0 or a negative errno and, on failure,
+ * writes a one-line reason into err (which may be NULL). A failed publish
+ * changes nothing in the kernel.
+ */
+#ifndef STEER_DATAPLANE_H
+#define STEER_DATAPLANE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "steer_common.h"
+
+struct steer_dp;
+
+struct steer_dp_opts {
+	const char *pin_dir; /* NULL: STEER_DEFAULT_PIN_DIR */
+	const char *cgroup;  /* NULL: the cgroup2 root, found in /proc/mounts */
+	/*
+	 * true (the daemon): load the programs, adopt or create the pinned
+	 * maps, attach to the cgroup (or adopt the pinned links, swapping in
+	 * this build's programs without a gap) and hold the pin directory's
+	 * lock, so that a second owner refuses to start.
+	 * false (smg-steerctl, a second reader): open the pinned maps only.
+	 */
+	bool own;
+};
+
+int steer_dp_open(const struct steer_dp_opts *opts, struct steer_dp **out, char *err,
+		  size_t errlen);
+/* Releases memory and descriptors; pinned state stays (programs keep running). */
+void steer_dp_close(struct steer_dp *dp);
+/* Detaches the programs and removes every pin and the pin directory. */
+int steer_dp_detach(struct steer_dp *dp, char *err, size_t errlen);
+
+const char *steer_dp_pin_dir(const struct steer_dp *dp);
+const char *steer_dp_cgroup(const struct steer_dp *dp);
+
+/* ---- Publishing ---------------------------------------------------------- */
+
+/* One backend of a published table. Costs are validated (finite, >= 0) and
+ * converted to integer nanoseconds with saturation. */
+struct steer_dp_cost {
+	struct steer_addr addr;
+	double base_wait_ns; /* ns */
+	double ns_per_token; /* ns per token */
+};
+
+struct steer_dp_service {
+	struct steer_addr vip;
+	/* Every configured backend, in table or not: each keeps its slot (and
+	 * so its live-connection count) while configured. */
+	const struct steer_addr *configured;
+	size_t n_configured;
+	/* The backends to publish, in any order: they are sorted by
+	 * base_wait_ns, ties kept in the given order. Each must be configured. */
+	const struct steer_dp_cost *table;
+	size_t n_table;
+	uint32_t credit_tokens; /* 0: STEER_DEFAULT_CREDIT_TOKENS */
+	uint64_t ttl_ns;	/* the table expires this long after publish */
+	bool allow_empty;	/* n_table == 0 is legal: the kernel refuses connects */
+	uint32_t flags;		/* STEER_TBL_* */
+};
+
+/*
+ * Replace the whole set of services in one atomic swap. Services and
+ * backends absent from svcs lose their tables and slots.
+ */
+int steer_dp_publish(struct steer_dp *dp, const struct steer_dp_service *svcs, size_t n,
+		     char *err, size_t errlen);
+/* Replace (or add) one service, keeping every other published table. */
+int steer_dp_publish_one(struct steer_dp *dp, const struct steer_dp_service *svc, char *err,
+			 size_t errlen);
+/* Remove one service. */
+int steer_dp_unpublish(struct steer_dp *dp, const struct steer_addr *vip, char *err,
+		       size_t errlen);
+
+/* ---- Counters ------------------------------------------------------------ */
+
+/* The slot of a configured backend of a service, or -ENOENT. */
+int steer_dp_slot(const struct steer_dp *dp, const struct steer_addr *vip,
+		  const struct steer_addr *backend, uint32_t *slot);
+/* Direct view of a slot's counters (mmap of steer_slots), or NULL. */
+const struct steer_slot *steer_dp_slot_counters(const struct steer_dp *dp, uint32_t slot);
+uint64_t steer_dp_inflight_read(const struct steer_dp *dp, uint32_t slot);
+/* Atomically subtract tokens that were read before; concurrent credits stay. */
+void steer_dp_inflight_sub(struct steer_dp *dp, uint32_t slot, uint64_t tokens);
+/* Atomically take the whole counter. */
+uint64_t steer_dp_inflight_exchange(struct steer_dp *dp, uint32_t slot);
+int64_t steer_dp_live(const struct steer_dp *dp, uint32_t slot);
+
+/* ---- Drain --------------------------------------------------------------- */
+
+/* Persist (in steer_drain) and apply at once (in every slot of that backend). */
+int steer_dp_set_drained(struct steer_dp *dp, const struct steer_addr *backend, bool drained,
+			 char *err, size_t errlen);
+bool steer_dp_is_drained(const struct steer_dp *dp, const struct steer_addr *backend);
+
+/* ---- Inspection ---------------------------------------------------------- */
+
+struct steer_view_backend {
+	struct steer_addr addr;
+	uint32_t slot;
+	int rank;		/* table position, -1 when not in the table */
+	uint64_t base_wait_ns;	/* valid when rank >= 0 */
+	uint64_t ns_per_token;	/* valid when rank >= 0 */
+	struct steer_slot ctr;	/* counters as read */
+	bool drained;
+};
+
+struct steer_view_service {
+	struct steer_addr vip;
+	uint32_t svc_id;
+	bool published;		/* a table exists in the current generation */
+	uint64_t expires_ns;	/* CLOCK_MONOTONIC */
+	uint64_t generation;
+	uint32_t credit_tokens;
+	uint32_t table_flags;
+	uint32_t n_table;
+	struct steer_svc_stats stats;
+	size_t n_backends; /* configured (registered) backends; table order first */
+	struct steer_view_backend *backends;
+};
+
+struct steer_view {
+	uint64_t now_ns; /* CLOCK_MONOTONIC when read */
+	size_t n_services;
+	struct steer_view_service *services;
+};
+
+int steer_dp_view(const struct steer_dp *dp, struct steer_view *out, char *err, size_t errlen);
+void steer_view_free(struct steer_view *v);
+
+/* ---- Addresses and helpers ----------------------------------------------- */
+
+/* "a.b.c.d:port" or "[v6]:port"; TCP. */
+int steer_addr_parse(const char *s, struct steer_addr *out, char *err, size_t errlen);
+/* Formats as parsed; buf of at least STEER_ADDR_STRLEN bytes. */
+#define STEER_ADDR_STRLEN 56
+const char *steer_addr_format(const struct steer_addr *a, char *buf, size_t len);
+bool steer_addr_is_v4(const struct steer_addr *a);
+bool steer_addr_equal(const struct steer_addr *a, const struct steer_addr *b);
+uint64_t steer_monotonic_ns(void);
+/* Saturating conversion of a finite, non-negative double to u64. */
+uint64_t steer_u64_sat(double x);
+/* The cgroup2 mount point from /proc/mounts, or -ENOENT. */
+int steer_cgroup2_root(char *buf, size_t len);
+
+#endif /* STEER_DATAPLANE_H */
