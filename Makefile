@@ -30,7 +30,7 @@ CFLAGS ?=
 CFLAGS_ALL := $(CFLAGS_BASE) $(CFLAGS)
 LDLIBS_BPF := -lbpf -lelf -lz
 LDLIBS_GRPC := -lgrpc -lgpr -lprotobuf-c
-LDLIBS_ALL := $(LDLIBS_BPF) $(LDLIBS_GRPC) -lyaml -lmicrohttpd -lpthread -lm
+LDLIBS_ALL := $(LDLIBS_BPF) $(LDLIBS_GRPC) -lyaml -lmicrohttpd -ljson-c -lpthread -lm
 
 BPF_OBJ := $(O)/steer.bpf.o
 SKEL := $(O)/steer.skel.h
@@ -38,11 +38,22 @@ VMLINUX := $(O)/vmlinux.h
 PROTO_C := $(O)/proto/sglang_scheduler.pb-c.c
 PROTO_H := $(O)/proto/sglang_scheduler.pb-c.h
 
-# Modules shared by the daemon, the tools and the tests.
-LIB_SRCS := user/dataplane.c
-LIB_OBJS := $(patsubst user/%.c,$(O)/obj/%.o,$(LIB_SRCS))
+# Modules shared by the daemon, the tools and the tests: every user/*.c but
+# the daemon's main, plus the generated protobuf code.
+LIB_SRCS := $(filter-out user/smg-steerd.c,$(wildcard user/*.c))
+LIB_OBJS := $(patsubst user/%.c,$(O)/obj/%.o,$(LIB_SRCS)) $(O)/obj/sglang_scheduler.pb-c.o
+SIM_SRCS := $(wildcard tools/sim/*.c)
 
-TEST_BINS := $(O)/tests/test_select $(O)/tests/test_dataplane
+# Every tests/test_*.c is a test program linked with all modules.
+TEST_NAMES := $(patsubst tests/%.c,%,$(wildcard tests/test_*.c))
+TEST_BINS := $(addprefix $(O)/tests/,$(TEST_NAMES))
+PY_PROTO := $(O)/py/sglang_scheduler_pb2.py
+
+SIM_LIB_SRCS := $(filter-out tools/sim/main.c,$(SIM_SRCS))
+
+PROGRAMS := $(if $(wildcard user/smg-steerd.c),$(O)/smg-steerd) \
+	$(if $(wildcard tools/smg-steerctl.c),$(O)/smg-steerctl) \
+	$(if $(SIM_SRCS),$(O)/steer-sim)
 
 .PHONY: all deps deps-test deps-bench test tests demo bench install clean format check-format
 .DEFAULT_GOAL := all
@@ -50,7 +61,7 @@ TEST_BINS := $(O)/tests/test_select $(O)/tests/test_dataplane
 all: deps
 	@$(MAKE) --no-print-directory build-all
 
-build-all: $(SKEL) $(LIB_OBJS) tests
+build-all: $(SKEL) $(LIB_OBJS) $(PROGRAMS) tests $(PY_PROTO)
 
 deps:
 	@tools/deps.sh build
@@ -81,27 +92,48 @@ $(PROTO_C) $(PROTO_H) &: proto/sglang_scheduler.proto
 	@mkdir -p $(O)/proto
 	$(PROTOC_C) --proto_path=proto --c_out=$(O)/proto $<
 
+# Python message classes for the fake worker (an implementation independent of ours).
+$(PY_PROTO): proto/sglang_scheduler.proto
+	@mkdir -p $(@D)
+	protoc --proto_path=proto --python_out=$(@D) $<
+
 # ---- user space -----------------------------------------------------------------
 
-$(O)/obj/%.o: user/%.c $(SKEL) $(PROTO_H) $(wildcard user/*.h) bpf/steer_common.h
+HDRS := $(wildcard user/*.h) bpf/steer_common.h
+
+$(O)/obj/%.o: user/%.c $(SKEL) $(PROTO_H) $(HDRS)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS_ALL) -c $< -o $@
+
+$(O)/obj/sglang_scheduler.pb-c.o: $(PROTO_C) $(PROTO_H)
+	@mkdir -p $(@D)
+	$(CC) $(filter-out -Wextra,$(CFLAGS_ALL)) -c $< -o $@
+
+$(O)/smg-steerd: user/smg-steerd.c $(LIB_OBJS) $(HDRS)
+	$(CC) $(CFLAGS_ALL) $< $(LIB_OBJS) -o $@ $(LDFLAGS_SAN) $(LDLIBS_ALL)
+
+$(O)/smg-steerctl: tools/smg-steerctl.c $(LIB_OBJS) $(HDRS)
+	$(CC) $(CFLAGS_ALL) $< $(LIB_OBJS) -o $@ $(LDFLAGS_SAN) $(LDLIBS_ALL)
+
+$(O)/steer-sim: $(SIM_SRCS) $(wildcard tools/sim/*.h) $(O)/obj/policy.o $(HDRS)
+	$(CC) $(CFLAGS_ALL) -Itools/sim $(SIM_SRCS) $(O)/obj/policy.o -o $@ $(LDFLAGS_SAN) -lm
 
 # ---- tests ----------------------------------------------------------------------
 
 tests: $(TEST_BINS)
 
-$(O)/tests/test_select: tests/test_select.c bpf/steer_common.h tests/tap.h
+# The simulator's test links the simulator's modules (all but its main).
+$(O)/tests/test_sim: tests/test_sim.c tests/tap.h $(SIM_LIB_SRCS) $(wildcard tools/sim/*.h) $(O)/obj/policy.o $(HDRS)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS_ALL) -Itests $< -o $@ $(LDFLAGS_SAN)
-
-$(O)/tests/test_dataplane: tests/test_dataplane.c tests/tap.h tests/testenv.h $(O)/obj/testenv.o $(LIB_OBJS)
-	@mkdir -p $(@D)
-	$(CC) $(CFLAGS_ALL) -Itests $< $(O)/obj/testenv.o $(LIB_OBJS) -o $@ $(LDFLAGS_SAN) $(LDLIBS_ALL)
+	$(CC) $(CFLAGS_ALL) -Itests -Itools/sim $< $(SIM_LIB_SRCS) $(O)/obj/policy.o -o $@ $(LDFLAGS_SAN) -lm
 
 $(O)/obj/testenv.o: tests/testenv.c tests/testenv.h
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS_ALL) -Itests -c $< -o $@
+
+$(O)/tests/%: tests/%.c tests/tap.h tests/testenv.h $(O)/obj/testenv.o $(LIB_OBJS) $(HDRS)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_ALL) -Itests -Itools/sim $< $(O)/obj/testenv.o $(LIB_OBJS) -o $@ $(LDFLAGS_SAN) $(LDLIBS_ALL) -lcmocka
 
 test: deps deps-test
 	@$(MAKE) --no-print-directory O=build/san SAN=1 build-all

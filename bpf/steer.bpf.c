@@ -107,6 +107,15 @@ struct {
 	__type(value, struct steer_pick);
 } steer_scratch SEC(".maps");
 
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(max_entries, STEER_MAX_SLOTS);
+	__type(key, __u32);
+	__type(value, struct steer_bk_info);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} steer_bkinfo SEC(".maps");
+
 static __always_inline struct steer_slot *slot_lookup(void *ctx, __u32 slot)
 {
 	return bpf_map_lookup_elem(&steer_slots, &slot);

@@ -41,6 +41,7 @@
 #define STEER_MAP_SVCID "steer_svcid"	   /* HASH vip -> svc_id, the user-space registry */
 #define STEER_MAP_BKSLOT "steer_bkslot"	   /* HASH (vip, backend) -> slot, the registry */
 #define STEER_MAP_DRAIN "steer_drain"	   /* HASH backend address -> drain flag, persisted */
+#define STEER_MAP_BKINFO "steer_bkinfo"	   /* ARRAY[slot] of struct steer_bk_info, mmapable */
 #define STEER_LINK_CONNECT4 "steer_lnk_c4"
 #define STEER_LINK_CONNECT6 "steer_lnk_c6"
 #define STEER_LINK_PEER4 "steer_lnk_gp4"
@@ -122,6 +123,54 @@ struct steer_svc_stats {
 	__u64 refused;	 /* connects failed because no backend was eligible */
 	__u64 rr_cursor; /* round-robin position for the expiry fallback */
 	__u64 reserved[4];
+};
+
+/* How the daemon scored a backend (steer_bk_info.mode). */
+enum steer_mode {
+	STEER_MODE_NONE = 0,	 /* not scored (not in the table) */
+	STEER_MODE_SNAPSHOT = 1, /* fresh GetLoads snapshot */
+	STEER_MODE_ESTIMATE = 2, /* no fresh snapshot, peers report: live x prefill / nominal */
+	STEER_MODE_DARK = 3,	 /* whole fleet dark: fewest live connections */
+};
+
+/* The daemon's view of a backend's health (steer_bk_info.health). */
+enum steer_health {
+	STEER_HEALTH_UNKNOWN = 0,
+	STEER_HEALTH_HEALTHY = 1,
+	STEER_HEALTH_EJECTED = 2, /* consecutive failed polls; out of the table */
+};
+
+/* Outcome of the last GetLoads poll (steer_bk_info.last_poll). */
+enum steer_poll_kind {
+	STEER_POLL_NONE = 0,
+	STEER_POLL_OK = 1,
+	STEER_POLL_UNIMPLEMENTED = 2, /* healthy, reports no loads */
+	STEER_POLL_UNAVAILABLE = 3,
+	STEER_POLL_DEADLINE = 4,
+	STEER_POLL_INVALID = 5, /* undecodable, empty, or non-finite/negative numbers */
+	STEER_POLL_ERROR = 6,	/* any other gRPC status */
+	STEER_POLL_KINDS = 7,
+};
+
+/*
+ * What the daemon knew about a backend when it last published, one per slot
+ * (steer_bkinfo). Written by smg-steerd only, read by smg-steerctl, which
+ * thereby explains scores even while the daemon is down. Not read by BPF.
+ */
+struct steer_bk_info {
+	__u64 queued_tokens;   /* tokens, as scored (reported, or waiting requests x prefill) */
+	__u64 throughput_mtps; /* milli-tokens per second, as scored */
+	__u64 work_ns;	       /* ns; queued_tokens / throughput */
+	__u64 barrier_ns;      /* ns; kv_pressure_weight * k / (1 - k) */
+	__u64 snapshot_ns;     /* CLOCK_MONOTONIC of the last good snapshot; 0: never */
+	__u64 updated_ns;      /* CLOCK_MONOTONIC of this record */
+	__u32 kv_ppm;	       /* KV usage k, parts per million, as scored (clamped) */
+	__u32 live_at_score;   /* live connections the estimate used */
+	__u8 mode;	       /* enum steer_mode */
+	__u8 health;	       /* enum steer_health */
+	__u8 queued_estimated; /* 1: queue estimated from waiting requests */
+	__u8 last_poll;	       /* enum steer_poll_kind */
+	__u32 dp_ranks;	       /* DP ranks in the last snapshot */
 };
 
 /* Socket-local storage of a steered socket (steer_sk). */
@@ -229,6 +278,9 @@ static __always_inline void steer_select(const struct steer_table *t, steer_slot
 	best->score = STEER_U64_MAX;
 	best->found = 0;
 	best->pos = STEER_NO_PICK;
+	best->slot = 0;
+	best->ip6[0] = best->ip6[1] = best->ip6[2] = best->ip6[3] = 0;
+	best->port = 0;
 	best->scanned = 0;
 	for (i = 0; i < STEER_MAX_BACKENDS; i++) {
 		const struct steer_entry *e;

@@ -17,11 +17,11 @@ passed=0
 failed=0
 logdir=$(mktemp -d /tmp/smg-steer-tests.XXXXXX)
 
-# Programs and scripts, in order. A name with "*" is skipped when absent.
-TESTS="
-$B/tests/test_select
-$B/tests/test_dataplane
-"
+# C test programs first (fast, unit level), then Python and shell tests
+# (daemon, end to end, demo). TESTS may be set to run a subset.
+if [ -z "${TESTS:-}" ]; then
+	TESTS="$(ls "$B"/tests/test_* 2>/dev/null | sort) $(ls "$here"/test_*.py 2>/dev/null | sort) $(ls "$here"/test_*.sh 2>/dev/null | sort)"
+fi
 
 run_one() {
 	t=$1

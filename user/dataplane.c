@@ -44,9 +44,11 @@ struct steer_dp {
 	struct steer_bpf *skel; /* owner only */
 	struct bpf_link *links[5];
 
-	int gen_fd, slots_fd, svcst_fd, sk_fd, svcid_fd, bkslot_fd, drain_fd;
+	int gen_fd, slots_fd, svcst_fd, sk_fd, svcid_fd, bkslot_fd, drain_fd, bkinfo_fd;
 	struct steer_slot *slots;
 	size_t slots_len;
+	struct steer_bk_info *bkinfo;
+	size_t bkinfo_len;
 	struct steer_svc_stats *svcst;
 	size_t svcst_len;
 
@@ -491,7 +493,7 @@ static int attach_or_adopt_links(struct steer_dp *dp, char *err, size_t errlen)
 		struct bpf_link *l;
 
 		pin_path(dp, link_names[i], path, sizeof(path));
-		l = bpf_link__open(path);
+		l = access(path, F_OK) == 0 ? bpf_link__open(path) : NULL;
 		if (l) {
 			struct bpf_link_info info = { 0 };
 			__u32 len = sizeof(info);
@@ -560,7 +562,7 @@ static int open_maps(struct steer_dp *dp, char *err, size_t errlen)
 		{ STEER_MAP_GEN, &dp->gen_fd },	      { STEER_MAP_SLOTS, &dp->slots_fd },
 		{ STEER_MAP_SVCST, &dp->svcst_fd },   { STEER_MAP_SK, &dp->sk_fd },
 		{ STEER_MAP_SVCID, &dp->svcid_fd },   { STEER_MAP_BKSLOT, &dp->bkslot_fd },
-		{ STEER_MAP_DRAIN, &dp->drain_fd },
+		{ STEER_MAP_DRAIN, &dp->drain_fd },   { STEER_MAP_BKINFO, &dp->bkinfo_fd },
 	};
 	size_t i;
 	int rc;
@@ -574,6 +576,11 @@ static int open_maps(struct steer_dp *dp, char *err, size_t errlen)
 	dp->svcst_len = page_round(sizeof(struct steer_svc_stats) * STEER_MAX_SERVICES);
 	rc = map_mmap(dp->slots_fd, dp->slots_len, (void **)&dp->slots, err, errlen,
 		      STEER_MAP_SLOTS);
+	if (rc)
+		return rc;
+	dp->bkinfo_len = page_round(sizeof(struct steer_bk_info) * STEER_MAX_SLOTS);
+	rc = map_mmap(dp->bkinfo_fd, dp->bkinfo_len, (void **)&dp->bkinfo, err, errlen,
+		      STEER_MAP_BKINFO);
 	if (rc)
 		return rc;
 	return map_mmap(dp->svcst_fd, dp->svcst_len, (void **)&dp->svcst, err, errlen,
@@ -609,7 +616,7 @@ static int ensure_generation(struct steer_dp *dp, char *err, size_t errlen)
 static void dp_init_fds(struct steer_dp *dp)
 {
 	dp->lock_fd = dp->gen_fd = dp->slots_fd = dp->svcst_fd = dp->sk_fd = -1;
-	dp->svcid_fd = dp->bkslot_fd = dp->drain_fd = dp->btf_fd = -1;
+	dp->svcid_fd = dp->bkslot_fd = dp->drain_fd = dp->btf_fd = dp->bkinfo_fd = -1;
 }
 
 int steer_dp_open(const struct steer_dp_opts *opts, struct steer_dp **out, char *err,
@@ -691,8 +698,10 @@ void steer_dp_close(struct steer_dp *dp)
 		munmap(dp->slots, dp->slots_len);
 	if (dp->svcst)
 		munmap(dp->svcst, dp->svcst_len);
-	int fds[] = { dp->gen_fd,    dp->slots_fd,  dp->svcst_fd, dp->sk_fd,
-		      dp->svcid_fd,  dp->bkslot_fd, dp->drain_fd, dp->btf_fd };
+	if (dp->bkinfo)
+		munmap(dp->bkinfo, dp->bkinfo_len);
+	int fds[] = { dp->gen_fd,   dp->slots_fd, dp->svcst_fd, dp->sk_fd,	dp->svcid_fd,
+		      dp->bkslot_fd, dp->drain_fd, dp->btf_fd,	 dp->bkinfo_fd };
 	for (i = 0; i < (int)(sizeof(fds) / sizeof(fds[0])); i++)
 		if (fds[i] >= 0)
 			close(fds[i]);
@@ -708,6 +717,7 @@ int steer_dp_detach(struct steer_dp *dp, char *err, size_t errlen)
 	static const char *const maps[] = {
 		STEER_MAP_GEN,	  STEER_MAP_TABLES, STEER_MAP_SLOTS, STEER_MAP_SVCST,
 		STEER_MAP_SK,	  STEER_MAP_SVCID,  STEER_MAP_BKSLOT, STEER_MAP_DRAIN,
+		STEER_MAP_BKINFO,
 	};
 	char path[PATH_MAX];
 	int i, rc = 0;
@@ -716,7 +726,7 @@ int steer_dp_detach(struct steer_dp *dp, char *err, size_t errlen)
 		struct bpf_link *l = dp->links[i];
 
 		pin_path(dp, link_names[i], path, sizeof(path));
-		if (!l)
+		if (!l && access(path, F_OK) == 0)
 			l = bpf_link__open(path);
 		if (l) {
 			if (bpf_link__detach(l) != 0 && rc == 0)
@@ -758,6 +768,11 @@ int steer_dp_slot(const struct steer_dp *dp, const struct steer_addr *vip,
 const struct steer_slot *steer_dp_slot_counters(const struct steer_dp *dp, uint32_t slot)
 {
 	return slot < STEER_MAX_SLOTS ? &dp->slots[slot] : NULL;
+}
+
+struct steer_bk_info *steer_dp_bk_info(const struct steer_dp *dp, uint32_t slot)
+{
+	return slot < STEER_MAX_SLOTS ? &dp->bkinfo[slot] : NULL;
 }
 
 uint64_t steer_dp_inflight_read(const struct steer_dp *dp, uint32_t slot)
@@ -1034,6 +1049,7 @@ static void slot_reset(struct steer_dp *dp, uint32_t s, bool drained)
 	__atomic_store_n(&c->fallbacks, 0, __ATOMIC_RELEASE);
 	__atomic_store_n(&c->live, 0, __ATOMIC_RELEASE);
 	__atomic_store_n(&c->flags, drained ? STEER_SLOT_DRAINED : 0, __ATOMIC_RELEASE);
+	memset(&dp->bkinfo[s], 0, sizeof(dp->bkinfo[s]));
 }
 
 /* Write the plan's registry additions to the kernel before the swap. */

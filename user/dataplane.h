@@ -90,6 +90,8 @@ int steer_dp_slot(const struct steer_dp *dp, const struct steer_addr *vip,
 		  const struct steer_addr *backend, uint32_t *slot);
 /* Direct view of a slot's counters (mmap of steer_slots), or NULL. */
 const struct steer_slot *steer_dp_slot_counters(const struct steer_dp *dp, uint32_t slot);
+/* The daemon's record of a slot (mmap of steer_bkinfo), or NULL. */
+struct steer_bk_info *steer_dp_bk_info(const struct steer_dp *dp, uint32_t slot);
 uint64_t steer_dp_inflight_read(const struct steer_dp *dp, uint32_t slot);
 /* Atomically subtract tokens that were read before; concurrent credits stay. */
 void steer_dp_inflight_sub(struct steer_dp *dp, uint32_t slot, uint64_t tokens);

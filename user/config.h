@@ -1,0 +1,97 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/*
+ * config.h - smg-steerd's command line and YAML configuration.
+ *
+ * One entry point parses argv (and the --config file it names) into a
+ * struct steer_config. SIGHUP calls it again with the same argv: flags
+ * always override the file, and a file that fails to parse leaves the
+ * running configuration alone.
+ */
+#ifndef STEER_CONFIG_H
+#define STEER_CONFIG_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "dataplane.h"
+#include "policy.h"
+
+enum steer_log_level {
+	STEER_LOG_ERROR = 0,
+	STEER_LOG_WARN = 1,
+	STEER_LOG_INFO = 2,
+	STEER_LOG_DEBUG = 3,
+};
+
+struct steer_backend_cfg {
+	struct steer_addr addr;	 /* traffic address */
+	struct steer_addr loads; /* where GetLoads is served; defaults to addr */
+	char addr_str[STEER_ADDR_STRLEN];
+	char loads_str[STEER_ADDR_STRLEN];
+};
+
+struct steer_service_cfg {
+	struct steer_addr vip;
+	char vip_str[STEER_ADDR_STRLEN];
+	struct steer_backend_cfg *backends;
+	size_t n_backends;
+	struct steer_policy policy; /* resolved: flag > service key > top-level key > default */
+};
+
+struct steer_config {
+	/* Attach and pinning. Empty cgroup: the cgroup2 root. */
+	char cgroup[PATH_MAX];
+	char pin_path[PATH_MAX];
+	bool keep_pinned;
+
+	/* Polling, nanoseconds. */
+	uint64_t interval_ns; /* --load-check-interval, default 1 s */
+	uint64_t timeout_ns;  /* --load-timeout, default min(interval / 2, 1 s) */
+	uint64_t max_age_ns;  /* --snapshot-max-age, default 3 x interval */
+
+	/* Health. */
+	uint32_t unhealthy_after; /* default 3 */
+	uint32_t healthy_after;	  /* default 2 */
+
+	enum steer_log_level log_level; /* default info */
+
+	/* Metrics: "ADDR:PORT", default "127.0.0.1:9464"; metrics_enabled false for "off". */
+	bool metrics_enabled;
+	char metrics_listen[STEER_ADDR_STRLEN];
+	struct steer_addr metrics_addr;
+
+	char config_path[PATH_MAX]; /* --config, empty when none */
+
+	struct steer_service_cfg *services;
+	size_t n_services;
+};
+
+enum steer_config_rc {
+	STEER_CONFIG_OK = 0,
+	STEER_CONFIG_EXIT = 1,	/* --help or --version printed to stdout: exit 0 */
+	STEER_CONFIG_USAGE = 2, /* invalid: one line in err; exit code 2 */
+};
+
+/*
+ * Parse the command line and the config file it names. On STEER_CONFIG_USAGE
+ * err holds one line naming the flag (or file:line and key) and the accepted
+ * range, e.g. "--least-load-default-throughput: must be a finite number > 0
+ * (tokens/s), got '0'" or "steer.yaml:7: unknown key 'bakends' in service".
+ * out is only written on success. out must be released with steer_config_free.
+ */
+enum steer_config_rc steer_config_load(int argc, char *const argv[], struct steer_config *out,
+				       char *err, size_t errlen);
+void steer_config_free(struct steer_config *c);
+
+/* "250ms", "2s", "1.5s", "1m" (also "us", "ns", "h") -> ns; -1 when invalid or <= 0. */
+int steer_parse_duration(const char *s, uint64_t *ns);
+
+/* Prints the --help text to f. */
+void steer_config_usage(FILE *f);
+
+#define STEER_VERSION "0.1.0"
+
+#endif /* STEER_CONFIG_H */

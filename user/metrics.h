@@ -1,0 +1,72 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/*
+ * metrics.h - Prometheus text exposition on /metrics and liveness on /healthz,
+ * served by libmicrohttpd from its own thread.
+ *
+ * The daemon hands over a complete snapshot after each publish
+ * (steer_metrics_update copies it under a mutex); a scrape renders the latest
+ * snapshot. Rendering is a pure function, tested without a socket.
+ */
+#ifndef STEER_METRICS_H
+#define STEER_METRICS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "steer_common.h"
+
+/* Upper bounds (seconds) of smg_steer_poll_duration_seconds; +Inf implied. */
+#define STEER_POLL_BUCKETS 12
+extern const double steer_poll_bucket_bounds[STEER_POLL_BUCKETS];
+
+struct steer_metrics_backend {
+	char vip[64];	  /* label vip, e.g. "127.0.0.100:8000" */
+	char backend[64]; /* label backend, the traffic address */
+	double score_s;	  /* expected wait for the next connection, seconds */
+	double queued_tokens;
+	double throughput;	/* tokens/s as scored */
+	double kv_usage;	/* ratio 0..1 as scored */
+	double inflight_tokens; /* current in-flight counter */
+	int64_t live_connections;
+	bool healthy;
+	uint64_t steered_total;		      /* connections placed by score + fallbacks */
+	uint64_t polls_total[STEER_POLL_KINDS]; /* by enum steer_poll_kind; NONE unused */
+};
+
+struct steer_metrics_service {
+	char vip[64];
+	uint64_t table_publishes_total;
+	uint64_t fallback_connections_total;
+	uint64_t refused_connections_total;
+	uint64_t poll_buckets[STEER_POLL_BUCKETS]; /* cumulative counts per bound */
+	uint64_t poll_count;
+	double poll_sum_s;
+};
+
+struct steer_metrics_snapshot {
+	struct steer_metrics_service *services;
+	size_t n_services;
+	struct steer_metrics_backend *backends;
+	size_t n_backends;
+	uint64_t last_publish_ns;    /* CLOCK_MONOTONIC of the last successful publish; 0 none */
+	uint64_t healthy_within_ns;  /* /healthz is 200 while now - last_publish_ns <= this */
+};
+
+struct steer_metrics;
+
+/* listen: "127.0.0.1:9464" or "[::1]:9464". Returns 0 or a negative errno with err. */
+int steer_metrics_start(const char *listen, struct steer_metrics **out, char *err,
+			size_t errlen);
+/* Deep-copies snap. Safe against concurrent scrapes. */
+int steer_metrics_update(struct steer_metrics *m, const struct steer_metrics_snapshot *snap);
+void steer_metrics_stop(struct steer_metrics *m);
+
+/* Render the Prometheus text format into a malloc'd, NUL-terminated string. */
+char *steer_metrics_render(const struct steer_metrics_snapshot *snap);
+
+/* Label value for a poll kind: "ok", "unimplemented", "unavailable",
+ * "deadline_exceeded", "invalid", "error". */
+const char *steer_poll_kind_name(enum steer_poll_kind k);
+
+#endif /* STEER_METRICS_H */
