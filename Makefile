@@ -55,7 +55,7 @@ PROGRAMS := $(if $(wildcard user/smg-steerd.c),$(O)/smg-steerd) \
 	$(if $(wildcard tools/smg-steerctl.c),$(O)/smg-steerctl) \
 	$(if $(SIM_SRCS),$(O)/steer-sim)
 
-.PHONY: all deps deps-test deps-bench test tests demo bench install clean format check-format
+.PHONY: all build-all deps deps-test deps-bench test tests demo bench install clean format check-format
 .DEFAULT_GOAL := all
 
 all: deps
@@ -141,11 +141,18 @@ test: deps deps-test
 
 # ---- misc -----------------------------------------------------------------------
 
+FORMAT_FILES = bpf/*.c bpf/*.h user/*.c user/*.h tests/*.c tests/*.h tools/*.c $(wildcard tools/sim/*.c tools/sim/*.h)
+
 format:
-	clang-format -i bpf/*.c bpf/*.h user/*.c user/*.h tests/*.c tests/*.h
+	clang-format -i $(FORMAT_FILES)
 
 check-format:
-	clang-format --dry-run --Werror bpf/*.c bpf/*.h user/*.c user/*.h tests/*.c tests/*.h
+	clang-format --dry-run --Werror $(FORMAT_FILES)
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/sbin $(DESTDIR)$(PREFIX)/share/man/man8
+	install -m 0755 build/smg-steerd build/smg-steerctl $(DESTDIR)$(PREFIX)/sbin/
+	install -m 0644 $(wildcard docs/man/*.8) $(DESTDIR)$(PREFIX)/share/man/man8/
 
 clean:
 	rm -rf build

@@ -87,6 +87,7 @@ struct steer_entry {
  */
 struct steer_table {
 	__u64 expires_ns;    /* CLOCK_MONOTONIC ns (bpf_ktime_get_ns); after it: round robin */
+	__u64 published_ns;  /* CLOCK_MONOTONIC ns of the publish, for observability */
 	__u64 generation;    /* publish sequence number, for observability */
 	__u32 svc_id;	     /* index into steer_svcst */
 	__u32 n;	     /* entries in use, <= STEER_MAX_BACKENDS; 0 refuses connects */

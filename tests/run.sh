@@ -59,10 +59,18 @@ for t in $TESTS; do
 	fi
 done
 
-# Sweep what a crashed test may have left.
-rm -rf /sys/fs/bpf/smg-steer-test-* 2>/dev/null
+# Sweep what a crashed test may have left: names end in the test's pid, and
+# only those of processes that are gone are removed.
 cg=$(awk '$3 == "cgroup2" { print $2; exit }' /proc/mounts)
-[ -n "$cg" ] && for d in "$cg"/smg-steer-test-*; do [ -d "$d" ] && rmdir "$d" 2>/dev/null; done
+for d in /sys/fs/bpf/smg-steer-test-* ${cg:+"$cg"/smg-steer-test-*}; do
+	[ -d "$d" ] || continue
+	pid=${d##*-}
+	kill -0 "$pid" 2>/dev/null && continue
+	case "$d" in
+	/sys/fs/bpf/*) rm -rf "$d" ;;
+	*) rmdir "$d" 2>/dev/null ;;
+	esac
+done
 rm -rf "$logdir"
 
 echo "$passed passed, $failed failed"

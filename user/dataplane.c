@@ -1022,6 +1022,7 @@ static int plan_service(struct steer_dp *dp, struct plan *p, const struct steer_
 	t->svc_id = (__u32)id;
 	t->credit_tokens = s->credit_tokens ? s->credit_tokens : STEER_DEFAULT_CREDIT_TOKENS;
 	t->expires_ns = steer_u64_sat((double)now + (double)s->ttl_ns);
+	t->published_ns = now;
 	t->flags = s->flags;
 	t->generation = dp->generation + 1;
 	p->tables[id] = t;
@@ -1271,6 +1272,7 @@ static int view_service(const struct steer_dp *dp, int cur, uint32_t id,
 	vs->published = cur >= 0 && bpf_map_lookup_elem(cur, &vs->vip, t) == 0;
 	if (vs->published) {
 		vs->expires_ns = t->expires_ns;
+		vs->published_ns = t->published_ns;
 		vs->generation = t->generation;
 		vs->credit_tokens = t->credit_tokens;
 		vs->table_flags = t->flags;

@@ -123,6 +123,7 @@ struct steer_view_service {
 	uint32_t svc_id;
 	bool published;		/* a table exists in the current generation */
 	uint64_t expires_ns;	/* CLOCK_MONOTONIC */
+	uint64_t published_ns;	/* CLOCK_MONOTONIC */
 	uint64_t generation;
 	uint32_t credit_tokens;
 	uint32_t table_flags;

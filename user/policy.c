@@ -35,10 +35,10 @@ int steer_policy_check(const struct steer_policy *p, char *why, size_t whylen)
 	return -1;
 }
 
-static int reject(char *why, size_t whylen, const char *field, uint32_t rank)
+static int reject(char *why, size_t whylen, const char *field, int32_t dp_rank)
 {
 	if (why && whylen)
-		snprintf(why, whylen, "rank %u: %s is negative or not finite", rank, field);
+		snprintf(why, whylen, "dp_rank %d: %s is negative or not finite", dp_rank, field);
 	return -1;
 }
 
@@ -55,7 +55,7 @@ int steer_load_aggregate(const struct steer_rank_load *ranks, size_t n, struct s
 	}
 	for (i = 0; i < n; i++) {
 		const struct steer_rank_load *r = &ranks[i];
-		uint32_t idx = (uint32_t)i;
+		int32_t idx = r->dp_rank;
 
 		if (r->num_waiting_uncached_tokens < 0)
 			return reject(why, whylen, "num_waiting_uncached_tokens", idx);
@@ -87,17 +87,18 @@ static bool usable_throughput(double t)
 double steer_policy_nominal_throughput(const struct steer_policy *p,
 				       const struct steer_policy_input *in, size_t n)
 {
-	double sum = 0;
+	double mean = 0;
 	size_t i, count = 0;
 
+	/* A running mean: a sum of huge reports could overflow to infinity. */
 	for (i = 0; i < n; i++)
 		if (in[i].has_snapshot && usable_throughput(in[i].load.throughput)) {
-			sum += in[i].load.throughput;
 			count++;
+			mean += (in[i].load.throughput - mean) / (double)count;
 		}
-	if (count == 0 || !usable_throughput(sum / (double)count))
+	if (count == 0 || !usable_throughput(mean))
 		return p->default_throughput;
-	return sum / (double)count;
+	return mean;
 }
 
 bool steer_policy_fleet_has_loads(const struct steer_policy_input *in, size_t n)
@@ -166,6 +167,9 @@ static void score_from_live(const struct steer_policy *p, const struct steer_pol
 	s->work_s = s->queued_tokens / throughput;
 	s->barrier_s = 0;
 	finish(s);
+	/* In the kernel's own units, so that a live connection weighs exactly
+	 * what a credited connection does: live x prefill tokens x ns/token. */
+	s->base_wait_ns = steer_sat_mul(steer_policy_u64_sat(s->queued_tokens), s->ns_per_token_u);
 }
 
 void steer_policy_score_all(const struct steer_policy *p, const struct steer_policy_input *in,

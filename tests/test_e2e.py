@@ -1,0 +1,283 @@
+#!/usr/bin/python3
+"""End to end: the real smg-steerd, real fake workers over gRPC, real
+connects through the virtual address from inside the attached cgroup."""
+import os
+import signal
+import socket
+import subprocess
+import threading
+import time
+
+import e2e_lib as L
+from taplib import Tap
+
+L.enter_private_netns()
+
+VIP = "127.0.0.100:8000"
+INTERVAL = "1s"
+t = Tap()
+env = L.Env("e2e")
+
+
+def worker(name, last_octet, state):
+    return L.Worker(env, name, f"127.0.0.{last_octet}:8000", f"127.0.0.{last_octet}:30000",
+                    state)
+
+
+# Four workers with different loads; wB has two DP ranks.
+STATES = {
+    "wA": {"mode": "ok", "loads": [L.rank(4000, 0.30, 2000.0)]},
+    "wB": {"mode": "ok", "loads": [L.rank(1000, 0.20, 1000.0, r=0), L.rank(1500, 0.60, 1000.0, r=1)]},
+    "wC": {"mode": "ok", "loads": [L.rank(0, 0.95, 0.0)]},
+    "wD": {"mode": "ok", "loads": [L.rank(6000, 0.10, 4000.0)]},
+}
+OCTET = {"wA": 11, "wB": 12, "wC": 13, "wD": 14, "wE": 15}
+workers = {n: worker(n, OCTET[n], s) for n, s in STATES.items()}
+
+
+def write_config(path, names, extra=""):
+    lines = [f"load-check-interval: {INTERVAL}", "load-timeout: 500ms", "log-level: debug",
+             extra, "services:", f"  - vip: {VIP}", "    backends:"]
+    for n in names:
+        lines.append(f"      - address: 127.0.0.{OCTET[n]}:8000")
+        lines.append(f"        loads: 127.0.0.{OCTET[n]}:30000")
+    with open(path, "w") as f:
+        f.write("\n".join(lines) + "\n")
+
+
+def reference(names, n):
+    entries = [(nm, *L.reference_costs(workers[nm].state)) for nm in names]
+    return L.water_fill(entries, n)
+
+
+def burst(n):
+    return [L.connect_name(VIP) for _ in range(n)]
+
+
+def settle(d):
+    """Two publishes after the last connects: every credit made before is
+    drained (the snapshots are fresh and the fake loads do not move)."""
+    d.wait_publishes(2, timeout=15)
+
+
+decoy = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+decoy.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+decoy.bind(("127.0.0.100", 8000))
+decoy.listen(64)
+
+
+def decoy_loop():
+    while True:
+        try:
+            c, _ = decoy.accept()
+        except OSError:
+            return
+        c.sendall(b"DECOY\n")
+        c.close()
+
+
+threading.Thread(target=decoy_loop, daemon=True).start()
+
+for w in workers.values():
+    w.start()
+env.enter_cgroup()
+cfg = os.path.join(env.tmp, "steer.yaml")
+write_config(cfg, ["wA", "wB", "wC", "wD"])
+NAMES = ["wA", "wB", "wC", "wD"]
+
+with t.case("until the first publish connects are refused, never sent to the virtual address"):
+    # Workers hang past the deadline: the first publish waits for it.
+    for w in workers.values():
+        w.set_state(dict(w.state, mode="hang", hang_seconds=3))
+    d0 = L.Daemon(env, ["--config", cfg])
+    d0.start(wait_publish=False)
+    seen = []
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline:
+        r = L.connect_name(VIP, timeout=1)
+        seen.append(r)
+        if r.startswith("w"):
+            break
+        time.sleep(0.01)
+    phases = []
+    for r in seen:
+        kind = "decoy" if r == "DECOY" else "refused" if r == "ECONNREFUSED" else "steered" \
+            if r.startswith("w") else r
+        if not phases or phases[-1] != kind:
+            phases.append(kind)
+    t.check(phases[-1] == "steered", f"never steered: {phases}")
+    t.check("refused" in phases, f"no refusal before the first publish: {phases}")
+    t.check(phases in (["decoy", "refused", "steered"], ["refused", "steered"]),
+            f"unexpected order {phases}")
+    rc, took = d0.stop()
+    t.check(rc == 0, f"daemon exit {rc}")
+    for n, w in workers.items():
+        w.set_state(STATES[n])
+
+d = L.Daemon(env, ["--config", cfg])
+d.start()
+
+with t.case("distribution matches the independent reference (4 workers, one with 2 DP ranks)"):
+    settle(d)
+    got = burst(40)
+    want = reference(NAMES, 40)
+    t.check(got == want, f"got  {got}\nwant {want}")
+
+with t.case("loads change and the distribution follows within two intervals"):
+    workers["wD"].set_state({"mode": "ok", "loads": [L.rank(200, 0.05, 4000.0)]})
+    workers["wA"].set_state({"mode": "ok", "loads": [L.rank(90000, 0.50, 2000.0)]})
+    d.wait_publishes(2, timeout=10)
+    got = burst(30)
+    want = reference(NAMES, 30)
+    t.check(got == want, f"got  {got}\nwant {want}")
+    t.check(got.count("wD") > got.count("wA"), "wD should now take most")
+
+with t.case("a killed worker is ejected, gets nothing, and is readmitted after restart"):
+    # Make wB clearly the best, then kill it.
+    workers["wB"].set_state({"mode": "ok", "loads": [L.rank(0, 0.0, 8000.0, r=0),
+                                                       L.rank(0, 0.0, 8000.0, r=1)]})
+    settle(d)
+    t.check(L.connect_name(VIP) == "wB", "wB should be the best before the kill")
+    workers["wB"].kill()
+    d.wait_publishes(4, timeout=15)  # --unhealthy-after 3
+    t.check(d.metric("smg_steer_backend_healthy", vip=VIP, backend="127.0.0.12:8000") == 0,
+            "wB not ejected")
+    got = burst(30)
+    t.check("wB" not in got, f"a connect went to the dead worker: {got}")
+    t.check(all(g.startswith("w") for g in got), f"failed connects: {got}")
+    ok_before = d.metric("smg_steer_polls_total", vip=VIP, backend="127.0.0.12:8000",
+                         result="ok")
+    restarted = time.monotonic()
+    workers["wB"].start()
+    # A restarted backend is polled successfully again within two intervals.
+    while time.monotonic() - restarted < 2.5:
+        ok = d.metric("smg_steer_polls_total", vip=VIP, backend="127.0.0.12:8000", result="ok")
+        if ok and ok > ok_before:
+            break
+        time.sleep(0.05)
+    t.check(ok and ok > ok_before, "no good poll within two intervals of the restart")
+    d.wait_publishes(3, timeout=15)  # --healthy-after 2
+    t.check(d.metric("smg_steer_backend_healthy", vip=VIP, backend="127.0.0.12:8000") == 1,
+            "wB not readmitted")
+    settle(d)
+    t.check(L.connect_name(VIP) == "wB", "wB readmitted but not chosen")
+
+with t.case("a worker without GetLoads stays in the table, scored from live connections"):
+    we = L.Worker(env, "wE", "127.0.0.15:8000", "127.0.0.15:30000",
+                  {"mode": "unimplemented", "loads": []})
+    we.start()
+    workers["wE"] = we
+    write_config(cfg, ["wA", "wB", "wC", "wD", "wE"])
+    d.send(signal.SIGHUP)
+    d.wait_publishes(3, timeout=15)
+    m = d.metrics()
+    key = ("smg_steer_polls_total", tuple(sorted({"vip": VIP, "backend": "127.0.0.15:8000",
+                                                  "result": "unimplemented"}.items())))
+    t.check(m.get(key, 0) >= 2, f"unimplemented polls not counted: {m.get(key)}")
+    t.check(d.metric("smg_steer_backend_healthy", vip=VIP, backend="127.0.0.15:8000") == 1,
+            "an UNIMPLEMENTED backend must stay healthy")
+    # Its peers report, so wE is estimated from its live connections (none):
+    # base 0, at the fleet's nominal throughput (mean of the peers' positive ones).
+    settle(d)
+    peers = ["wA", "wB", "wC", "wD"]
+    tps = [sum(r["gen_throughput"] for r in workers[n].state["loads"]) for n in peers]
+    nominal = sum(x for x in tps if x > 0) / len([x for x in tps if x > 0])
+    entries = [(n, *L.reference_costs(workers[n].state)) for n in peers]
+    entries.append(("wE", 0, int(1e9 / nominal)))
+    got = burst(16)
+    want = L.water_fill(entries, 16)
+    t.check("wE" in got, f"wE never chosen: {got}")
+    t.check(got == want, f"got  {got}\nwant {want}")
+
+with t.case("SIGHUP with a bad file is rejected and steering goes on"):
+    polls_a = d.metric("smg_steer_polls_total", vip=VIP, backend="127.0.0.11:8000", result="ok")
+    with open(cfg, "w") as f:
+        f.write("services:\n  - vip: 127.0.0.100:8000\n    bakends: [oops\n")
+    d.send(signal.SIGHUP)
+    d.wait_publishes(2, timeout=10)
+    t.check(d.proc.poll() is None, "daemon died on a bad reload")
+    t.check("reload rejected" in d.log_text(), "no error logged for the bad file")
+    got = burst(10)
+    t.check(all(g.startswith("w") for g in got), f"steering broke: {got}")
+    polls_a2 = d.metric("smg_steer_polls_total", vip=VIP, backend="127.0.0.11:8000",
+                        result="ok")
+    t.check(polls_a2 > polls_a, "state of an unchanged backend was reset")
+
+with t.case("SIGHUP removes backends, keeping unchanged backends' state"):
+    polls_a = d.metric("smg_steer_polls_total", vip=VIP, backend="127.0.0.11:8000", result="ok")
+    write_config(cfg, ["wA", "wB", "wC"])
+    d.send(signal.SIGHUP)
+    d.wait_publishes(2, timeout=10)
+    got = burst(20)
+    t.check("wD" not in got and "wE" not in got, f"a removed backend got connects: {got}")
+    t.check(d.metric("smg_steer_backend_healthy", vip=VIP, backend="127.0.0.14:8000") is None,
+            "removed backend still exported")
+    polls_a2 = d.metric("smg_steer_polls_total", vip=VIP, backend="127.0.0.11:8000",
+                        result="ok")
+    t.check(polls_a2 > polls_a, "unchanged backend lost its counters")
+
+with t.case("a second daemon on the same pin path refuses to start"):
+    d2 = L.Daemon(env, ["--vip", VIP, "--backend", "127.0.0.11:8000,loads=127.0.0.11:30000"],
+                  metrics_port=9465)
+    d2.start(wait_publish=False)
+    try:
+        rc = d2.proc.wait(10)
+    except subprocess.TimeoutExpired:
+        rc = None
+    t.check(rc == 1, f"second daemon exit code {rc}")
+    t.check("already owns" in d2.log_text(), d2.log_text())
+    t.check(d.proc.poll() is None, "the first daemon died")
+
+with t.case("SIGTERM exits 0 within 1 s and removes every pin"):
+    rc, took = d.stop()
+    t.check(rc == 0, f"exit code {rc}")
+    t.check(took < 1.0, f"took {took:.2f} s")
+    t.check(not os.path.exists(env.pin), "pins left behind")
+    t.check(L.connect_name(VIP) == "DECOY", "programs still attached after detach")
+
+with t.case("--keep-pinned: a restarted daemon adopts without a gap"):
+    write_config(cfg, ["wA", "wB", "wC"])
+    d3 = L.Daemon(env, ["--config", cfg, "--keep-pinned"])
+    d3.start()
+    settle(d3)
+    stop = threading.Event()
+    results = []
+
+    def hammer():
+        while not stop.is_set():
+            results.append(L.connect_name(VIP))
+
+    th = threading.Thread(target=hammer)
+    th.start()
+    rc, _ = d3.stop()
+    t.check(rc == 0, f"exit {rc}")
+    t.check(os.path.exists(os.path.join(env.pin, "steer_gen")), "pins removed despite --keep-pinned")
+    time.sleep(0.5)
+    d4 = L.Daemon(env, ["--config", cfg])
+    d4.start()
+    d4.wait_publishes(1)
+    stop.set()
+    th.join()
+    bad = [r for r in results if not r.startswith("w")]
+    t.check(results and not bad, f"{len(bad)} of {len(results)} connects failed across the handover: {bad[:5]}")
+    rc, _ = d4.stop()
+    t.check(rc == 0 and not os.path.exists(env.pin), "final stop")
+
+with t.case("invalid flags exit 2 with a message naming the flag"):
+    cases = [
+        (["--least-load-default-throughput", "0"], "--least-load-default-throughput"),
+        (["--least-load-kv-pressure-weight", "nan"], "--least-load-kv-pressure-weight"),
+        (["--load-check-interval", "0s"], "--load-check-interval"),
+        (["--backend", "127.0.0.11:8000", "--backend", "127.0.0.11:8000"], "listed twice"),
+    ]
+    for extra, needle in cases:
+        argv = [os.path.join(L.BUILD, "smg-steerd"), "--vip", VIP] + \
+            (extra if extra[0] == "--backend" else ["--backend", "127.0.0.11:8000"] + extra)
+        p = subprocess.run(argv, capture_output=True, text=True, timeout=10)
+        t.check(p.returncode == 2, f"{extra}: exit {p.returncode}")
+        t.check(needle in p.stderr and len(p.stderr.strip().splitlines()) == 1,
+                f"{extra}: {p.stderr!r}")
+
+decoy.close()
+env.cleanup()
+t.done()

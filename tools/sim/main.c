@@ -1,0 +1,333 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/*
+ * main.c - steer-sim's command line: run one scenario under one or more
+ * policies and print one CSV row per policy.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sim.h"
+
+#define MAX_RUNS 16
+
+/* One policy to run: the steer policy twice, with its own peer count. */
+struct run_spec {
+	enum sim_policy policy;
+	uint32_t peer_routers; /* 0: --peer-routers; UINT32_MAX: --routers */
+	char label[32];
+};
+
+struct options {
+	struct sim_config c;
+	struct run_spec runs[MAX_RUNS];
+	size_t nruns;
+	const char *scenario;
+	bool header;
+	bool verbose;
+	bool warmup_set;
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: steer-sim [options]\n"
+		"Simulates an LLM fleet behind routers; prints one CSV row per policy.\n"
+		"  --policies LIST      comma-separated: rr random jsq p2c reqcount steer\n"
+		"                       steer-peers oracle, or all (default: all)\n"
+		"  --workers N          workers, 1..32 (default 16)\n"
+		"  --load X             offered load, fraction of fleet prefill capacity (0.8)\n"
+		"  --poll S             snapshot interval, seconds (1)\n"
+		"  --stagger            poll each worker at its own phase (default: all at once)\n"
+		"  --routers N          independent routers, 1..64 (1)\n"
+		"  --peer-routers N     smg-steer's peer_routers for 'steer' (1);\n"
+		"                       'steer-peers' always uses --routers\n"
+		"  --dist D             bimodal, lognormal or uniform (bimodal)\n"
+		"  --requests N         measured requests (200000)\n"
+		"  --warmup N           requests before measuring (requests / 10)\n"
+		"  --seed N             random seed (1)\n"
+		"  --tput MODE          gen_throughput reported: nominal or measured (nominal)\n"
+		"  --mean-prefill N     smg-steer's least-load-mean-prefill-tokens (1024)\n"
+		"  --kv-weight S        least-load-kv-pressure-weight, seconds (0.15)\n"
+		"  --scenario NAME      label of the CSV rows (default)\n"
+		"  --no-header          omit the CSV header\n"
+		"  --verbose            per-worker detail on stderr\n"
+		"  --help\n");
+}
+
+static int parse_u64(const char *s, uint64_t *out)
+{
+	char *end;
+	unsigned long long v;
+
+	errno = 0;
+	if (!*s || *s == '-')
+		return -1;
+	v = strtoull(s, &end, 10);
+	if (errno || *end)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+static int parse_u32(const char *s, uint32_t *out)
+{
+	uint64_t v;
+
+	if (parse_u64(s, &v) || v > UINT32_MAX)
+		return -1;
+	*out = (uint32_t)v;
+	return 0;
+}
+
+static int parse_double(const char *s, double *out)
+{
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno || !*s || *end || !isfinite(v))
+		return -1;
+	*out = v;
+	return 0;
+}
+
+static int add_run(struct options *o, const char *name)
+{
+	struct run_spec r = { 0 };
+
+	if (o->nruns == MAX_RUNS)
+		return -1;
+	if (strcmp(name, "steer-peers") == 0) {
+		r.policy = SIM_POL_STEER;
+		r.peer_routers = UINT32_MAX;
+	} else if (sim_policy_parse(name, &r.policy)) {
+		return -1;
+	}
+	snprintf(r.label, sizeof(r.label), "%s", name);
+	o->runs[o->nruns++] = r;
+	return 0;
+}
+
+static int parse_policies(struct options *o, const char *list)
+{
+	static const char *const all[] = { "rr",       "random", "jsq",		"p2c",
+					   "reqcount", "steer",	 "steer-peers", "oracle" };
+	char buf[256], *save = NULL, *tok;
+	size_t i;
+
+	o->nruns = 0;
+	if (strcmp(list, "all") == 0) {
+		for (i = 0; i < sizeof(all) / sizeof(all[0]); i++)
+			add_run(o, all[i]);
+		return 0;
+	}
+	snprintf(buf, sizeof(buf), "%s", list);
+	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save))
+		if (add_run(o, tok))
+			return -1;
+	return o->nruns ? 0 : -1;
+}
+
+enum {
+	OPT_POLICIES = 256,
+	OPT_WORKERS,
+	OPT_LOAD,
+	OPT_POLL,
+	OPT_STAGGER,
+	OPT_ROUTERS,
+	OPT_PEERS,
+	OPT_DIST,
+	OPT_REQUESTS,
+	OPT_WARMUP,
+	OPT_SEED,
+	OPT_TPUT,
+	OPT_PREFILL,
+	OPT_KVW,
+	OPT_SCENARIO,
+	OPT_NOHEADER,
+	OPT_VERBOSE,
+	OPT_HELP,
+	OPT_REPORT_RUNNING,
+	OPT_JITTER,
+};
+
+static const struct option long_opts[] = {
+	{ "policies", required_argument, 0, OPT_POLICIES },
+	{ "workers", required_argument, 0, OPT_WORKERS },
+	{ "load", required_argument, 0, OPT_LOAD },
+	{ "poll", required_argument, 0, OPT_POLL },
+	{ "stagger", no_argument, 0, OPT_STAGGER },
+	{ "routers", required_argument, 0, OPT_ROUTERS },
+	{ "peer-routers", required_argument, 0, OPT_PEERS },
+	{ "dist", required_argument, 0, OPT_DIST },
+	{ "requests", required_argument, 0, OPT_REQUESTS },
+	{ "warmup", required_argument, 0, OPT_WARMUP },
+	{ "seed", required_argument, 0, OPT_SEED },
+	{ "tput", required_argument, 0, OPT_TPUT },
+	{ "mean-prefill", required_argument, 0, OPT_PREFILL },
+	{ "kv-weight", required_argument, 0, OPT_KVW },
+	{ "scenario", required_argument, 0, OPT_SCENARIO },
+	{ "no-header", no_argument, 0, OPT_NOHEADER },
+	{ "verbose", no_argument, 0, OPT_VERBOSE },
+	{ "help", no_argument, 0, OPT_HELP },
+	{ "report-running-prefill", no_argument, 0, OPT_REPORT_RUNNING },
+	{ "steer-jitter", no_argument, 0, OPT_JITTER },
+	{ 0, 0, 0, 0 },
+};
+
+static int parse_tput(const char *s, enum sim_tput_report *out)
+{
+	if (strcmp(s, "nominal") == 0)
+		*out = SIM_TPUT_NOMINAL;
+	else if (strcmp(s, "measured") == 0)
+		*out = SIM_TPUT_MEASURED;
+	else
+		return -1;
+	return 0;
+}
+
+/* One option; -1 when its value is invalid. */
+static int apply_option(struct options *o, int opt, const char *arg)
+{
+	struct sim_config *c = &o->c;
+
+	switch (opt) {
+	case OPT_POLICIES:
+		return parse_policies(o, arg);
+	case OPT_WORKERS:
+		return parse_u32(arg, &c->workers);
+	case OPT_LOAD:
+		return parse_double(arg, &c->load);
+	case OPT_POLL:
+		return parse_double(arg, &c->poll_s);
+	case OPT_STAGGER:
+		c->stagger = true;
+		return 0;
+	case OPT_ROUTERS:
+		return parse_u32(arg, &c->routers);
+	case OPT_PEERS:
+		return parse_u32(arg, &c->knobs.peer_routers);
+	case OPT_DIST:
+		return sim_dist_parse(arg, &c->dist);
+	case OPT_REQUESTS:
+		return parse_u64(arg, &c->requests);
+	case OPT_WARMUP:
+		o->warmup_set = true;
+		return parse_u64(arg, &c->warmup);
+	case OPT_SEED:
+		return parse_u64(arg, &c->seed);
+	case OPT_TPUT:
+		return parse_tput(arg, &c->tput);
+	case OPT_PREFILL:
+		return parse_u32(arg, &c->knobs.mean_prefill_tokens);
+	case OPT_KVW:
+		return parse_double(arg, &c->knobs.kv_pressure_weight);
+	case OPT_SCENARIO:
+		o->scenario = arg;
+		return 0;
+	case OPT_NOHEADER:
+		o->header = false;
+		return 0;
+	case OPT_VERBOSE:
+		o->verbose = true;
+		return 0;
+	case OPT_REPORT_RUNNING:
+		c->report_running_prefill = true;
+		return 0;
+	case OPT_JITTER:
+		c->steer_jitter = true;
+		return 0;
+	default:
+		return -1;
+	}
+}
+
+/* 0 to run, 1 to exit 0 (--help), 2 on a usage error. */
+static int parse_args(int argc, char **argv, struct options *o)
+{
+	int opt;
+
+	memset(o, 0, sizeof(*o));
+	sim_config_defaults(&o->c);
+	o->scenario = "default";
+	o->header = true;
+	parse_policies(o, "all");
+	while ((opt = getopt_long(argc, argv, "", long_opts, NULL)) != -1) {
+		if (opt == OPT_HELP) {
+			usage(stdout);
+			return 1;
+		}
+		if (apply_option(o, opt, optarg)) {
+			if (opt != '?')
+				fprintf(stderr, "steer-sim: invalid value for --%s: '%s'\n",
+					long_opts[opt - OPT_POLICIES].name, optarg ? optarg : "");
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "steer-sim: unexpected argument '%s'\n", argv[optind]);
+		return 2;
+	}
+	if (!o->warmup_set)
+		o->c.warmup = o->c.requests / 10;
+	return 0;
+}
+
+static void print_workers(const struct run_spec *run, const struct sim_result *r)
+{
+	uint32_t i;
+
+	fprintf(stderr, "# %s: picks %llu, end %.1f s, preemptions %llu\n", run->label,
+		(unsigned long long)r->routers.picks, r->end_s, (unsigned long long)r->preemptions);
+	for (i = 0; i < r->workers; i++)
+		fprintf(stderr, "#   worker %2u speed %.2f dispatched %8llu backlog %8.3f s\n", i,
+			r->w[i].speed, (unsigned long long)r->w[i].dispatched, r->w[i].backlog_s);
+}
+
+static int run_one(const struct options *o, const struct run_spec *run)
+{
+	struct sim_config c = o->c;
+	struct sim_result r;
+	char why[160], row[512];
+
+	c.policy = run->policy;
+	if (run->peer_routers == UINT32_MAX)
+		c.knobs.peer_routers = c.routers;
+	if (sim_run(&c, &r, why, sizeof(why))) {
+		fprintf(stderr, "steer-sim: %s\n", why);
+		return -1;
+	}
+	sim_csv_row(row, sizeof(row), o->scenario, run->label, &c, &r);
+	printf("%s\n", row);
+	fflush(stdout);
+	if (o->verbose)
+		print_workers(run, &r);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct options o;
+	char why[160];
+	size_t i;
+	int rc = parse_args(argc, argv, &o);
+
+	if (rc)
+		return rc == 1 ? 0 : 2;
+	if (sim_config_check(&o.c, why, sizeof(why))) {
+		fprintf(stderr, "steer-sim: %s\n", why);
+		return 2;
+	}
+	if (o.header)
+		printf("%s\n", sim_csv_header());
+	for (i = 0; i < o.nruns; i++)
+		if (run_one(&o, &o.runs[i]))
+			return 1;
+	return 0;
+}

@@ -1,0 +1,343 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/*
+ * router.c - the routing policies. Each router knows what a real one knows:
+ * the workers' last snapshots (shared by all routers) and its own dispatches.
+ * Only the oracle reads the true state, and it is there as a lower bound.
+ */
+#include <math.h>
+#include <stdlib.h>
+
+#include "sim.h"
+
+struct sim_router {
+	enum sim_policy policy;
+	uint32_t n;
+	struct steer_policy knobs;
+	bool jitter;
+	struct sim_rng rng;
+	uint64_t rr_next;
+	uint32_t live[SIM_MAX_WORKERS];	      /* own requests not yet finished */
+	uint32_t since_snap[SIM_MAX_WORKERS]; /* own dispatches since w's snapshot */
+	/* smg-steer: the table this router's daemon published and the
+	 * kernel's per-backend counters, one slot per worker. */
+	struct steer_table *table;
+	struct steer_slot slots[SIM_MAX_WORKERS];
+	bool table_stale; /* a snapshot changed since the table was built */
+	struct sim_router_stats stats;
+};
+
+/* Its own stream for every router: the choices of one never shift another's. */
+struct sim_router *sim_router_new(const struct sim_config *c, uint32_t index)
+{
+	struct sim_router *r = calloc(1, sizeof(*r));
+
+	if (!r)
+		return NULL;
+	r->policy = c->policy;
+	r->n = c->workers;
+	r->knobs = c->knobs;
+	r->jitter = c->steer_jitter;
+	sim_rng_seed(&r->rng, c->seed, SIM_STREAM_ROUTER + index);
+	/* Round robin starts somewhere random, as independent routers do. */
+	r->rr_next = sim_rng_below(&r->rng, r->n);
+	if (r->policy == SIM_POL_STEER) {
+		r->table = calloc(1, sizeof(*r->table));
+		if (!r->table) {
+			free(r);
+			return NULL;
+		}
+		r->table_stale = true; /* built at the first pick: no snapshot yet */
+	}
+	return r;
+}
+
+void sim_router_free(struct sim_router *r)
+{
+	if (!r)
+		return;
+	free(r->table);
+	free(r);
+}
+
+void sim_router_dispatched(struct sim_router *r, uint32_t w)
+{
+	r->live[w]++;
+	r->since_snap[w]++;
+}
+
+void sim_router_finished(struct sim_router *r, uint32_t w)
+{
+	if (r->live[w] > 0)
+		r->live[w]--;
+}
+
+void sim_router_snapshot_taken(struct sim_router *r, uint32_t w)
+{
+	r->since_snap[w] = 0;
+	if (r->policy == SIM_POL_STEER) {
+		/* The daemon drains what was credited when the poll was taken;
+		 * the simulated poll is instantaneous, so that is all of it. */
+		r->slots[w].inflight_tokens = 0;
+		r->table_stale = true;
+	}
+}
+
+void sim_router_get_stats(const struct sim_router *r, struct sim_router_stats *out)
+{
+	*out = r->stats;
+}
+
+const struct steer_table *sim_router_table(const struct sim_router *r)
+{
+	return r->table;
+}
+
+uint64_t sim_router_inflight_tokens(const struct sim_router *r, uint32_t w)
+{
+	return w < r->n ? r->slots[w].inflight_tokens : 0;
+}
+
+/* ---- Helpers ------------------------------------------------------------ */
+
+/*
+ * Running argmin with uniform tie-breaking (reservoir over the tied): the
+ * baselines would otherwise all favour worker 0 whenever counts are equal.
+ */
+struct argmin {
+	double best;
+	uint32_t pick, ties;
+};
+
+static void argmin_init(struct argmin *a)
+{
+	a->best = INFINITY;
+	a->pick = 0;
+	a->ties = 0;
+}
+
+static void argmin_offer(struct argmin *a, struct sim_rng *rng, uint32_t w, double score)
+{
+	if (score < a->best) {
+		a->best = score;
+		a->pick = w;
+		a->ties = 1;
+	} else if (score == a->best && sim_rng_below(rng, ++a->ties) == 0) {
+		a->pick = w;
+	}
+}
+
+/* The KV barrier of smg's policies, w * k / (1 - k), from a snapshot. */
+static double kv_barrier_s(const struct steer_policy *knobs, const struct sim_snapshot *s)
+{
+	double k;
+
+	if (!s->valid)
+		return 0;
+	k = s->load.kv_usage;
+	if (!isfinite(k) || k < 0)
+		k = 0;
+	if (k > STEER_KV_CLAMP_MAX)
+		k = STEER_KV_CLAMP_MAX;
+	return knobs->kv_pressure_weight * k / (1.0 - k);
+}
+
+/* ---- Baselines ---------------------------------------------------------- */
+
+static uint32_t pick_rr(struct sim_router *r)
+{
+	return (uint32_t)(r->rr_next++ % r->n);
+}
+
+static uint32_t pick_random(struct sim_router *r)
+{
+	return sim_rng_below(&r->rng, r->n);
+}
+
+static uint32_t pick_jsq(struct sim_router *r)
+{
+	struct argmin a;
+	uint32_t i;
+
+	argmin_init(&a);
+	for (i = 0; i < r->n; i++)
+		argmin_offer(&a, &r->rng, i, (double)r->live[i]);
+	return a.pick;
+}
+
+/* Queue length as this router estimates it: waiting requests in the
+ * snapshot plus what it sent there since. */
+static double p2c_queue(const struct sim_router *r, const struct sim_observation *obs, uint32_t w)
+{
+	const struct sim_snapshot *s = &obs->snap[w];
+
+	return (s->valid ? s->load.waiting_reqs : 0) + (double)r->since_snap[w];
+}
+
+static uint32_t pick_p2c(struct sim_router *r, const struct sim_observation *obs)
+{
+	uint32_t a, b;
+	double qa, qb;
+
+	if (r->n == 1)
+		return 0;
+	a = sim_rng_below(&r->rng, r->n);
+	b = sim_rng_below(&r->rng, r->n - 1);
+	if (b >= a)
+		b++; /* two distinct workers */
+	qa = p2c_queue(r, obs, a);
+	qb = p2c_queue(r, obs, b);
+	if (qa != qb)
+		return qa < qb ? a : b;
+	return sim_rng_below(&r->rng, 2) ? b : a;
+}
+
+/* smg's least_load before PR #1647: in-flight requests plus the KV barrier
+ * (the two added as they were, a count plus seconds). */
+static uint32_t pick_reqcount(struct sim_router *r, const struct sim_observation *obs)
+{
+	struct argmin a;
+	uint32_t i;
+
+	argmin_init(&a);
+	for (i = 0; i < r->n; i++)
+		argmin_offer(&a, &r->rng, i,
+			     (double)r->live[i] + kv_barrier_s(&r->knobs, &obs->snap[i]));
+	return a.pick;
+}
+
+/* True wait now; among equals (idle workers) the fastest, then the lowest index. */
+static uint32_t pick_oracle(struct sim_router *r, const struct sim_observation *obs)
+{
+	uint32_t i, best = 0;
+
+	for (i = 1; i < r->n; i++) {
+		double wi = obs->true_wait_s[i], wb = obs->true_wait_s[best];
+
+		if (wi < wb || (wi == wb && obs->rate[i] > obs->rate[best]))
+			best = i;
+	}
+	return best;
+}
+
+/* ---- smg-steer ------------------------------------------------------------ */
+
+static struct steer_slot *sim_slot_at(void *ctx, __u32 slot)
+{
+	struct sim_router *r = ctx;
+
+	return slot < r->n ? &r->slots[slot] : NULL;
+}
+
+/* What the daemon feeds the policy: the snapshot, and the live connections
+ * the kernel counts, which for this router are its own unfinished requests. */
+static void steer_inputs(const struct sim_router *r, const struct sim_observation *obs,
+			 struct steer_policy_input *in)
+{
+	uint32_t i;
+
+	for (i = 0; i < r->n; i++) {
+		in[i] = (struct steer_policy_input){
+			.has_snapshot = obs->snap[i].valid,
+			.load = obs->snap[i].load,
+			.reports_uncached = obs->snap[i].reports_uncached,
+			.live_conns = r->live[i],
+		};
+	}
+}
+
+/* Sort key of the published table: base wait, then worker index, as the
+ * daemon's publish orders its entries. */
+static void sort_entries(struct steer_entry *e, uint32_t n)
+{
+	uint32_t i, j;
+
+	for (i = 1; i < n; i++) {
+		struct steer_entry x = e[i];
+
+		for (j = i;
+		     j > 0 && (e[j - 1].base_wait_ns > x.base_wait_ns ||
+			       (e[j - 1].base_wait_ns == x.base_wait_ns && e[j - 1].slot > x.slot));
+		     j--)
+			e[j] = e[j - 1];
+		e[j] = x;
+	}
+}
+
+/* A uniform offset in [0, one credit's wait): a random phase of the
+ * water-fill, different for every router. */
+static __u64 random_phase_ns(struct sim_router *r, __u32 credit, __u64 ns_per_token)
+{
+	double u = sim_rng_uniform(&r->rng);
+
+	return steer_policy_u64_sat(u * (double)credit * (double)ns_per_token);
+}
+
+static void steer_rebuild(struct sim_router *r, const struct sim_observation *obs)
+{
+	struct steer_policy_input in[SIM_MAX_WORKERS];
+	struct steer_policy_score sc[SIM_MAX_WORKERS];
+	struct steer_table *t = r->table;
+	uint32_t i;
+
+	steer_inputs(r, obs, in);
+	steer_policy_score_all(&r->knobs, in, r->n, sc);
+	t->n = r->n;
+	t->credit_tokens = steer_policy_credit(&r->knobs);
+	t->generation++;
+	for (i = 0; i < r->n; i++) {
+		t->e[i] = (struct steer_entry){
+			.base_wait_ns = sc[i].base_wait_ns,
+			.ns_per_token = sc[i].ns_per_token_u,
+			.slot = i,
+		};
+		if (r->jitter)
+			t->e[i].base_wait_ns = steer_sat_add(
+				t->e[i].base_wait_ns,
+				random_phase_ns(r, t->credit_tokens, sc[i].ns_per_token_u));
+	}
+	sort_entries(t->e, r->n);
+	r->table_stale = false;
+	r->stats.rebuilds++;
+}
+
+/*
+ * The kernel's connect path: least expected wait over the sorted table with
+ * early exit, then credit the chosen slot, so that the next arrival before
+ * the next snapshot sees it (the water-fill).
+ */
+static uint32_t pick_steer(struct sim_router *r, const struct sim_observation *obs)
+{
+	struct steer_pick p;
+
+	if (r->table_stale)
+		steer_rebuild(r, obs);
+	steer_select(r->table, sim_slot_at, r, 1, &p);
+	r->stats.steer_selects++;
+	r->stats.steer_scanned += p.scanned;
+	if (!p.found) /* cannot happen: no slot is ever drained here */
+		return 0;
+	r->slots[p.slot].inflight_tokens += r->table->credit_tokens;
+	return p.slot;
+}
+
+uint32_t sim_router_pick(struct sim_router *r, const struct sim_observation *obs)
+{
+	r->stats.picks++;
+	switch (r->policy) {
+	case SIM_POL_RR:
+		return pick_rr(r);
+	case SIM_POL_RANDOM:
+		return pick_random(r);
+	case SIM_POL_JSQ:
+		return pick_jsq(r);
+	case SIM_POL_P2C:
+		return pick_p2c(r, obs);
+	case SIM_POL_REQCOUNT:
+		return pick_reqcount(r, obs);
+	case SIM_POL_STEER:
+		return pick_steer(r, obs);
+	case SIM_POL_ORACLE:
+	default:
+		return pick_oracle(r, obs);
+	}
+}

@@ -1,0 +1,225 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/*
+ * sim.h - steer-sim, a discrete-event simulation of an LLM fleet behind one
+ * or more routers, to measure the queueing wait (the TTFT proxy) that each
+ * routing policy produces. docs/simulator.md describes the model.
+ *
+ * Deterministic: the same configuration and seed give byte-identical output.
+ * The workload (arrival times, sizes, which router gets each request) comes
+ * from its own random stream, so every policy sees the very same requests.
+ *
+ * The smg-steer policy is not re-implemented here: it links user/policy.c
+ * (steer_policy_score_all, steer_policy_credit) and runs steer_select() from
+ * bpf/steer_common.h, the code the kernel runs.
+ */
+#ifndef STEER_SIM_H
+#define STEER_SIM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "policy.h"
+#include "steer_common.h"
+
+#define SIM_MAX_WORKERS 32
+#define SIM_MAX_ROUTERS 64
+
+/* ---- Random numbers ---------------------------------------------------- */
+
+/* xoshiro256**, seeded through splitmix64: fast, and the same on every host. */
+struct sim_rng {
+	uint64_t s[4];
+};
+
+/* A stream derived from (seed, stream id): streams are independent. */
+void sim_rng_seed(struct sim_rng *r, uint64_t seed, uint64_t stream);
+uint64_t sim_rng_next(struct sim_rng *r);
+double sim_rng_uniform(struct sim_rng *r);	       /* [0, 1) */
+uint32_t sim_rng_below(struct sim_rng *r, uint32_t n); /* [0, n), n >= 1 */
+double sim_rng_exp(struct sim_rng *r, double mean);
+double sim_rng_normal(struct sim_rng *r);
+
+/* ---- Workload ------------------------------------------------------------ */
+
+enum sim_dist {
+	SIM_DIST_BIMODAL = 0,	/* 200 tokens (90 %) or 6000 tokens (10 %) */
+	SIM_DIST_LOGNORMAL = 1, /* lognormal, sigma 1.5, mean 780, capped */
+	SIM_DIST_UNIFORM = 2,	/* uniform integers 100..1460 */
+	SIM_DIST_COUNT
+};
+
+#define SIM_PROMPT_CAP 24576u /* longest prompt, tokens (lognormal cap) */
+#define SIM_OUTPUT_CAP 4096u  /* longest output, tokens */
+
+const char *sim_dist_name(enum sim_dist d);
+int sim_dist_parse(const char *s, enum sim_dist *out);
+uint32_t sim_draw_prompt(struct sim_rng *r, enum sim_dist d);
+/* Output tokens: exponential with the given mean, rounded up, in 1..SIM_OUTPUT_CAP. */
+uint32_t sim_draw_output(struct sim_rng *r, double mean);
+/* Exact mean prompt length of a distribution (caps included), tokens. */
+double sim_dist_mean(enum sim_dist d);
+
+/* ---- Configuration ------------------------------------------------------- */
+
+enum sim_policy {
+	SIM_POL_RR = 0,	      /* round robin, per router */
+	SIM_POL_RANDOM = 1,   /* uniform random */
+	SIM_POL_JSQ = 2,      /* fewest live connections of this router */
+	SIM_POL_P2C = 3,      /* power of two choices on snapshot queue + own dispatches */
+	SIM_POL_REQCOUNT = 4, /* smg before PR #1647: own in-flight requests + KV barrier */
+	SIM_POL_STEER = 5,    /* smg-steer: policy.c scores + steer_select water-fill */
+	SIM_POL_ORACLE = 6,   /* true remaining queued work / true rate, at the arrival instant */
+	SIM_POL_COUNT
+};
+
+const char *sim_policy_name(enum sim_policy p);
+int sim_policy_parse(const char *s, enum sim_policy *out);
+
+/* What a worker reports as gen_throughput. */
+enum sim_tput_report {
+	SIM_TPUT_NOMINAL = 0,  /* its nominal token rate */
+	SIM_TPUT_MEASURED = 1, /* prefill tokens served over the last poll interval / interval */
+};
+
+struct sim_config {
+	/* Scenario. */
+	uint32_t workers; /* 1..SIM_MAX_WORKERS */
+	double load;	  /* offered prompt tokens / fleet prefill capacity, (0, 2] */
+	double poll_s;	  /* snapshot interval, seconds, > 0 */
+	bool stagger;	  /* false: every worker is polled at the same instant */
+	uint32_t routers; /* 1..SIM_MAX_ROUTERS; arrivals are split among them at random */
+	enum sim_dist dist;
+	uint64_t requests; /* measured requests */
+	uint64_t warmup;   /* requests before the measurement starts */
+	uint64_t seed;
+	bool drain; /* after the last arrival, run until every measured request started */
+
+	/* Policy. */
+	enum sim_policy policy;
+	struct steer_policy knobs; /* smg-steer and reqcount: smg's knobs (peer_routers too) */
+	enum sim_tput_report tput;
+	/* Ablation: GetLoads also counts the unserved prompt tokens of the
+	 * request in prefill (SGLang does not: it is running, not waiting). */
+	bool report_running_prefill;
+	/* Proposed fix, off by default: each router adds to every base wait a
+	 * uniform random offset of up to one (peer-scaled) credit, redrawn at
+	 * every rebuild, so that independent routers do not all fill the same
+	 * backend first. */
+	bool steer_jitter;
+
+	/* Model, fixed from first principles (docs/simulator.md). */
+	double base_rate;   /* prefill tokens/s of a 1x worker */
+	double speed_min;   /* slowest worker, x base */
+	double speed_max;   /* fastest worker, x base */
+	double decode_rate; /* output tokens/s of one request on a 1x worker */
+	double mean_output; /* mean output tokens */
+	uint32_t kv_tokens; /* KV capacity of every worker, tokens */
+};
+
+void sim_config_defaults(struct sim_config *c);
+/* 0 when valid; otherwise -1 and a reason in why. */
+int sim_config_check(const struct sim_config *c, char *why, size_t whylen);
+/* Arrival rate, requests/s, that offers c->load of the fleet's prefill capacity. */
+double sim_arrival_rate(const struct sim_config *c);
+/* Speed factor of worker i (a fixed permutation of an even spread, from the seed). */
+void sim_worker_speeds(const struct sim_config *c, double *speeds);
+
+/* ---- Routers ------------------------------------------------------------- */
+
+/* One worker's last GetLoads snapshot, as every router sees it. */
+struct sim_snapshot {
+	bool valid;		/* a snapshot has been taken */
+	bool reports_uncached;	/* sticky: has ever reported queued uncached tokens */
+	struct steer_load load; /* aggregated by steer_load_aggregate() */
+};
+
+/*
+ * What a router may look at when it picks. Only the oracle reads true_wait_s
+ * and rate; every real policy reads the snapshots and its own bookkeeping.
+ */
+struct sim_observation {
+	const struct sim_snapshot *snap; /* [workers] */
+	const double *true_wait_s;	 /* [workers]: queued work / rate, now; oracle only */
+	const double *rate;		 /* [workers]: true token rate; oracle only */
+};
+
+struct sim_router_stats {
+	uint64_t picks;
+	uint64_t steer_selects; /* calls of steer_select() */
+	uint64_t steer_scanned; /* entries it examined, summed */
+	uint64_t rebuilds;	/* tables rebuilt from snapshots */
+};
+
+struct sim_router;
+
+/* Random stream ids of one seed, one per purpose, so that each draws the same
+ * numbers whatever the others do. */
+#define SIM_STREAM_SPEEDS 1
+#define SIM_STREAM_POLL 2
+#define SIM_STREAM_WORKLOAD 3
+#define SIM_STREAM_ROUTER 16 /* + router index */
+
+/* Router number index of c->routers: policy from c->policy, knobs from c->knobs,
+ * randomness from stream SIM_STREAM_ROUTER + index of c->seed. */
+struct sim_router *sim_router_new(const struct sim_config *c, uint32_t index);
+void sim_router_free(struct sim_router *r);
+/* Choose a worker for the next request of this router. */
+uint32_t sim_router_pick(struct sim_router *r, const struct sim_observation *obs);
+/* This router sent a request to w (after pick), or one of its requests on w finished. */
+void sim_router_dispatched(struct sim_router *r, uint32_t w);
+void sim_router_finished(struct sim_router *r, uint32_t w);
+/* A fresh snapshot of w was taken: the poll is instantaneous, so the credits
+ * this router gave w before it are now in the snapshot. */
+void sim_router_snapshot_taken(struct sim_router *r, uint32_t w);
+void sim_router_get_stats(const struct sim_router *r, struct sim_router_stats *out);
+/* The smg-steer table as last built (NULL for other policies), for tests. */
+const struct steer_table *sim_router_table(const struct sim_router *r);
+uint64_t sim_router_inflight_tokens(const struct sim_router *r, uint32_t w);
+
+/* ---- Running ------------------------------------------------------------- */
+
+struct sim_worker_result {
+	double speed;		  /* x base */
+	double rate;		  /* prefill tokens/s */
+	double served_tokens;	  /* prefill work done (recompute included, partial head too) */
+	double backlog_s;	  /* time-averaged queued work / rate over the window, s */
+	uint64_t dispatched;	  /* requests routed to it (all, warm-up included) */
+	uint64_t preemptions;	  /* in the window */
+	double queued_tokens_end; /* waiting + the head's remainder at the end */
+};
+
+struct sim_result {
+	uint64_t measured; /* requests whose wait is in the statistics */
+	double mean_s, p50_s, p99_s, p999_s, max_s;
+	uint64_t preemptions;	 /* in the window, all workers */
+	double cov_backlog;	 /* CoV across workers of backlog_s */
+	double window_s;	 /* from the first measured arrival to the last arrival */
+	double end_s;		 /* simulated time at the end */
+	double arrived_tokens;	 /* prompt tokens of every arrival */
+	double recompute_tokens; /* prefill work re-queued by preemptions */
+	double served_tokens;	 /* sum over workers */
+	double queued_tokens_end;
+	uint64_t arrived, started, finished;
+	struct sim_router_stats routers; /* summed over routers */
+	uint32_t workers;
+	struct sim_worker_result w[SIM_MAX_WORKERS];
+};
+
+/* Run one scenario with one policy. 0, or -1 on a bad config or no memory
+ * (reason in why). */
+int sim_run(const struct sim_config *c, struct sim_result *r, char *why, size_t whylen);
+
+/* ---- Statistics and output ---------------------------------------------- */
+
+/* Nearest-rank quantile of sorted values, q in [0, 1]. */
+double sim_quantile(const double *sorted, size_t n, double q);
+/* Coefficient of variation (population standard deviation / mean); 0 if mean is 0. */
+double sim_cov(const double *v, size_t n);
+
+const char *sim_csv_header(void);
+/* One CSV row (no newline) for a scenario label, config and result. */
+int sim_csv_row(char *buf, size_t len, const char *scenario, const char *label,
+		const struct sim_config *c, const struct sim_result *r);
+
+#endif /* STEER_SIM_H */

@@ -1,0 +1,64 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/*
+ * stats.c - quantiles, dispersion and the CSV row format.
+ */
+#include <math.h>
+#include <stdio.h>
+
+#include "sim.h"
+
+double sim_quantile(const double *sorted, size_t n, double q)
+{
+	double rank;
+	size_t k;
+
+	if (n == 0)
+		return 0;
+	/* Nearest rank: the smallest value with at least q of the sample at
+	 * or below it. */
+	rank = ceil(q * (double)n);
+	k = rank < 1 ? 0 : (size_t)rank - 1;
+	return sorted[k < n ? k : n - 1];
+}
+
+double sim_cov(const double *v, size_t n)
+{
+	double mean = 0, var = 0;
+	size_t i;
+
+	if (n == 0)
+		return 0;
+	for (i = 0; i < n; i++)
+		mean += v[i];
+	mean /= (double)n;
+	if (mean <= 0)
+		return 0;
+	for (i = 0; i < n; i++)
+		var += (v[i] - mean) * (v[i] - mean);
+	return sqrt(var / (double)n) / mean;
+}
+
+const char *sim_csv_header(void)
+{
+	return "scenario,policy,peer_routers,workers,routers,load,poll_s,stagger,dist,tput,seed,"
+	       "requests,mean_s,p50_s,p99_s,p999_s,max_s,preemptions,cov_backlog,window_s,"
+	       "steer_scanned_per_pick";
+}
+
+int sim_csv_row(char *buf, size_t len, const char *scenario, const char *label,
+		const struct sim_config *c, const struct sim_result *r)
+{
+	double scanned = r->routers.steer_selects ? (double)r->routers.steer_scanned /
+							    (double)r->routers.steer_selects
+						  : 0;
+
+	return snprintf(buf, len,
+			"%s,%s,%u,%u,%u,%.2f,%g,%d,%s,%s,%llu,%llu,%.6f,%.6f,%.6f,%.6f,%.6f,%llu,"
+			"%.4f,%.1f,%.3f",
+			scenario, label, c->knobs.peer_routers, c->workers, c->routers, c->load,
+			c->poll_s, c->stagger ? 1 : 0, sim_dist_name(c->dist),
+			c->tput == SIM_TPUT_MEASURED ? "measured" : "nominal",
+			(unsigned long long)c->seed, (unsigned long long)r->measured, r->mean_s,
+			r->p50_s, r->p99_s, r->p999_s, r->max_s, (unsigned long long)r->preemptions,
+			r->cov_backlog, r->window_s, scanned);
+}

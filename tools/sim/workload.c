@@ -1,0 +1,293 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/*
+ * workload.c - random streams, request sizes and the simulator's fixed model
+ * parameters. Every number here is chosen once, from first principles, and
+ * documented in docs/simulator.md; none is tuned to any policy.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "sim.h"
+
+/* ---- Random numbers ---------------------------------------------------- */
+
+static uint64_t splitmix64(uint64_t *x)
+{
+	uint64_t z = (*x += 0x9e3779b97f4a7c15ULL);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+	return z ^ (z >> 31);
+}
+
+void sim_rng_seed(struct sim_rng *r, uint64_t seed, uint64_t stream)
+{
+	/* Mix the stream id in before expanding, so that streams of one
+	 * seed and the same stream of neighbouring seeds all differ. */
+	uint64_t x = seed ^ (stream * 0xd1342543de82ef95ULL + 0x632be59bd9b4e019ULL);
+	int i;
+
+	for (i = 0; i < 4; i++)
+		r->s[i] = splitmix64(&x);
+}
+
+static uint64_t rotl(uint64_t x, int k)
+{
+	return (x << k) | (x >> (64 - k));
+}
+
+uint64_t sim_rng_next(struct sim_rng *r)
+{
+	uint64_t *s = r->s;
+	uint64_t out = rotl(s[1] * 5, 7) * 9;
+	uint64_t t = s[1] << 17;
+
+	s[2] ^= s[0];
+	s[3] ^= s[1];
+	s[1] ^= s[2];
+	s[0] ^= s[3];
+	s[2] ^= t;
+	s[3] = rotl(s[3], 45);
+	return out;
+}
+
+double sim_rng_uniform(struct sim_rng *r)
+{
+	return (double)(sim_rng_next(r) >> 11) * 0x1.0p-53;
+}
+
+uint32_t sim_rng_below(struct sim_rng *r, uint32_t n)
+{
+	/* Multiply-shift; the bias (n / 2^32) is far below anything measured. */
+	return (uint32_t)(((sim_rng_next(r) >> 32) * (uint64_t)n) >> 32);
+}
+
+double sim_rng_exp(struct sim_rng *r, double mean)
+{
+	return -mean * log1p(-sim_rng_uniform(r));
+}
+
+double sim_rng_normal(struct sim_rng *r)
+{
+	/* Box-Muller with one of the pair kept: two draws per value, always,
+	 * so the stream position never depends on earlier calls. */
+	double u1 = 1.0 - sim_rng_uniform(r); /* (0, 1] */
+	double u2 = sim_rng_uniform(r);
+
+	return sqrt(-2.0 * log(u1)) * cos(2.0 * M_PI * u2);
+}
+
+/* ---- Request sizes -------------------------------------------------------- */
+
+#define BIMODAL_SMALL 200.0
+#define BIMODAL_LARGE 6000.0
+#define BIMODAL_P_LARGE 0.10
+/* Lognormal: heavy tail (sigma 1.5: p99 ~ 33x the median) with the same
+ * mean as the bimodal mix before the cap, so load maps to similar rates. */
+#define LOGN_SIGMA 1.5
+#define LOGN_MEAN 780.0
+#define UNIFORM_LO 100u
+#define UNIFORM_HI 1460u
+
+static const char *const dist_names[SIM_DIST_COUNT] = { "bimodal", "lognormal", "uniform" };
+
+const char *sim_dist_name(enum sim_dist d)
+{
+	return (unsigned)d < SIM_DIST_COUNT ? dist_names[d] : "?";
+}
+
+int sim_dist_parse(const char *s, enum sim_dist *out)
+{
+	int i;
+
+	for (i = 0; i < SIM_DIST_COUNT; i++)
+		if (strcmp(s, dist_names[i]) == 0) {
+			*out = (enum sim_dist)i;
+			return 0;
+		}
+	return -1;
+}
+
+static double logn_mu(void)
+{
+	return log(LOGN_MEAN) - LOGN_SIGMA * LOGN_SIGMA / 2.0;
+}
+
+uint32_t sim_draw_prompt(struct sim_rng *r, enum sim_dist d)
+{
+	double x;
+
+	switch (d) {
+	case SIM_DIST_BIMODAL:
+		return sim_rng_uniform(r) < BIMODAL_P_LARGE ? (uint32_t)BIMODAL_LARGE
+							    : (uint32_t)BIMODAL_SMALL;
+	case SIM_DIST_LOGNORMAL:
+		x = ceil(exp(logn_mu() + LOGN_SIGMA * sim_rng_normal(r)));
+		return x >= SIM_PROMPT_CAP ? SIM_PROMPT_CAP : (uint32_t)x;
+	case SIM_DIST_UNIFORM:
+	default:
+		return UNIFORM_LO + sim_rng_below(r, UNIFORM_HI - UNIFORM_LO + 1);
+	}
+}
+
+uint32_t sim_draw_output(struct sim_rng *r, double mean)
+{
+	double x = ceil(sim_rng_exp(r, mean));
+
+	if (x < 1)
+		return 1;
+	return x >= SIM_OUTPUT_CAP ? SIM_OUTPUT_CAP : (uint32_t)x;
+}
+
+static double normal_cdf(double z)
+{
+	return 0.5 * erfc(-z / M_SQRT2);
+}
+
+/* E[min(ceil(X), cap)] for X lognormal; the ceiling adds 1/2 on average
+ * (the fractional part of a wide continuous variable is near uniform). */
+static double lognormal_capped_mean(void)
+{
+	double mu = logn_mu(), s = LOGN_SIGMA, c = SIM_PROMPT_CAP, lc = log(c);
+	double below = exp(mu + s * s / 2.0) * normal_cdf((lc - mu - s * s) / s);
+	double above = c * (1.0 - normal_cdf((lc - mu) / s));
+
+	return below + above + 0.5 * normal_cdf((lc - mu) / s);
+}
+
+double sim_dist_mean(enum sim_dist d)
+{
+	switch (d) {
+	case SIM_DIST_BIMODAL:
+		return BIMODAL_P_LARGE * BIMODAL_LARGE + (1 - BIMODAL_P_LARGE) * BIMODAL_SMALL;
+	case SIM_DIST_LOGNORMAL:
+		return lognormal_capped_mean();
+	case SIM_DIST_UNIFORM:
+	default:
+		return (UNIFORM_LO + UNIFORM_HI) / 2.0;
+	}
+}
+
+/* ---- Configuration -------------------------------------------------------- */
+
+static const char *const policy_names[SIM_POL_COUNT] = {
+	"rr", "random", "jsq", "p2c", "reqcount", "steer", "oracle",
+};
+
+const char *sim_policy_name(enum sim_policy p)
+{
+	return (unsigned)p < SIM_POL_COUNT ? policy_names[p] : "?";
+}
+
+int sim_policy_parse(const char *s, enum sim_policy *out)
+{
+	int i;
+
+	for (i = 0; i < SIM_POL_COUNT; i++)
+		if (strcmp(s, policy_names[i]) == 0) {
+			*out = (enum sim_policy)i;
+			return 0;
+		}
+	return -1;
+}
+
+void sim_config_defaults(struct sim_config *c)
+{
+	*c = (struct sim_config){
+		.workers = 16,
+		.load = 0.8,
+		.poll_s = 1.0,
+		.stagger = false,
+		.routers = 1,
+		.dist = SIM_DIST_BIMODAL,
+		.requests = 200000,
+		.warmup = 20000,
+		.seed = 1,
+		.drain = true,
+		.policy = SIM_POL_STEER,
+		.knobs = STEER_POLICY_DEFAULTS,
+		.tput = SIM_TPUT_NOMINAL,
+		/* A 1x worker prefills at smg's default throughput, so the
+		 * policy's fallback is right for the average worker. */
+		.base_rate = STEER_DEFAULT_THROUGHPUT,
+		.speed_min = 0.5,
+		.speed_max = 2.0,
+		/* 40 tokens/s per decoding request: 256 tokens in 6.4 s. */
+		.decode_rate = 40.0,
+		.mean_output = 256.0,
+		/* At 100 % prefill utilisation the mean KV occupancy is
+		 * (rate / E[p]) x E[(p + o) o] / decode_rate ~ 21k tokens for
+		 * the bimodal mix (independent of the worker's speed, since
+		 * decode speed scales with it): 32k leaves headroom for the
+		 * mean and lets bursts of long requests preempt. */
+		.kv_tokens = 32768,
+	};
+}
+
+static int fail(char *why, size_t whylen, const char *msg)
+{
+	if (why && whylen)
+		snprintf(why, whylen, "%s", msg);
+	return -1;
+}
+
+int sim_config_check(const struct sim_config *c, char *why, size_t whylen)
+{
+	if (c->workers < 1 || c->workers > SIM_MAX_WORKERS)
+		return fail(why, whylen, "workers must be 1..32");
+	if (!(c->load > 0 && c->load <= 2))
+		return fail(why, whylen, "load must be in (0, 2]");
+	if (!(c->poll_s > 0 && c->poll_s <= 3600))
+		return fail(why, whylen, "poll interval must be in (0, 3600] seconds");
+	if (c->routers < 1 || c->routers > SIM_MAX_ROUTERS)
+		return fail(why, whylen, "routers must be 1..64");
+	if ((unsigned)c->dist >= SIM_DIST_COUNT)
+		return fail(why, whylen, "unknown size distribution");
+	if ((unsigned)c->policy >= SIM_POL_COUNT)
+		return fail(why, whylen, "unknown policy");
+	if (c->requests < 1 || c->requests > 100000000)
+		return fail(why, whylen, "requests must be 1..1e8");
+	if (c->warmup > 100000000)
+		return fail(why, whylen, "warm-up must be 0..1e8");
+	if (steer_policy_check(&c->knobs, why, whylen) < 0)
+		return -1;
+	if (!(c->base_rate > 0) || !(c->speed_min > 0) || !(c->speed_max >= c->speed_min) ||
+	    !(c->decode_rate > 0) || !(c->mean_output >= 1) || !isfinite(c->base_rate) ||
+	    !isfinite(c->speed_max) || !isfinite(c->decode_rate) || !isfinite(c->mean_output))
+		return fail(why, whylen, "model rates must be finite and positive");
+	if (c->kv_tokens < SIM_PROMPT_CAP + SIM_OUTPUT_CAP)
+		return fail(why, whylen,
+			    "KV capacity must hold the largest request (28672 tokens)");
+	return 0;
+}
+
+double sim_arrival_rate(const struct sim_config *c)
+{
+	double speeds[SIM_MAX_WORKERS], capacity = 0;
+	uint32_t i;
+
+	sim_worker_speeds(c, speeds);
+	for (i = 0; i < c->workers; i++)
+		capacity += speeds[i] * c->base_rate;
+	return c->load * capacity / sim_dist_mean(c->dist);
+}
+
+void sim_worker_speeds(const struct sim_config *c, double *speeds)
+{
+	struct sim_rng rng;
+	uint32_t n = c->workers, i;
+
+	for (i = 0; i < n; i++)
+		speeds[i] =
+			n == 1 ? 1.0 : c->speed_min + (c->speed_max - c->speed_min) * i / (n - 1);
+	/* Shuffle, so that no policy's tie-break by index lines up with speed. */
+	sim_rng_seed(&rng, c->seed, SIM_STREAM_SPEEDS);
+	for (i = n; i > 1; i--) {
+		uint32_t j = sim_rng_below(&rng, i);
+		double t = speeds[i - 1];
+
+		speeds[i - 1] = speeds[j];
+		speeds[j] = t;
+	}
+}

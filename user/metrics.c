@@ -1,0 +1,644 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/*
+ * metrics.c - Prometheus text exposition (format 0.0.4) on /metrics and
+ * liveness on /healthz, served by libmicrohttpd from its own polling thread.
+ *
+ * The daemon calls steer_metrics_update after every publish with a complete
+ * snapshot; we keep a deep copy under a mutex, and a scrape renders that copy
+ * while holding the same mutex, so a scrape never sees half of two updates.
+ */
+#include "metrics.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include <microhttpd.h>
+
+#include "dataplane.h"
+
+const double steer_poll_bucket_bounds[STEER_POLL_BUCKETS] = {
+	0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5,
+};
+
+const char *steer_poll_kind_name(enum steer_poll_kind k)
+{
+	switch (k) {
+	case STEER_POLL_NONE:
+		return "none";
+	case STEER_POLL_OK:
+		return "ok";
+	case STEER_POLL_UNIMPLEMENTED:
+		return "unimplemented";
+	case STEER_POLL_UNAVAILABLE:
+		return "unavailable";
+	case STEER_POLL_DEADLINE:
+		return "deadline_exceeded";
+	case STEER_POLL_INVALID:
+		return "invalid";
+	case STEER_POLL_ERROR:
+		return "error";
+	default:
+		return "unknown";
+	}
+}
+
+/* ---- Rendering ------------------------------------------------------------ */
+
+#define TEXT_FORMAT_CONTENT_TYPE "text/plain; version=0.0.4; charset=utf-8"
+#define PLAIN_CONTENT_TYPE "text/plain; charset=utf-8"
+
+enum value_kind {
+	VALUE_DOUBLE,
+	VALUE_I64,
+	VALUE_U64,
+	VALUE_BOOL,
+};
+
+/* A metric family with one sample per backend, read from a field of the backend. */
+struct backend_family {
+	const char *name;
+	const char *type;
+	const char *help;
+	size_t offset;
+	enum value_kind kind;
+};
+
+#define BK_FIELD(f) offsetof(struct steer_metrics_backend, f)
+
+static const struct backend_family backend_families[] = {
+	{ "smg_steer_backend_score_seconds", "gauge",
+	  "Expected wait in seconds for the next connection to the backend, as last scored.",
+	  BK_FIELD(score_s), VALUE_DOUBLE },
+	{ "smg_steer_backend_queued_tokens", "gauge",
+	  "Tokens queued on the backend as scored (reported, or estimated from waiting requests).",
+	  BK_FIELD(queued_tokens), VALUE_DOUBLE },
+	{ "smg_steer_backend_throughput_tokens_per_second", "gauge",
+	  "Backend throughput in tokens per second as scored.", BK_FIELD(throughput),
+	  VALUE_DOUBLE },
+	{ "smg_steer_backend_kv_usage_ratio", "gauge",
+	  "Backend KV cache usage ratio (0..1) as scored.", BK_FIELD(kv_usage), VALUE_DOUBLE },
+	{ "smg_steer_backend_inflight_tokens", "gauge",
+	  "Tokens credited to the backend by new connections and not yet drained.",
+	  BK_FIELD(inflight_tokens), VALUE_DOUBLE },
+	{ "smg_steer_backend_live_connections", "gauge",
+	  "Connections to the backend established and not yet closed.", BK_FIELD(live_connections),
+	  VALUE_I64 },
+	{ "smg_steer_backend_healthy", "gauge",
+	  "1 while the backend is eligible for the table, 0 while it is ejected.",
+	  BK_FIELD(healthy), VALUE_BOOL },
+	{ "smg_steer_connections_steered_total", "counter",
+	  "Connections placed on the backend, by score or by the stale-table fallback.",
+	  BK_FIELD(steered_total), VALUE_U64 },
+};
+
+/* A counter family with one sample per service. */
+struct service_family {
+	const char *name;
+	const char *help;
+	size_t offset;
+};
+
+#define SVC_FIELD(f) offsetof(struct steer_metrics_service, f)
+
+static const struct service_family service_families[] = {
+	{ "smg_steer_table_publishes_total", "Service tables published into the kernel.",
+	  SVC_FIELD(table_publishes_total) },
+	{ "smg_steer_fallback_connections_total",
+	  "Connections placed round-robin because the service table had expired.",
+	  SVC_FIELD(fallback_connections_total) },
+	{ "smg_steer_refused_connections_total",
+	  "Connections refused because no backend of the service was eligible.",
+	  SVC_FIELD(refused_connections_total) },
+};
+
+#define POLLS_NAME "smg_steer_polls_total"
+#define POLLS_HELP "GetLoads polls of the backend by outcome."
+#define POLL_DURATION_NAME "smg_steer_poll_duration_seconds"
+#define POLL_DURATION_HELP "Duration of GetLoads polls of the service's backends, in seconds."
+
+static void write_family_header(FILE *f, const char *name, const char *type, const char *help)
+{
+	fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+/*
+ * A label value escaped per the text format: backslash, double quote and
+ * line feed. Fields are fixed arrays, so never read past their size even if
+ * a caller forgot the terminator.
+ */
+static void write_label_value(FILE *f, const char *s, size_t size)
+{
+	size_t i, n = strnlen(s, size);
+
+	for (i = 0; i < n; i++) {
+		switch (s[i]) {
+		case '\\':
+			fputs("\\\\", f);
+			break;
+		case '"':
+			fputs("\\\"", f);
+			break;
+		case '\n':
+			fputs("\\n", f);
+			break;
+		default:
+			fputc(s[i], f);
+		}
+	}
+}
+
+/*
+ * The shortest %g form that reads back as the same double, so "0.1" rather
+ * than "0.10000000000000001". Non-finite values use the format's spellings;
+ * the daemon never passes them (the poller rejects non-finite loads), but a
+ * scrape must still parse if one slipped through. Assumes the "C" numeric
+ * locale, which the daemon never changes.
+ */
+static void format_double(char *buf, size_t len, double v)
+{
+	int prec;
+
+	if (isnan(v)) {
+		snprintf(buf, len, "NaN");
+		return;
+	}
+	if (isinf(v)) {
+		snprintf(buf, len, "%s", v > 0 ? "+Inf" : "-Inf");
+		return;
+	}
+	for (prec = 15; prec < 17; prec++) {
+		snprintf(buf, len, "%.*g", prec, v);
+		if (strtod(buf, NULL) == v)
+			return;
+	}
+	snprintf(buf, len, "%.17g", v);
+}
+
+static void write_double(FILE *f, double v)
+{
+	char buf[40];
+
+	format_double(buf, sizeof(buf), v);
+	fputs(buf, f);
+}
+
+static void write_backend_labels(FILE *f, const struct steer_metrics_backend *b)
+{
+	fputs("vip=\"", f);
+	write_label_value(f, b->vip, sizeof(b->vip));
+	fputs("\",backend=\"", f);
+	write_label_value(f, b->backend, sizeof(b->backend));
+	fputc('"', f);
+}
+
+static void write_backend_value(FILE *f, const struct steer_metrics_backend *b,
+				const struct backend_family *fam)
+{
+	const char *field = (const char *)b + fam->offset;
+
+	switch (fam->kind) {
+	case VALUE_DOUBLE: {
+		double v;
+
+		memcpy(&v, field, sizeof(v));
+		write_double(f, v);
+		break;
+	}
+	case VALUE_I64: {
+		int64_t v;
+
+		memcpy(&v, field, sizeof(v));
+		fprintf(f, "%" PRId64, v);
+		break;
+	}
+	case VALUE_U64: {
+		uint64_t v;
+
+		memcpy(&v, field, sizeof(v));
+		fprintf(f, "%" PRIu64, v);
+		break;
+	}
+	case VALUE_BOOL: {
+		bool v;
+
+		memcpy(&v, field, sizeof(v));
+		fputs(v ? "1" : "0", f);
+		break;
+	}
+	}
+}
+
+static void write_backend_family(FILE *f, const struct steer_metrics_snapshot *snap,
+				 const struct backend_family *fam)
+{
+	size_t i;
+
+	write_family_header(f, fam->name, fam->type, fam->help);
+	for (i = 0; i < snap->n_backends; i++) {
+		fprintf(f, "%s{", fam->name);
+		write_backend_labels(f, &snap->backends[i]);
+		fputs("} ", f);
+		write_backend_value(f, &snap->backends[i], fam);
+		fputc('\n', f);
+	}
+}
+
+/* Every outcome is emitted, zeros included, so rate() sees a series from the start. */
+static void write_polls_family(FILE *f, const struct steer_metrics_snapshot *snap)
+{
+	size_t i;
+	int k;
+
+	write_family_header(f, POLLS_NAME, "counter", POLLS_HELP);
+	for (i = 0; i < snap->n_backends; i++) {
+		const struct steer_metrics_backend *b = &snap->backends[i];
+
+		for (k = STEER_POLL_OK; k <= STEER_POLL_ERROR; k++) {
+			fprintf(f, "%s{", POLLS_NAME);
+			write_backend_labels(f, b);
+			fprintf(f, ",result=\"%s\"} %" PRIu64 "\n",
+				steer_poll_kind_name((enum steer_poll_kind)k), b->polls_total[k]);
+		}
+	}
+}
+
+static void write_service_labels(FILE *f, const struct steer_metrics_service *s)
+{
+	fputs("vip=\"", f);
+	write_label_value(f, s->vip, sizeof(s->vip));
+	fputc('"', f);
+}
+
+static void write_service_family(FILE *f, const struct steer_metrics_snapshot *snap,
+				 const struct service_family *fam)
+{
+	size_t i;
+
+	write_family_header(f, fam->name, "counter", fam->help);
+	for (i = 0; i < snap->n_services; i++) {
+		uint64_t v;
+
+		memcpy(&v, (const char *)&snap->services[i] + fam->offset, sizeof(v));
+		fprintf(f, "%s{", fam->name);
+		write_service_labels(f, &snap->services[i]);
+		fprintf(f, "} %" PRIu64 "\n", v);
+	}
+}
+
+/* The snapshot's buckets are already cumulative; +Inf is the total count. */
+static void write_poll_histogram(FILE *f, const struct steer_metrics_snapshot *snap)
+{
+	size_t i;
+	int b;
+
+	write_family_header(f, POLL_DURATION_NAME, "histogram", POLL_DURATION_HELP);
+	for (i = 0; i < snap->n_services; i++) {
+		const struct steer_metrics_service *s = &snap->services[i];
+
+		for (b = 0; b < STEER_POLL_BUCKETS; b++) {
+			fprintf(f, "%s_bucket{", POLL_DURATION_NAME);
+			write_service_labels(f, s);
+			fputs(",le=\"", f);
+			write_double(f, steer_poll_bucket_bounds[b]);
+			fprintf(f, "\"} %" PRIu64 "\n", s->poll_buckets[b]);
+		}
+		fprintf(f, "%s_bucket{", POLL_DURATION_NAME);
+		write_service_labels(f, s);
+		fprintf(f, ",le=\"+Inf\"} %" PRIu64 "\n", s->poll_count);
+		fprintf(f, "%s_sum{", POLL_DURATION_NAME);
+		write_service_labels(f, s);
+		fputs("} ", f);
+		write_double(f, s->poll_sum_s);
+		fprintf(f, "\n%s_count{", POLL_DURATION_NAME);
+		write_service_labels(f, s);
+		fprintf(f, "} %" PRIu64 "\n", s->poll_count);
+	}
+}
+
+char *steer_metrics_render(const struct steer_metrics_snapshot *snap)
+{
+	static const struct steer_metrics_snapshot empty;
+	char *buf = NULL;
+	size_t len = 0, i;
+	FILE *f;
+	int failed;
+
+	if (!snap)
+		snap = &empty;
+	f = open_memstream(&buf, &len);
+	if (!f)
+		return NULL;
+	for (i = 0; i < sizeof(backend_families) / sizeof(backend_families[0]); i++)
+		write_backend_family(f, snap, &backend_families[i]);
+	write_polls_family(f, snap);
+	for (i = 0; i < sizeof(service_families) / sizeof(service_families[0]); i++)
+		write_service_family(f, snap, &service_families[i]);
+	write_poll_histogram(f, snap);
+	/* A stream that ran out of memory loses output silently until here. */
+	failed = ferror(f);
+	if (fclose(f) != 0 || failed) {
+		free(buf);
+		return NULL;
+	}
+	return buf;
+}
+
+/* ---- Snapshot ownership ---------------------------------------------------- */
+
+struct steer_metrics {
+	struct MHD_Daemon *daemon;
+	pthread_mutex_t lock; /* guards snap and have_snap */
+	struct steer_metrics_snapshot snap;
+	bool have_snap;
+	/* While starting, the first libmicrohttpd message explains a failure. */
+	atomic_bool capture_log;
+	char start_log[160];
+};
+
+static void snapshot_free(struct steer_metrics_snapshot *s)
+{
+	free(s->services);
+	free(s->backends);
+	memset(s, 0, sizeof(*s));
+}
+
+static void *dup_array(const void *src, size_t n, size_t size)
+{
+	void *p;
+
+	if (n == 0)
+		return NULL;
+	p = calloc(n, size);
+	if (p)
+		memcpy(p, src, n * size);
+	return p;
+}
+
+static int snapshot_copy(struct steer_metrics_snapshot *dst,
+			 const struct steer_metrics_snapshot *src)
+{
+	memset(dst, 0, sizeof(*dst));
+	if ((src->n_services && !src->services) || (src->n_backends && !src->backends))
+		return -EINVAL;
+	dst->services = dup_array(src->services, src->n_services, sizeof(*src->services));
+	dst->backends = dup_array(src->backends, src->n_backends, sizeof(*src->backends));
+	if ((src->n_services && !dst->services) || (src->n_backends && !dst->backends)) {
+		snapshot_free(dst);
+		return -ENOMEM;
+	}
+	dst->n_services = src->n_services;
+	dst->n_backends = src->n_backends;
+	dst->last_publish_ns = src->last_publish_ns;
+	dst->healthy_within_ns = src->healthy_within_ns;
+	return 0;
+}
+
+int steer_metrics_update(struct steer_metrics *m, const struct steer_metrics_snapshot *snap)
+{
+	struct steer_metrics_snapshot fresh, old;
+	int rc;
+
+	if (!m || !snap)
+		return -EINVAL;
+	/* Copy outside the lock so a scrape waits only for the pointer swap. */
+	rc = snapshot_copy(&fresh, snap);
+	if (rc)
+		return rc;
+	pthread_mutex_lock(&m->lock);
+	old = m->snap;
+	m->snap = fresh;
+	m->have_snap = true;
+	pthread_mutex_unlock(&m->lock);
+	snapshot_free(&old);
+	return 0;
+}
+
+/* ---- HTTP ------------------------------------------------------------------ */
+
+static enum MHD_Result reply(struct MHD_Connection *conn, unsigned int status,
+			     const char *content_type, char *body, enum MHD_ResponseMemoryMode mode)
+{
+	struct MHD_Response *resp;
+	enum MHD_Result ret;
+
+	resp = MHD_create_response_from_buffer(strlen(body), body, mode);
+	if (!resp) {
+		if (mode == MHD_RESPMEM_MUST_FREE)
+			free(body);
+		return MHD_NO;
+	}
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, content_type);
+	if (status == MHD_HTTP_METHOD_NOT_ALLOWED)
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, "GET, HEAD");
+	ret = MHD_queue_response(conn, status, resp);
+	MHD_destroy_response(resp);
+	return ret;
+}
+
+static enum MHD_Result reply_static(struct MHD_Connection *conn, unsigned int status,
+				    const char *text)
+{
+	/* MHD_RESPMEM_PERSISTENT never writes to or frees the buffer. */
+	return reply(conn, status, PLAIN_CONTENT_TYPE, (char *)text, MHD_RESPMEM_PERSISTENT);
+}
+
+static enum MHD_Result reply_metrics(struct steer_metrics *m, struct MHD_Connection *conn)
+{
+	char *text;
+
+	pthread_mutex_lock(&m->lock);
+	text = steer_metrics_render(m->have_snap ? &m->snap : NULL);
+	pthread_mutex_unlock(&m->lock);
+	if (!text)
+		return reply_static(conn, MHD_HTTP_INTERNAL_SERVER_ERROR,
+				    "cannot render metrics: out of memory\n");
+	return reply(conn, MHD_HTTP_OK, TEXT_FORMAT_CONTENT_TYPE, text, MHD_RESPMEM_MUST_FREE);
+}
+
+/* Healthy while a publish happened within healthy_within_ns; else why not. */
+static bool publish_is_recent(struct steer_metrics *m, char *why, size_t whylen)
+{
+	uint64_t now = steer_monotonic_ns(), last, within;
+	bool have;
+
+	pthread_mutex_lock(&m->lock);
+	have = m->have_snap;
+	last = m->snap.last_publish_ns;
+	within = m->snap.healthy_within_ns;
+	pthread_mutex_unlock(&m->lock);
+	if (!have || last == 0) {
+		snprintf(why, whylen, "no table published yet\n");
+		return false;
+	}
+	/* A publish stamped after now (clock read races) counts as just now. */
+	if (now > last && now - last > within) {
+		snprintf(why, whylen, "last table publish %.3f s ago, limit %.3f s\n",
+			 (double)(now - last) / 1e9, (double)within / 1e9);
+		return false;
+	}
+	return true;
+}
+
+static enum MHD_Result reply_healthz(struct steer_metrics *m, struct MHD_Connection *conn)
+{
+	char why[128];
+
+	if (publish_is_recent(m, why, sizeof(why)))
+		return reply_static(conn, MHD_HTTP_OK, "ok\n");
+	return reply(conn, MHD_HTTP_SERVICE_UNAVAILABLE, PLAIN_CONTENT_TYPE, why,
+		     MHD_RESPMEM_MUST_COPY);
+}
+
+static enum MHD_Result handle_request(void *cls, struct MHD_Connection *conn, const char *url,
+				      const char *method, const char *version,
+				      const char *upload_data, size_t *upload_data_size,
+				      void **req_cls)
+{
+	struct steer_metrics *m = cls;
+
+	(void)version;
+	(void)upload_data;
+	(void)upload_data_size;
+	(void)req_cls;
+	/* HEAD is answered like GET; libmicrohttpd drops the body itself. */
+	if (strcmp(method, MHD_HTTP_METHOD_GET) != 0 && strcmp(method, MHD_HTTP_METHOD_HEAD) != 0)
+		return reply_static(conn, MHD_HTTP_METHOD_NOT_ALLOWED, "method not allowed\n");
+	if (strcmp(url, "/metrics") == 0)
+		return reply_metrics(m, conn);
+	if (strcmp(url, "/healthz") == 0)
+		return reply_healthz(m, conn);
+	return reply_static(conn, MHD_HTTP_NOT_FOUND, "not found\n");
+}
+
+/*
+ * Keeps the first message libmicrohttpd logs while starting: it names the
+ * failing step (e.g. the bind). Later messages concern single connections
+ * (a client that went away) and are dropped: Prometheus reports failed
+ * scrapes itself.
+ */
+static void log_start_failure(void *cls, const char *fmt, va_list ap)
+{
+	struct steer_metrics *m = cls;
+	size_t n;
+
+	if (!atomic_exchange(&m->capture_log, false))
+		return;
+	vsnprintf(m->start_log, sizeof(m->start_log), fmt, ap);
+	n = strlen(m->start_log);
+	while (n > 0 && (m->start_log[n - 1] == '\n' || m->start_log[n - 1] == '\r'))
+		m->start_log[--n] = 0;
+}
+
+static socklen_t to_sockaddr(const struct steer_addr *a, struct sockaddr_storage *ss)
+{
+	memset(ss, 0, sizeof(*ss));
+	if (steer_addr_is_v4(a)) {
+		struct sockaddr_in *s4 = (struct sockaddr_in *)ss;
+
+		s4->sin_family = AF_INET;
+		s4->sin_port = a->port;
+		memcpy(&s4->sin_addr, &a->ip6[3], sizeof(s4->sin_addr));
+		return sizeof(*s4);
+	}
+	struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)ss;
+
+	s6->sin6_family = AF_INET6;
+	s6->sin6_port = a->port;
+	memcpy(&s6->sin6_addr, a->ip6, sizeof(s6->sin6_addr));
+	return sizeof(*s6);
+}
+
+static int seterr(char *err, size_t errlen, int rc, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+static int seterr(char *err, size_t errlen, int rc, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (err && errlen) {
+		va_start(ap, fmt);
+		vsnprintf(err, errlen, fmt, ap);
+		va_end(ap);
+	}
+	return rc < 0 ? rc : -rc;
+}
+
+/*
+ * Why libmicrohttpd did not start. errno from the failing system call
+ * survives MHD_start_daemon's cleanup; when it does not, the library's own
+ * message is the best we have.
+ */
+static int start_failure(struct steer_metrics *m, const char *listen, int saved_errno, char *err,
+			 size_t errlen)
+{
+	if (saved_errno > 0)
+		return seterr(err, errlen, saved_errno, "metrics: cannot listen on %s: %s", listen,
+			      strerror(saved_errno));
+	return seterr(err, errlen, EIO, "metrics: cannot listen on %s: %s", listen,
+		      m->start_log[0] ? m->start_log : "libmicrohttpd failed to start");
+}
+
+int steer_metrics_start(const char *listen, struct steer_metrics **out, char *err, size_t errlen)
+{
+	struct sockaddr_storage ss;
+	struct steer_metrics *m;
+	struct steer_addr addr;
+	unsigned int flags;
+	char why[160];
+	int rc, saved_errno;
+
+	if (!out)
+		return seterr(err, errlen, EINVAL, "metrics: no result pointer");
+	*out = NULL;
+	rc = steer_addr_parse(listen, &addr, why, sizeof(why));
+	if (rc)
+		return seterr(err, errlen, rc, "metrics: listen address %s", why);
+	m = calloc(1, sizeof(*m));
+	if (!m)
+		return seterr(err, errlen, ENOMEM, "metrics: out of memory");
+	pthread_mutex_init(&m->lock, NULL);
+	atomic_init(&m->capture_log, true);
+	to_sockaddr(&addr, &ss);
+	/* Bind exactly the given address; IPv6 sockets stay IPv6-only. */
+	flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | MHD_USE_ERROR_LOG;
+	if (!steer_addr_is_v4(&addr))
+		flags |= MHD_USE_IPv6;
+	errno = 0;
+	m->daemon = MHD_start_daemon(flags, ntohs(addr.port), NULL, NULL, handle_request, m,
+				     MHD_OPTION_EXTERNAL_LOGGER, log_start_failure, m,
+				     MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
+				     /* A stuck client cannot hold a slot for long. */
+				     MHD_OPTION_CONNECTION_TIMEOUT, 10u,
+				     MHD_OPTION_CONNECTION_LIMIT, 64u, MHD_OPTION_END);
+	saved_errno = errno;
+	atomic_store(&m->capture_log, false);
+	if (!m->daemon) {
+		rc = start_failure(m, listen, saved_errno, err, errlen);
+		pthread_mutex_destroy(&m->lock);
+		free(m);
+		return rc;
+	}
+	*out = m;
+	return 0;
+}
+
+void steer_metrics_stop(struct steer_metrics *m)
+{
+	if (!m)
+		return;
+	/* Joins the polling thread: no handler runs after this. */
+	MHD_stop_daemon(m->daemon);
+	snapshot_free(&m->snap);
+	pthread_mutex_destroy(&m->lock);
+	free(m);
+}

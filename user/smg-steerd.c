@@ -1,0 +1,838 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/*
+ * smg-steerd - polls every worker's GetLoads, scores it by expected wait and
+ * publishes the ranked tables that the kernel's connect hooks steer by.
+ *
+ * One thread drives everything: it starts a GetLoads call per backend each
+ * interval, idles in the gRPC completion queue (where reconnects progress),
+ * scores, publishes, and drains the kernel's in-flight counters. The metrics
+ * server answers from its own thread off a copied snapshot.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "dataplane.h"
+#include "log.h"
+#include "metrics.h"
+#include "policy.h"
+#include "poller.h"
+
+#define NO_SLOT UINT32_MAX
+#define SLICE_NS (100ULL * 1000000ULL) /* longest wait before signals are looked at */
+#define NS_PER_MS 1000000ULL
+
+static volatile sig_atomic_t stop_requested, reload_requested;
+
+struct service;
+
+struct backend {
+	struct steer_backend_cfg cfg;
+	struct service *svc;
+	int handle; /* poller handle */
+	uint32_t slot;
+
+	enum steer_health health;
+	uint32_t consec_fail, consec_ok;
+
+	bool has_snap;
+	struct steer_load snap;
+	uint64_t snap_ns;
+	bool reports_uncached; /* sticky: ever reported nonzero uncached tokens */
+
+	bool call_pending;	   /* a GetLoads of this cycle is in flight */
+	uint64_t inflight_at_send; /* tokens credited when the call was sent */
+	uint64_t pending_drain;	   /* to subtract at the next publish */
+	uint64_t live_drain;	   /* scored from live connections: credits read before them */
+
+	enum steer_poll_kind last_kind, logged_kind;
+	char last_detail[200];
+	uint64_t polls[STEER_POLL_KINDS];
+
+	/* As of the last publish, for metrics and steer_bkinfo. */
+	struct steer_policy_score score;
+	bool in_table;
+	uint32_t live_at_score;
+};
+
+struct service {
+	struct steer_addr vip;
+	char vip_str[STEER_ADDR_STRLEN];
+	struct steer_policy policy;
+	struct backend **b;
+	size_t n;
+	bool fail_open;
+	uint64_t publishes;
+	uint64_t poll_buckets[STEER_POLL_BUCKETS];
+	uint64_t poll_count;
+	double poll_sum_s;
+};
+
+struct daemon {
+	int argc;
+	char **argv;
+	struct steer_config cfg;
+	struct steer_dp *dp;
+	struct steer_poller *poller;
+	struct steer_metrics *metrics;
+	struct service *svcs;
+	size_t n_svcs;
+	size_t pending; /* GetLoads calls in flight */
+	uint64_t last_publish_ns;
+};
+
+/* ---- signals ----------------------------------------------------------------- */
+
+static void on_stop(int sig)
+{
+	(void)sig;
+	stop_requested = 1;
+}
+
+static void on_hup(int sig)
+{
+	(void)sig;
+	reload_requested = 1;
+}
+
+static void install_signals(void)
+{
+	struct sigaction sa = { 0 };
+
+	sigemptyset(&sa.sa_mask);
+	sa.sa_handler = on_stop;
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	sa.sa_handler = on_hup;
+	sigaction(SIGHUP, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+}
+
+/* ---- services and backends ------------------------------------------------------- */
+
+static struct backend *backend_new(struct daemon *d, const struct steer_backend_cfg *cfg,
+				   struct service *s)
+{
+	struct backend *b = calloc(1, sizeof(*b));
+	uint32_t max_backoff_ms;
+
+	if (!b)
+		return NULL;
+	b->cfg = *cfg;
+	b->slot = NO_SLOT;
+	b->health = STEER_HEALTH_HEALTHY;
+	b->logged_kind = STEER_POLL_OK; /* only report what goes wrong, and recoveries */
+	max_backoff_ms = (uint32_t)(d->cfg.interval_ns / NS_PER_MS);
+	b->handle = steer_poller_add(d->poller, cfg->loads_str, b, max_backoff_ms ? max_backoff_ms : 1);
+	if (b->handle < 0) {
+		log_error("%s: backend %s: cannot create a gRPC channel to %s: %s", s->vip_str,
+			  cfg->addr_str, cfg->loads_str, strerror(-b->handle));
+		free(b);
+		return NULL;
+	}
+	return b;
+}
+
+static void backend_free(struct daemon *d, struct backend *b)
+{
+	if (!b)
+		return;
+	if (b->call_pending && d->pending)
+		d->pending--; /* a removed handle's result is never reported */
+	if (b->handle >= 0)
+		steer_poller_remove(d->poller, b->handle);
+	free(b);
+}
+
+static void services_free(struct daemon *d, struct service *svcs, size_t n)
+{
+	size_t i, j;
+
+	for (i = 0; i < n; i++) {
+		for (j = 0; j < svcs[i].n; j++)
+			backend_free(d, svcs[i].b[j]);
+		free(svcs[i].b);
+	}
+	free(svcs);
+}
+
+/* Find (and take) the state of a backend that a reload keeps unchanged. */
+static struct backend *take_old_backend(struct daemon *d, const struct steer_addr *vip,
+					const struct steer_backend_cfg *cfg)
+{
+	size_t i, j;
+
+	for (i = 0; i < d->n_svcs; i++) {
+		struct service *s = &d->svcs[i];
+
+		if (!steer_addr_equal(&s->vip, vip))
+			continue;
+		for (j = 0; j < s->n; j++) {
+			struct backend *b = s->b[j];
+
+			if (b && steer_addr_equal(&b->cfg.addr, &cfg->addr) &&
+			    steer_addr_equal(&b->cfg.loads, &cfg->loads)) {
+				s->b[j] = NULL;
+				return b;
+			}
+		}
+	}
+	return NULL;
+}
+
+/*
+ * Build the service list of cfg, moving over the state of every backend
+ * that is unchanged (same service, traffic and loads address): its
+ * snapshot, health and in-flight bookkeeping survive a reload.
+ */
+static int services_build(struct daemon *d, const struct steer_config *cfg, struct service **out)
+{
+	struct service *svcs = calloc(cfg->n_services ? cfg->n_services : 1, sizeof(*svcs));
+	size_t i, j;
+
+	if (!svcs)
+		return -ENOMEM;
+	for (i = 0; i < cfg->n_services; i++) {
+		const struct steer_service_cfg *sc = &cfg->services[i];
+		struct service *s = &svcs[i];
+
+		s->vip = sc->vip;
+		snprintf(s->vip_str, sizeof(s->vip_str), "%s", sc->vip_str);
+		s->policy = sc->policy;
+		s->b = calloc(sc->n_backends ? sc->n_backends : 1, sizeof(*s->b));
+		if (!s->b)
+			goto fail;
+		for (j = 0; j < sc->n_backends; j++) {
+			struct backend *b = take_old_backend(d, &sc->vip, &sc->backends[j]);
+
+			if (!b) {
+				b = backend_new(d, &sc->backends[j], s);
+				/* Adopted state: the slot (and its counters) may exist. */
+				if (b)
+					steer_dp_slot(d->dp, &sc->vip, &b->cfg.addr, &b->slot);
+			}
+			if (!b)
+				goto fail;
+			b->svc = s;
+			s->b[s->n++] = b;
+		}
+		/* Keep the service's counters across a reload. */
+		for (j = 0; j < d->n_svcs; j++)
+			if (steer_addr_equal(&d->svcs[j].vip, &s->vip)) {
+				s->publishes = d->svcs[j].publishes;
+				s->poll_count = d->svcs[j].poll_count;
+				s->poll_sum_s = d->svcs[j].poll_sum_s;
+				s->fail_open = d->svcs[j].fail_open;
+				memcpy(s->poll_buckets, d->svcs[j].poll_buckets,
+				       sizeof(s->poll_buckets));
+			}
+	}
+	*out = svcs;
+	return 0;
+fail:
+	services_free(d, svcs, cfg->n_services);
+	return -ENOMEM;
+}
+
+/* ---- polling ------------------------------------------------------------------------ */
+
+static const char *poll_kind_text(enum steer_poll_kind k)
+{
+	switch (k) {
+	case STEER_POLL_OK:
+		return "ok";
+	case STEER_POLL_UNIMPLEMENTED:
+		return "GetLoads unimplemented";
+	case STEER_POLL_UNAVAILABLE:
+		return "unavailable";
+	case STEER_POLL_DEADLINE:
+		return "deadline exceeded";
+	case STEER_POLL_INVALID:
+		return "invalid response";
+	case STEER_POLL_ERROR:
+		return "error";
+	default:
+		return "none";
+	}
+}
+
+static void start_polls(struct daemon *d)
+{
+	size_t i, j;
+
+	for (i = 0; i < d->n_svcs; i++)
+		for (j = 0; j < d->svcs[i].n; j++) {
+			struct backend *b = d->svcs[i].b[j];
+
+			if (b->call_pending)
+				continue;
+			/* What is credited now is in the snapshot this call returns. */
+			b->inflight_at_send =
+				b->slot == NO_SLOT ? 0 : steer_dp_inflight_read(d->dp, b->slot);
+			if (steer_poller_start(d->poller, b->handle, d->cfg.timeout_ns) == 0) {
+				b->call_pending = true;
+				d->pending++;
+			}
+		}
+}
+
+
+static void observe_duration(struct service *s, uint64_t ns)
+{
+	double sec = (double)ns / 1e9;
+	int i;
+
+	s->poll_count++;
+	s->poll_sum_s += sec;
+	for (i = 0; i < STEER_POLL_BUCKETS; i++)
+		if (sec <= steer_poll_bucket_bounds[i])
+			s->poll_buckets[i]++;
+}
+
+/* Log a poll outcome only when it changes, never once per poll. */
+static void log_poll_change(const struct service *s, struct backend *b,
+			    const struct steer_poll_result *r)
+{
+	if (r->kind == b->logged_kind)
+		return;
+	if (r->kind == STEER_POLL_OK)
+		log_info("%s: backend %s: GetLoads from %s is ok again", s->vip_str,
+			 b->cfg.addr_str, b->cfg.loads_str);
+	else if (r->kind == STEER_POLL_UNIMPLEMENTED)
+		log_info("%s: backend %s: %s does not implement GetLoads; scoring it from its live connections",
+			 s->vip_str, b->cfg.addr_str, b->cfg.loads_str);
+	else
+		log_warn("%s: backend %s: GetLoads from %s failed: %s%s%s", s->vip_str,
+			 b->cfg.addr_str, b->cfg.loads_str, poll_kind_text(r->kind),
+			 r->detail[0] ? ": " : "", r->detail);
+	b->logged_kind = r->kind;
+}
+
+static void health_success(const struct service *s, struct backend *b, uint32_t healthy_after)
+{
+	b->consec_fail = 0;
+	b->consec_ok++;
+	if (b->health == STEER_HEALTH_EJECTED && b->consec_ok >= healthy_after) {
+		b->health = STEER_HEALTH_HEALTHY;
+		log_info("%s: backend %s readmitted after %u good polls", s->vip_str,
+			 b->cfg.addr_str, b->consec_ok);
+	}
+}
+
+static void health_failure(const struct service *s, struct backend *b, uint32_t unhealthy_after)
+{
+	b->consec_ok = 0;
+	b->consec_fail++;
+	if (b->health != STEER_HEALTH_EJECTED && b->consec_fail >= unhealthy_after) {
+		b->health = STEER_HEALTH_EJECTED;
+		log_warn("%s: backend %s ejected after %u failed polls", s->vip_str,
+			 b->cfg.addr_str, b->consec_fail);
+	}
+}
+
+static void handle_result(struct daemon *d, const struct steer_poll_result *r)
+{
+	struct backend *b = r->tag; /* removed backends' results are never reported */
+	struct service *s = b->svc;
+
+	if (b->call_pending && d->pending)
+		d->pending--;
+	b->call_pending = false;
+	b->last_kind = r->kind;
+	snprintf(b->last_detail, sizeof(b->last_detail), "%s", r->detail);
+	if (r->kind < STEER_POLL_KINDS)
+		b->polls[r->kind]++;
+	observe_duration(s, r->duration_ns);
+	log_poll_change(s, b, r);
+	switch (r->kind) {
+	case STEER_POLL_OK:
+		b->has_snap = true;
+		b->snap = r->load;
+		b->snap_ns = r->started_ns + r->duration_ns;
+		if (r->load.queued_uncached_tokens > 0)
+			b->reports_uncached = true;
+		/* The snapshot covers what had been credited when the call left. */
+		b->pending_drain = b->inflight_at_send;
+		health_success(s, b, d->cfg.healthy_after);
+		break;
+	case STEER_POLL_UNIMPLEMENTED:
+		b->has_snap = false; /* healthy, but scored by the degradation rules */
+		health_success(s, b, d->cfg.healthy_after);
+		break;
+	default:
+		health_failure(s, b, d->cfg.unhealthy_after);
+		break;
+	}
+}
+
+/* Process results until none is pending or the deadline passes. */
+static void collect_results(struct daemon *d, uint64_t deadline_ns)
+{
+	struct steer_poll_result r;
+
+	while (d->pending && !stop_requested) {
+		uint64_t now = steer_monotonic_ns(), until;
+
+		if (now >= deadline_ns)
+			break;
+		until = deadline_ns - now > SLICE_NS ? now + SLICE_NS : deadline_ns;
+		if (steer_poller_next(d->poller, until, &r) == 1)
+			handle_result(d, &r);
+	}
+}
+
+/* Idle in the completion queue until the deadline, a stop or a reload. */
+static void idle_until(struct daemon *d, uint64_t deadline_ns)
+{
+	struct steer_poll_result r;
+
+	while (!stop_requested && !reload_requested) {
+		uint64_t now = steer_monotonic_ns(), until;
+
+		if (now >= deadline_ns)
+			break;
+		until = deadline_ns - now > SLICE_NS ? now + SLICE_NS : deadline_ns;
+		if (steer_poller_next(d->poller, until, &r) == 1)
+			handle_result(d, &r);
+	}
+}
+
+/* ---- scoring and publishing ----------------------------------------------------------- */
+
+static bool is_drained(const struct daemon *d, const struct backend *b)
+{
+	return steer_dp_is_drained(d->dp, &b->cfg.addr);
+}
+
+/*
+ * The backends of a service that go into its table: healthy and not drained.
+ * When every backend is ejected, fail open: all of them (the kernel spreads
+ * them), logged at each change of that state.
+ */
+static size_t pick_candidates(struct daemon *d, struct service *s, struct backend **c)
+{
+	size_t j, n = 0, healthy = 0;
+	bool fail_open;
+
+	for (j = 0; j < s->n; j++)
+		healthy += s->b[j]->health != STEER_HEALTH_EJECTED;
+	fail_open = healthy == 0 && s->n > 0;
+	if (fail_open != s->fail_open) {
+		if (fail_open)
+			log_error("%s: every backend is ejected; failing open: publishing all %zu",
+				  s->vip_str, s->n);
+		else
+			log_info("%s: %zu backend(s) healthy again; no longer failing open",
+				 s->vip_str, healthy);
+		s->fail_open = fail_open;
+	}
+	for (j = 0; j < s->n; j++) {
+		struct backend *b = s->b[j];
+
+		b->in_table = false;
+		if (is_drained(d, b) || (!fail_open && b->health == STEER_HEALTH_EJECTED))
+			continue;
+		c[n++] = b;
+	}
+	return n;
+}
+
+static bool snapshot_fresh(const struct daemon *d, const struct backend *b, uint64_t now)
+{
+	return b->has_snap && now - b->snap_ns <= d->cfg.max_age_ns;
+}
+
+/* Score the candidates; fills the table costs. */
+static void score_service(struct daemon *d, struct service *s, struct backend **c, size_t n,
+			  struct steer_dp_cost *costs, uint64_t now)
+{
+	struct steer_policy_input in[STEER_MAX_BACKENDS];
+	struct steer_policy_score sc[STEER_MAX_BACKENDS];
+	size_t k;
+
+	if (n == 0)
+		return;
+	for (k = 0; k < n; k++) {
+		struct backend *b = c[k];
+
+		b->live_drain = 0;
+		in[k] = (struct steer_policy_input){ 0 };
+		in[k].has_snapshot = snapshot_fresh(d, b, now);
+		in[k].load = b->snap;
+		in[k].reports_uncached = b->reports_uncached;
+		if (!in[k].has_snapshot && b->slot != NO_SLOT) {
+			/* Read the credits first: the live count read after them
+			 * already holds those connections. */
+			b->live_drain = steer_dp_inflight_read(d->dp, b->slot);
+			in[k].live_conns = (uint64_t)steer_dp_live(d->dp, b->slot);
+		}
+	}
+	steer_policy_score_all(&s->policy, in, n, sc);
+	for (k = 0; k < n; k++) {
+		struct backend *b = c[k];
+
+		b->score = sc[k];
+		b->in_table = true;
+		b->live_at_score = (uint32_t)in[k].live_conns;
+		costs[k].addr = b->cfg.addr;
+		/* The policy's saturated integers, as the kernel will see them. */
+		costs[k].base_wait_ns = (double)sc[k].base_wait_ns;
+		costs[k].ns_per_token = (double)sc[k].ns_per_token_u;
+	}
+}
+
+/* Per-service buffers of one publish. */
+struct publish_buf {
+	struct backend *c[STEER_MAX_BACKENDS];
+	struct steer_dp_cost costs[STEER_MAX_BACKENDS];
+	struct steer_addr configured[STEER_MAX_BACKENDS];
+	size_t n;
+};
+
+static void apply_drains(struct daemon *d, struct service *s)
+{
+	size_t j;
+
+	for (j = 0; j < s->n; j++) {
+		struct backend *b = s->b[j];
+
+		if (b->slot == NO_SLOT)
+			steer_dp_slot(d->dp, &s->vip, &b->cfg.addr, &b->slot);
+		if (b->slot == NO_SLOT)
+			continue;
+		if (!b->in_table) {
+			/* Out of the table nothing is credited; start clean on return. */
+			steer_dp_inflight_exchange(d->dp, b->slot);
+			b->pending_drain = 0;
+			continue;
+		}
+		if (b->score.mode == STEER_MODE_SNAPSHOT) {
+			steer_dp_inflight_sub(d->dp, b->slot, b->pending_drain);
+			b->pending_drain = 0;
+		} else {
+			steer_dp_inflight_sub(d->dp, b->slot, b->live_drain);
+		}
+	}
+}
+
+static void write_bk_info(struct daemon *d, struct service *s, uint64_t now)
+{
+	size_t j;
+
+	for (j = 0; j < s->n; j++) {
+		struct backend *b = s->b[j];
+		struct steer_bk_info *info;
+
+		if (b->slot == NO_SLOT || !(info = steer_dp_bk_info(d->dp, b->slot)))
+			continue;
+		info->health = (__u8)b->health;
+		info->last_poll = (__u8)b->last_kind;
+		info->snapshot_ns = b->has_snap ? b->snap_ns : 0;
+		info->dp_ranks = b->has_snap ? b->snap.ranks : 0;
+		info->updated_ns = now;
+		info->mode = (__u8)(b->in_table ? b->score.mode : STEER_MODE_NONE);
+		if (!b->in_table)
+			continue;
+		info->queued_tokens = steer_policy_u64_sat(b->score.queued_tokens);
+		info->throughput_mtps = steer_policy_u64_sat(b->score.throughput * 1000.0);
+		info->work_ns = steer_policy_u64_sat(b->score.work_s * 1e9);
+		info->barrier_ns = steer_policy_u64_sat(b->score.barrier_s * 1e9);
+		info->kv_ppm = (__u32)(b->score.kv * 1e6);
+		info->live_at_score = b->live_at_score;
+		info->queued_estimated = b->score.queued_estimated;
+	}
+}
+
+static void update_metrics(struct daemon *d);
+
+static void publish(struct daemon *d)
+{
+	struct steer_dp_service *specs = calloc(d->n_svcs ? d->n_svcs : 1, sizeof(*specs));
+	struct publish_buf *bufs = calloc(d->n_svcs ? d->n_svcs : 1, sizeof(*bufs));
+	uint64_t now = steer_monotonic_ns();
+	char err[512];
+	size_t i, j;
+
+	if (!specs || !bufs) {
+		log_error("publish: out of memory");
+		goto out;
+	}
+	for (i = 0; i < d->n_svcs; i++) {
+		struct service *s = &d->svcs[i];
+		struct publish_buf *pb = &bufs[i];
+
+		pb->n = pick_candidates(d, s, pb->c);
+		score_service(d, s, pb->c, pb->n, pb->costs, now);
+		for (j = 0; j < s->n; j++)
+			pb->configured[j] = s->b[j]->cfg.addr;
+		specs[i] = (struct steer_dp_service){
+			.vip = s->vip,
+			.configured = pb->configured,
+			.n_configured = s->n,
+			.table = pb->costs,
+			.n_table = pb->n,
+			.credit_tokens = steer_policy_credit(&s->policy),
+			.ttl_ns = d->cfg.max_age_ns,
+			.allow_empty = true, /* every backend drained: refuse */
+			.flags = s->fail_open ? STEER_TBL_FAIL_OPEN : 0,
+		};
+	}
+	if (steer_dp_publish(d->dp, specs, d->n_svcs, err, sizeof(err)) != 0) {
+		log_error("publish failed, the previous tables stay until they expire: %s", err);
+		goto out;
+	}
+	d->last_publish_ns = steer_monotonic_ns();
+	for (i = 0; i < d->n_svcs; i++) {
+		d->svcs[i].publishes++;
+		apply_drains(d, &d->svcs[i]);
+		write_bk_info(d, &d->svcs[i], now);
+		log_debug("%s: published %zu of %zu backends", d->svcs[i].vip_str, bufs[i].n,
+			  d->svcs[i].n);
+	}
+	update_metrics(d);
+out:
+	free(specs);
+	free(bufs);
+}
+
+/* Until its first real table, a service refuses connects: no SYN ever goes
+ * to the virtual address. Services a previous daemon left published keep
+ * their tables (adoption without a gap). */
+static void publish_refusing_tables(struct daemon *d)
+{
+	struct steer_view v;
+	char err[512];
+	size_t i, k;
+
+	if (steer_dp_view(d->dp, &v, err, sizeof(err)) != 0) {
+		log_warn("cannot read the current tables: %s", err);
+		return;
+	}
+	for (i = 0; i < d->n_svcs; i++) {
+		struct steer_dp_service spec = { .vip = d->svcs[i].vip, .allow_empty = true,
+						 .ttl_ns = d->cfg.max_age_ns };
+		bool published = false;
+
+		for (k = 0; k < v.n_services; k++)
+			if (steer_addr_equal(&v.services[k].vip, &d->svcs[i].vip))
+				published = v.services[k].published;
+		if (published) {
+			log_info("%s: adopting the published table", d->svcs[i].vip_str);
+			continue;
+		}
+		if (steer_dp_publish_one(d->dp, &spec, err, sizeof(err)) != 0)
+			log_error("%s: %s", d->svcs[i].vip_str, err);
+	}
+	steer_view_free(&v);
+}
+
+/* ---- metrics ------------------------------------------------------------------------------ */
+
+static void fill_metrics_backend(struct daemon *d, const struct service *s,
+				 const struct backend *b, struct steer_metrics_backend *mb)
+{
+	const struct steer_slot *ctr = b->slot == NO_SLOT ? NULL
+							  : steer_dp_slot_counters(d->dp, b->slot);
+	double inflight = ctr ? (double)steer_dp_inflight_read(d->dp, b->slot) : 0;
+
+	snprintf(mb->vip, sizeof(mb->vip), "%s", s->vip_str);
+	snprintf(mb->backend, sizeof(mb->backend), "%s", b->cfg.addr_str);
+	mb->healthy = b->health != STEER_HEALTH_EJECTED;
+	mb->inflight_tokens = inflight;
+	mb->live_connections = ctr ? steer_dp_live(d->dp, b->slot) : 0;
+	mb->steered_total = ctr ? ctr->steered + ctr->fallbacks : 0;
+	memcpy(mb->polls_total, b->polls, sizeof(mb->polls_total));
+	if (b->in_table) {
+		mb->score_s = steer_policy_total_s(&b->score, inflight);
+		mb->queued_tokens = b->score.queued_tokens;
+		mb->throughput = b->score.throughput;
+		mb->kv_usage = b->score.kv;
+	}
+}
+
+static void update_metrics(struct daemon *d)
+{
+	struct steer_metrics_snapshot snap = { 0 };
+	struct steer_view v = { 0 };
+	size_t i, j, nb = 0;
+	char err[256];
+
+	if (!d->metrics)
+		return;
+	for (i = 0; i < d->n_svcs; i++)
+		nb += d->svcs[i].n;
+	snap.services = calloc(d->n_svcs ? d->n_svcs : 1, sizeof(*snap.services));
+	snap.backends = calloc(nb ? nb : 1, sizeof(*snap.backends));
+	if (!snap.services || !snap.backends)
+		goto out;
+	if (steer_dp_view(d->dp, &v, err, sizeof(err)) != 0)
+		memset(&v, 0, sizeof(v));
+	for (i = 0; i < d->n_svcs; i++) {
+		struct service *s = &d->svcs[i];
+		struct steer_metrics_service *ms = &snap.services[snap.n_services++];
+
+		snprintf(ms->vip, sizeof(ms->vip), "%s", s->vip_str);
+		ms->table_publishes_total = s->publishes;
+		memcpy(ms->poll_buckets, s->poll_buckets, sizeof(ms->poll_buckets));
+		ms->poll_count = s->poll_count;
+		ms->poll_sum_s = s->poll_sum_s;
+		for (j = 0; j < v.n_services; j++)
+			if (steer_addr_equal(&v.services[j].vip, &s->vip)) {
+				ms->fallback_connections_total = v.services[j].stats.fallbacks;
+				ms->refused_connections_total = v.services[j].stats.refused;
+			}
+		for (j = 0; j < s->n; j++)
+			fill_metrics_backend(d, s, s->b[j], &snap.backends[snap.n_backends++]);
+	}
+	snap.last_publish_ns = d->last_publish_ns;
+	snap.healthy_within_ns = 3 * d->cfg.interval_ns;
+	steer_metrics_update(d->metrics, &snap);
+out:
+	steer_view_free(&v);
+	free(snap.services);
+	free(snap.backends);
+}
+
+/* ---- lifecycle ---------------------------------------------------------------------------- */
+
+static void run_cycle(struct daemon *d)
+{
+	start_polls(d);
+	/* gRPC ends every call at its deadline; a little slack covers the
+	 * completion's delivery. */
+	collect_results(d, steer_monotonic_ns() + d->cfg.timeout_ns + 200 * NS_PER_MS);
+	if (!stop_requested)
+		publish(d);
+}
+
+static void reload(struct daemon *d)
+{
+	struct steer_config next;
+	struct service *svcs;
+	char err[512];
+
+	reload_requested = 0;
+	if (steer_config_load(d->argc, d->argv, &next, err, sizeof(err)) != STEER_CONFIG_OK) {
+		log_error("reload rejected, the running configuration stays: %s", err);
+		return;
+	}
+	if (strcmp(next.pin_path, d->cfg.pin_path) || strcmp(next.cgroup, d->cfg.cgroup))
+		log_warn("reload: --pin-path and --cgroup changes need a restart; ignored");
+	if (services_build(d, &next, &svcs) != 0) {
+		log_error("reload failed: out of memory; the running configuration stays");
+		steer_config_free(&next);
+		return;
+	}
+	services_free(d, d->svcs, d->n_svcs); /* what was not taken over */
+	d->svcs = svcs;
+	d->n_svcs = next.n_services;
+	snprintf(next.pin_path, sizeof(next.pin_path), "%s", d->cfg.pin_path);
+	snprintf(next.cgroup, sizeof(next.cgroup), "%s", d->cfg.cgroup);
+	steer_config_free(&d->cfg);
+	d->cfg = next;
+	steer_log_set_level(d->cfg.log_level);
+	log_info("reloaded %s: %zu service(s)", d->cfg.config_path[0] ? d->cfg.config_path : "flags",
+		 d->n_svcs);
+	publish(d);
+}
+
+static int start(struct daemon *d)
+{
+	struct steer_dp_opts o = { .pin_dir = d->cfg.pin_path,
+				   .cgroup = d->cfg.cgroup[0] ? d->cfg.cgroup : NULL,
+				   .own = true };
+	char err[512];
+	int rc;
+
+	rc = steer_dp_open(&o, &d->dp, err, sizeof(err));
+	if (rc) {
+		log_error("%s", err);
+		return 1;
+	}
+	if (d->cfg.metrics_enabled &&
+	    steer_metrics_start(d->cfg.metrics_listen, &d->metrics, err, sizeof(err)) != 0) {
+		log_error("%s", err);
+		return 1;
+	}
+	d->poller = steer_poller_new();
+	if (!d->poller) {
+		log_error("cannot start gRPC");
+		return 1;
+	}
+	if (services_build(d, &d->cfg, &d->svcs) != 0) {
+		log_error("cannot set up the backends");
+		return 1;
+	}
+	d->n_svcs = d->cfg.n_services;
+	publish_refusing_tables(d);
+	log_info("steering %zu service(s) in cgroup %s, state pinned at %s", d->n_svcs,
+		 steer_dp_cgroup(d->dp), steer_dp_pin_dir(d->dp));
+	return 0;
+}
+
+static int shutdown_daemon(struct daemon *d)
+{
+	char err[512];
+	int rc = 0;
+
+	if (d->svcs)
+		services_free(d, d->svcs, d->n_svcs);
+	if (d->poller)
+		steer_poller_free(d->poller);
+	if (d->metrics)
+		steer_metrics_stop(d->metrics);
+	if (d->dp) {
+		if (d->cfg.keep_pinned) {
+			log_info("exiting; programs and maps stay pinned at %s (--keep-pinned)",
+				 steer_dp_pin_dir(d->dp));
+		} else if (steer_dp_detach(d->dp, err, sizeof(err)) != 0) {
+			log_error("detach: %s", err);
+			rc = 1;
+		} else {
+			log_info("exiting; detached and unpinned");
+		}
+		steer_dp_close(d->dp);
+	}
+	steer_config_free(&d->cfg);
+	return rc;
+}
+
+int main(int argc, char **argv)
+{
+	struct daemon d = { .argc = argc, .argv = argv };
+	char err[512];
+	uint64_t next_tick;
+	int rc;
+
+	switch (steer_config_load(argc, argv, &d.cfg, err, sizeof(err))) {
+	case STEER_CONFIG_OK:
+		break;
+	case STEER_CONFIG_EXIT:
+		return 0;
+	default:
+		fprintf(stderr, "smg-steerd: %s\n", err);
+		return 2;
+	}
+	steer_log_set_level(d.cfg.log_level);
+	install_signals();
+	rc = start(&d);
+	if (rc) {
+		shutdown_daemon(&d);
+		return rc;
+	}
+	next_tick = steer_monotonic_ns();
+	while (!stop_requested) {
+		run_cycle(&d);
+		next_tick += d.cfg.interval_ns;
+		if (next_tick < steer_monotonic_ns())
+			next_tick = steer_monotonic_ns(); /* overran: do not burst */
+		idle_until(&d, next_tick);
+		if (reload_requested)
+			reload(&d);
+	}
+	return shutdown_daemon(&d);
+}
