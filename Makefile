@@ -139,6 +139,14 @@ test: deps deps-test
 	@$(MAKE) --no-print-directory O=build/san SAN=1 build-all
 	@tests/run.sh build/san
 
+# ---- demo -------------------------------------------------------------------------
+
+DEMO_SECONDS ?= 30
+
+demo: deps deps-test
+	@$(MAKE) --no-print-directory build-all
+	STEER_BUILD=$(CURDIR)/build DEMO_SECONDS=$(DEMO_SECONDS) /usr/bin/python3 tools/demo.py
+
 # ---- misc -----------------------------------------------------------------------
 
 FORMAT_FILES = bpf/*.c bpf/*.h user/*.c user/*.h tests/*.c tests/*.h tools/*.c $(wildcard tools/sim/*.c tools/sim/*.h)

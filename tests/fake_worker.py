@@ -40,6 +40,7 @@ import datetime
 import ipaddress
 import json
 import os
+import resource
 import signal
 import socket
 import sys
@@ -303,6 +304,13 @@ def load_pb2(pb2_dir):
     return sglang_scheduler_pb2
 
 
+def raise_fd_limit():
+    """--many holds a listener and a connection per address."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != hard:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+
+
 def grpc_addresses(args):
     if args.many:
         base = ipaddress.IPv4Address(args.base)
@@ -352,6 +360,7 @@ def parse_args(argv):
 
 def main(argv):
     args = parse_args(argv)
+    raise_fd_limit()
     pb2 = load_pb2(args.pb2_dir or default_pb2_dir())
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())

@@ -513,10 +513,18 @@ static int address_width(const struct steer_view_service *s)
 	return w;
 }
 
+/* Seconds since the backend's last good GetLoads snapshot (info->snapshot_ns != 0). */
+static double snapshot_age_s(const struct steer_bk_info *info)
+{
+	uint64_t now = steer_monotonic_ns();
+
+	return now > info->snapshot_ns ? (double)(now - info->snapshot_ns) / 1e9 : 0.0;
+}
+
 static void print_backend_row(const struct steer_dp *dp, const struct steer_view_backend *b, int aw)
 {
 	const struct steer_bk_info *info = bk_info(dp, b);
-	char a[STEER_ADDR_STRLEN], health[32], rank[16], base[32], npt[32];
+	char a[STEER_ADDR_STRLEN], health[32], rank[16], base[32], npt[32], age[32];
 
 	steer_addr_format(&b->addr, a, sizeof(a));
 	health_text(b, info, health, sizeof(health));
@@ -529,11 +537,14 @@ static void print_backend_row(const struct steer_dp *dp, const struct steer_view
 		snprintf(base, sizeof(base), "-");
 		snprintf(npt, sizeof(npt), "-");
 	}
-	printf("  %-*s  %-16s %4s %12s %10s %10llu %6lld %9llu %9llu"
-	       "  %s\n",
-	       aw, a, health, rank, base, npt, (unsigned long long)b->ctr.inflight_tokens,
-	       (long long)b->ctr.live, (unsigned long long)b->ctr.steered,
-	       (unsigned long long)b->ctr.fallbacks, mode_name(info->mode));
+	if (info->snapshot_ns)
+		snprintf(age, sizeof(age), "%.1f", snapshot_age_s(info));
+	else
+		snprintf(age, sizeof(age), "-");
+	printf("  %-*s  %-16s %4s %12s %10s %10llu %6lld %9llu %9llu %8s  %s\n", aw, a, health,
+	       rank, base, npt, (unsigned long long)b->ctr.inflight_tokens, (long long)b->ctr.live,
+	       (unsigned long long)b->ctr.steered, (unsigned long long)b->ctr.fallbacks, age,
+	       mode_name(info->mode));
 }
 
 static void print_service_text(const struct steer_dp *dp, const struct steer_view *v,
@@ -552,9 +563,9 @@ static void print_service_text(const struct steer_dp *dp, const struct steer_vie
 		printf("  (no configured backends)\n");
 		return;
 	}
-	printf("  %-*s  %-16s %4s %12s %10s %10s %6s %9s %9s  %s\n", aw, "BACKEND", "HEALTH",
+	printf("  %-*s  %-16s %4s %12s %10s %10s %6s %9s %9s %8s  %s\n", aw, "BACKEND", "HEALTH",
 	       "RANK", "BASE_WAIT_MS", "NS/TOKEN", "INFLIGHT", "LIVE", "STEERED", "FALLBACKS",
-	       "MODE");
+	       "SNAP_AGE", "MODE");
 	for (i = 0; i < s->n_backends; i++)
 		print_backend_row(dp, &s->backends[i], aw);
 }
@@ -660,6 +671,8 @@ static struct json_object *json_backend_status(const struct steer_dp *dp,
 	jadd_u64(o, "fallbacks", b->ctr.fallbacks);
 	jadd_str(o, "mode", info->mode == STEER_MODE_NONE ? "none" : mode_name(info->mode));
 	jadd_str(o, "last_poll", poll_name(info->last_poll));
+	jadd(o, "snapshot_age_s",
+	     info->snapshot_ns ? json_object_new_double(snapshot_age_s(info)) : NULL);
 	return o;
 }
 
