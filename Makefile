@@ -51,6 +51,9 @@ PY_PROTO := $(O)/py/sglang_scheduler_pb2.py
 
 SIM_LIB_SRCS := $(filter-out tools/sim/main.c,$(SIM_SRCS))
 
+# Each tools/bench/*.c is a benchmark program linked with all modules.
+BENCH_BINS := $(patsubst tools/bench/%.c,$(O)/bench/%,$(wildcard tools/bench/*.c))
+
 PROGRAMS := $(if $(wildcard user/smg-steerd.c),$(O)/smg-steerd) \
 	$(if $(wildcard tools/smg-steerctl.c),$(O)/smg-steerctl) \
 	$(if $(SIM_SRCS),$(O)/steer-sim)
@@ -138,6 +141,16 @@ $(O)/tests/%: tests/%.c tests/tap.h tests/testenv.h $(O)/obj/testenv.o $(LIB_OBJ
 test: deps deps-test
 	@$(MAKE) --no-print-directory O=build/san SAN=1 build-all
 	@tests/run.sh build/san
+
+# ---- benchmarks ---------------------------------------------------------------------
+
+$(O)/bench/%: tools/bench/%.c $(LIB_OBJS) $(HDRS) $(wildcard tools/bench/*.h)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_ALL) -Itools/bench $< $(LIB_OBJS) -o $@ $(LDFLAGS_SAN) $(LDLIBS_ALL)
+
+bench: deps deps-bench
+	@$(MAKE) --no-print-directory build-all $(BENCH_BINS)
+	STEER_BUILD=$(CURDIR)/build tools/bench/run.sh
 
 # ---- demo -------------------------------------------------------------------------
 

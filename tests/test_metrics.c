@@ -356,7 +356,7 @@ static int check_family_grouping(const char *t)
 {
 	char family[96] = "", type[16] = "", name[96], buf[160];
 	const char *p = t;
-	int i, samples = 0;
+	int i, samples = 0, cycle;
 
 	for (i = 0; i < N_FAMILIES; i++) {
 		snprintf(buf, sizeof(buf), "# HELP %s ", family_types[i][0]);
@@ -365,8 +365,12 @@ static int check_family_grouping(const char *t)
 		snprintf(buf, sizeof(buf), "# TYPE %s %s", family_types[i][0], family_types[i][1]);
 		CHECK_RC(has_line(t, buf), "missing: %s", buf);
 	}
-	CHECK_RC(count_prefix(t, "# HELP ") == N_FAMILIES, "extra HELP lines");
-	CHECK_RC(count_prefix(t, "# TYPE ") == N_FAMILIES, "extra TYPE lines");
+	/* The two cycle gauges appear once a publish has happened. */
+	cycle = has_line(t, "# TYPE smg_steer_cycle_seconds gauge") ? 2 : 0;
+	CHECK_RC(cycle == 0 || has_line(t, "# TYPE smg_steer_publish_seconds gauge"),
+		 "cycle gauges come together");
+	CHECK_RC(count_prefix(t, "# HELP ") == N_FAMILIES + cycle, "extra HELP lines");
+	CHECK_RC(count_prefix(t, "# TYPE ") == N_FAMILIES + cycle, "extra TYPE lines");
 	while (*p) {
 		const char *nl = strchr(p, '\n');
 
@@ -555,7 +559,9 @@ static int check_scrape_and_updates(struct steer_metrics *m)
 	CHECK_RC(last.status == 200, "status %d", last.status);
 	CHECK_RC(has_line(last.body, "smg_steer_table_publishes_total{vip=\"" VIP_A "\"} 7"),
 		 "update not visible:\n%s", last.body);
-	CHECK_RC(check_family_grouping(last.body) == 2 * 14 + 2 * 18, "served text differs");
+	/* Every fixture family plus the two cycle gauges of a published snapshot. */
+	CHECK_RC(check_family_grouping(last.body) == 2 * 14 + 2 * 18 + 2, "served text differs");
+	CHECK_RC(strstr(last.body, "\nsmg_steer_cycle_seconds 0\n") != NULL, "cycle gauge");
 
 	CHECK_RC(update_fixture(m, 8, steer_monotonic_ns(), 60 * SEC) == 0, "update");
 	CHECK_RC(http("GET", "http://127.0.0.1:9464/metrics") == 0, "scrape");

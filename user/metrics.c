@@ -325,6 +325,23 @@ static void write_poll_histogram(FILE *f, const struct steer_metrics_snapshot *s
 	}
 }
 
+/* Daemon-wide gauges of the control plane's own cost (no labels). */
+static void write_cycle_gauges(FILE *f, const struct steer_metrics_snapshot *snap)
+{
+	if (!snap->last_publish_ns)
+		return; /* no cycle completed yet */
+	write_family_header(f, "smg_steer_cycle_seconds", "gauge",
+			    "Duration of the last control-plane cycle: GetLoads sent to tables published.");
+	fputs("smg_steer_cycle_seconds ", f);
+	write_double(f, snap->last_cycle_s);
+	fputc('\n', f);
+	write_family_header(f, "smg_steer_publish_seconds", "gauge",
+			    "Duration of scoring, publishing and draining in the last cycle.");
+	fputs("smg_steer_publish_seconds ", f);
+	write_double(f, snap->last_publish_s);
+	fputc('\n', f);
+}
+
 char *steer_metrics_render(const struct steer_metrics_snapshot *snap)
 {
 	static const struct steer_metrics_snapshot empty;
@@ -344,6 +361,7 @@ char *steer_metrics_render(const struct steer_metrics_snapshot *snap)
 	for (i = 0; i < sizeof(service_families) / sizeof(service_families[0]); i++)
 		write_service_family(f, snap, &service_families[i]);
 	write_poll_histogram(f, snap);
+	write_cycle_gauges(f, snap);
 	/* A stream that ran out of memory loses output silently until here. */
 	failed = ferror(f);
 	if (fclose(f) != 0 || failed) {
@@ -399,6 +417,8 @@ static int snapshot_copy(struct steer_metrics_snapshot *dst,
 	dst->n_services = src->n_services;
 	dst->n_backends = src->n_backends;
 	dst->last_publish_ns = src->last_publish_ns;
+	dst->last_cycle_s = src->last_cycle_s;
+	dst->last_publish_s = src->last_publish_s;
 	dst->healthy_within_ns = src->healthy_within_ns;
 	return 0;
 }

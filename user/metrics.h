@@ -50,6 +50,8 @@ struct steer_metrics_snapshot {
 	struct steer_metrics_backend *backends;
 	size_t n_backends;
 	uint64_t last_publish_ns;    /* CLOCK_MONOTONIC of the last successful publish; 0 none */
+	double last_cycle_s;	     /* last control-plane cycle: polls sent to publish done */
+	double last_publish_s;	     /* of which scoring, publishing and draining */
 	uint64_t healthy_within_ns;  /* /healthz is 200 while now - last_publish_ns <= this */
 };
 

@@ -471,8 +471,7 @@ static void fill_result(struct poll_call *c, void *tag, struct steer_poll_result
 	out->duration_ns = now_ns() - c->started_ns;
 	out->kind = kind_of_status(c->status);
 	if (out->kind == STEER_POLL_OK) {
-		decode_response(c, out);
-		out->grpc_status = out->kind == STEER_POLL_OK ? GRPC_STATUS_OK : 0;
+		decode_response(c, out); /* OK or INVALID; grpc_status stays 0 */
 		return;
 	}
 	out->grpc_status = (int)c->status;

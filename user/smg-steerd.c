@@ -83,6 +83,8 @@ struct daemon {
 	size_t n_svcs;
 	size_t pending; /* GetLoads calls in flight */
 	uint64_t last_publish_ns;
+	uint64_t cycle_start_ns;
+	double last_cycle_s, last_publish_s;
 };
 
 /* ---- signals ----------------------------------------------------------------- */
@@ -585,7 +587,6 @@ static void publish(struct daemon *d)
 		log_error("publish failed, the previous tables stay until they expire: %s", err);
 		goto out;
 	}
-	d->last_publish_ns = steer_monotonic_ns();
 	for (i = 0; i < d->n_svcs; i++) {
 		d->svcs[i].publishes++;
 		apply_drains(d, &d->svcs[i]);
@@ -593,6 +594,10 @@ static void publish(struct daemon *d)
 		log_debug("%s: published %zu of %zu backends", d->svcs[i].vip_str, bufs[i].n,
 			  d->svcs[i].n);
 	}
+	d->last_publish_ns = steer_monotonic_ns();
+	d->last_publish_s = (double)(d->last_publish_ns - now) / 1e9;
+	if (d->cycle_start_ns)
+		d->last_cycle_s = (double)(d->last_publish_ns - d->cycle_start_ns) / 1e9;
 	update_metrics(d);
 out:
 	free(specs);
@@ -689,6 +694,8 @@ static void update_metrics(struct daemon *d)
 			fill_metrics_backend(d, s, s->b[j], &snap.backends[snap.n_backends++]);
 	}
 	snap.last_publish_ns = d->last_publish_ns;
+	snap.last_cycle_s = d->last_cycle_s;
+	snap.last_publish_s = d->last_publish_s;
 	snap.healthy_within_ns = 3 * d->cfg.interval_ns;
 	steer_metrics_update(d->metrics, &snap);
 out:
@@ -701,6 +708,7 @@ out:
 
 static void run_cycle(struct daemon *d)
 {
+	d->cycle_start_ns = steer_monotonic_ns();
 	start_polls(d);
 	/* gRPC ends every call at its deadline; a little slack covers the
 	 * completion's delivery. */

@@ -1,0 +1,291 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/*
+ * connbench.c - short-connection client: connect, read one byte, close, as
+ * fast as it can for a fixed time, from C threads each running connections
+ * one after another.
+ *
+ *   connbench --addr 127.0.0.100:8000 --seconds 3 [--concurrency 1]
+ *             [--label vip] [--cgroup DIR] [--warmup-ms 250] [--header]
+ *
+ * Prints one CSV row (--header prints the column names first):
+ *   label,concurrency,seconds,connections,errors,conns_per_s,p50_us,p99_us,
+ *   mean_us,per_conn_us,backends_seen
+ * Latency is connect() called to the first byte read (CLOCK_MONOTONIC);
+ * per_conn_us is the wall time one connection takes in a client thread,
+ * socket() to close() included (seconds x concurrency / connections).
+ * backends_seen counts distinct first bytes (onebyte writes its listener
+ * index), a check that the path spread the load. --cgroup moves this process
+ * into that cgroup first, so that the steering programs attached there see
+ * its connects. Connections during the warm-up are not counted.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MAX_THREADS 64
+
+struct worker {
+	pthread_t thr;
+	uint32_t *lat_ns; /* one sample per counted connection */
+	size_t n, cap;
+	uint64_t errors;
+	uint64_t seen[256];
+	uint64_t done_ns; /* when this thread stopped */
+	bool oom;
+};
+
+static struct sockaddr_in target;
+static uint64_t warm_end_ns, end_ns;
+static pthread_barrier_t start_line;
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+static void record(struct worker *w, uint64_t ns)
+{
+	if (w->n == w->cap) {
+		size_t cap = w->cap ? w->cap * 2 : 65536;
+		uint32_t *p = realloc(w->lat_ns, cap * sizeof(*p));
+
+		if (!p) {
+			w->oom = true;
+			return;
+		}
+		w->lat_ns = p;
+		w->cap = cap;
+	}
+	w->lat_ns[w->n++] = ns > UINT32_MAX ? UINT32_MAX : (uint32_t)ns;
+}
+
+/* One connection: returns the latency in ns and the byte read, or -1. */
+static int64_t one_connection(unsigned char *byte)
+{
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	uint64_t t0, t1;
+	ssize_t n;
+
+	if (fd < 0)
+		return -1;
+	t0 = now_ns();
+	if (connect(fd, (struct sockaddr *)&target, sizeof(target)) != 0) {
+		close(fd);
+		return -1;
+	}
+	do
+		n = read(fd, byte, 1);
+	while (n < 0 && errno == EINTR);
+	t1 = now_ns();
+	close(fd);
+	return n == 1 ? (int64_t)(t1 - t0) : -1;
+}
+
+static void *run(void *arg)
+{
+	struct worker *w = arg;
+	uint64_t t;
+
+	pthread_barrier_wait(&start_line);
+	while ((t = now_ns()) < end_ns) {
+		unsigned char byte = 0;
+		int64_t lat = one_connection(&byte);
+
+		if (t < warm_end_ns)
+			continue;
+		if (lat < 0) {
+			w->errors++;
+			usleep(1000); /* do not spin on a persistent failure */
+			continue;
+		}
+		record(w, (uint64_t)lat);
+		w->seen[byte]++;
+	}
+	w->done_ns = now_ns();
+	return NULL;
+}
+
+static int cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static double percentile_us(const uint32_t *sorted, size_t n, double q)
+{
+	size_t i;
+
+	if (n == 0)
+		return 0;
+	i = (size_t)(q * (double)(n - 1) + 0.5);
+	return sorted[i] / 1000.0;
+}
+
+static int join_cgroup(const char *dir)
+{
+	char path[4096], pid[32];
+	int fd, rc = 0;
+
+	snprintf(path, sizeof(path), "%s/cgroup.procs", dir);
+	snprintf(pid, sizeof(pid), "%d", (int)getpid());
+	fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0 || write(fd, pid, strlen(pid)) != (ssize_t)strlen(pid))
+		rc = -1;
+	if (fd >= 0)
+		close(fd);
+	return rc;
+}
+
+static int parse_target(const char *s)
+{
+	char host[64];
+	const char *colon = strrchr(s, ':');
+
+	if (!colon || (size_t)(colon - s) >= sizeof(host))
+		return -1;
+	memcpy(host, s, (size_t)(colon - s));
+	host[colon - s] = 0;
+	target.sin_family = AF_INET;
+	target.sin_port = htons((uint16_t)atoi(colon + 1));
+	return inet_pton(AF_INET, host, &target.sin_addr) == 1 && target.sin_port ? 0 : -1;
+}
+
+static void usage(void)
+{
+	fprintf(stderr, "usage: connbench --addr IPV4:PORT --seconds S [--concurrency C] "
+			"[--label L] [--cgroup DIR] [--warmup-ms MS] [--header]\n");
+	exit(2);
+}
+
+static void report(const char *label, struct worker *w, int conc, uint64_t start_ns)
+{
+	size_t total = 0, k = 0, i;
+	uint64_t errors = 0, seen[256] = { 0 }, last = start_ns;
+	uint32_t *all;
+	double secs, sum = 0;
+	int distinct = 0, t;
+
+	for (t = 0; t < conc; t++) {
+		total += w[t].n;
+		errors += w[t].errors;
+		last = w[t].done_ns > last ? w[t].done_ns : last;
+		for (i = 0; i < 256; i++)
+			seen[i] += w[t].seen[i];
+	}
+	all = malloc((total ? total : 1) * sizeof(*all));
+	if (!all) {
+		fprintf(stderr, "connbench: out of memory\n");
+		exit(1);
+	}
+	for (t = 0; t < conc; t++) {
+		memcpy(all + k, w[t].lat_ns, w[t].n * sizeof(*all));
+		k += w[t].n;
+	}
+	qsort(all, total, sizeof(*all), cmp_u32);
+	for (i = 0; i < total; i++)
+		sum += all[i];
+	for (i = 0; i < 256; i++)
+		distinct += seen[i] > 0;
+	secs = (double)(last - start_ns) / 1e9;
+	printf("%s,%d,%.3f,%zu,%llu,%.1f,%.2f,%.2f,%.2f,%.2f,%d\n", label, conc, secs, total,
+	       (unsigned long long)errors, total ? (double)total / secs : 0.0,
+	       percentile_us(all, total, 0.50), percentile_us(all, total, 0.99),
+	       total ? sum / (double)total / 1000.0 : 0.0,
+	       total ? secs * conc * 1e6 / (double)total : 0.0, distinct);
+	free(all);
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "addr", required_argument, 0, 'a' },
+		{ "seconds", required_argument, 0, 's' },
+		{ "concurrency", required_argument, 0, 'c' },
+		{ "label", required_argument, 0, 'l' },
+		{ "cgroup", required_argument, 0, 'g' },
+		{ "warmup-ms", required_argument, 0, 'w' },
+		{ "header", no_argument, 0, 'H' },
+		{ 0, 0, 0, 0 },
+	};
+	static struct worker w[MAX_THREADS];
+	const char *label = "run", *cgroup = NULL;
+	double seconds = 0;
+	int conc = 1, warm_ms = 250, c, t;
+	bool header = false, oom = false;
+	uint64_t start;
+
+	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		switch (c) {
+		case 'a':
+			if (parse_target(optarg) != 0)
+				usage();
+			break;
+		case 's':
+			seconds = atof(optarg);
+			break;
+		case 'c':
+			conc = atoi(optarg);
+			break;
+		case 'l':
+			label = optarg;
+			break;
+		case 'g':
+			cgroup = optarg;
+			break;
+		case 'w':
+			warm_ms = atoi(optarg);
+			break;
+		case 'H':
+			header = true;
+			break;
+		default:
+			usage();
+		}
+	}
+	if (!target.sin_port || seconds <= 0 || conc < 1 || conc > MAX_THREADS || warm_ms < 0)
+		usage();
+	if (cgroup && join_cgroup(cgroup) != 0) {
+		fprintf(stderr, "connbench: cannot join cgroup %s: %s\n", cgroup, strerror(errno));
+		return 1;
+	}
+	if (header)
+		printf("label,concurrency,seconds,connections,errors,conns_per_s,p50_us,p99_us,"
+		       "mean_us,per_conn_us,backends_seen\n");
+	pthread_barrier_init(&start_line, NULL, (unsigned)conc + 1);
+	start = now_ns() + 50000000ULL; /* threads are up by then */
+	warm_end_ns = start + (uint64_t)warm_ms * 1000000ULL;
+	end_ns = warm_end_ns + (uint64_t)(seconds * 1e9);
+	for (t = 0; t < conc; t++)
+		if (pthread_create(&w[t].thr, NULL, run, &w[t]) != 0) {
+			fprintf(stderr, "connbench: cannot start thread %d\n", t);
+			return 1;
+		}
+	pthread_barrier_wait(&start_line);
+	for (t = 0; t < conc; t++) {
+		pthread_join(w[t].thr, NULL);
+		oom |= w[t].oom;
+	}
+	pthread_barrier_destroy(&start_line);
+	if (oom)
+		fprintf(stderr, "connbench: out of memory for samples; counts are short\n");
+	report(label, w, conc, warm_end_ns);
+	for (t = 0; t < conc; t++)
+		free(w[t].lat_ns);
+	return 0;
+}
