@@ -123,6 +123,39 @@ with t.case("distribution matches the independent reference (4 workers, one with
     want = reference(NAMES, 40)
     t.check(got == want, f"got  {got}\nwant {want}")
 
+with t.case("metrics report the fake loads, scores, polls and health"):
+    settle(d)
+    m = d.metrics()
+
+    def g(name, n, **extra):
+        labels = {"vip": VIP, "backend": f"127.0.0.{OCTET[n]}:8000", **extra}
+        return m.get((name, tuple(sorted(labels.items()))))
+
+    for n in NAMES:
+        loads = workers[n].state["loads"]
+        q = sum(r["num_waiting_uncached_tokens"] for r in loads)
+        tp = sum(r["gen_throughput"] for r in loads) or 2000.0
+        kv = sum(r["token_usage"] for r in loads) / len(loads)
+        base_ns, _ = L.reference_costs(workers[n].state)
+        t.check(g("smg_steer_backend_queued_tokens", n) == q, f"{n} queued {g('smg_steer_backend_queued_tokens', n)} != {q}")
+        t.check(g("smg_steer_backend_throughput_tokens_per_second", n) == tp, f"{n} tput")
+        t.check(abs(g("smg_steer_backend_kv_usage_ratio", n) - kv) < 1e-9, f"{n} kv")
+        t.check(g("smg_steer_backend_healthy", n) == 1, f"{n} healthy")
+        t.check(g("smg_steer_polls_total", n, result="ok") >= 2, f"{n} polls")
+        t.check(g("smg_steer_polls_total", n, result="invalid") == 0, f"{n} invalid polls")
+        # Nothing in flight after settling: the score is the base wait.
+        t.check(g("smg_steer_backend_inflight_tokens", n) == 0, f"{n} in flight")
+        t.check(abs(g("smg_steer_backend_score_seconds", n) - base_ns / 1e9) < 1e-6,
+                f"{n} score {g('smg_steer_backend_score_seconds', n)} vs {base_ns / 1e9}")
+    svc = (("vip", VIP),)
+    t.check(m[("smg_steer_table_publishes_total", svc)] >= 3, "publishes")
+    t.check(m[("smg_steer_poll_duration_seconds_count", svc)] >= 4 * 2, "poll histogram")
+    t.check(m[("smg_steer_refused_connections_total", svc)] == 0, "nothing refused")
+    t.check(m[("smg_steer_fallback_connections_total", svc)] == 0, "no fallbacks")
+    import urllib.request
+    with urllib.request.urlopen(f"http://127.0.0.1:{d.metrics_port}/healthz", timeout=5) as r:
+        t.check(r.status == 200, f"/healthz {r.status}")
+
 with t.case("loads change and the distribution follows within two intervals"):
     workers["wD"].set_state({"mode": "ok", "loads": [L.rank(200, 0.05, 4000.0)]})
     workers["wA"].set_state({"mode": "ok", "loads": [L.rank(90000, 0.50, 2000.0)]})

@@ -30,6 +30,7 @@
  */
 #include <bpf/bpf.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <linux/bpf.h>
 #include <netinet/in.h>
@@ -69,6 +70,7 @@ struct bench {
 	uint32_t slots[STEER_MAX_BACKENDS];
 	struct steer_table mirror; /* the published table, as the kernel sees it */
 	int connect4_fd, sockops_fd;
+	int empty_fd, empty_link_fd; /* calibration: a connect4 program that only returns 1 */
 	long connects;
 };
 
@@ -100,6 +102,30 @@ static int prog_of_link(const char *pin_dir, const char *link)
 	close(lfd);
 	pfd = bpf_prog_get_fd_by_id(info.prog_id);
 	return pfd < 0 ? -errno : pfd;
+}
+
+/*
+ * The measuring floor: a connect4 program of two instructions (r0 = 1; exit),
+ * attached next to ours. Its run time per connect is what the statistics and
+ * the program dispatch cost by themselves.
+ */
+static int attach_empty(struct bench *b, const char *cgroup)
+{
+	static const struct bpf_insn insns[] = {
+		{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_0, .imm = 1 },
+		{ .code = BPF_JMP | BPF_EXIT },
+	};
+	LIBBPF_OPTS(bpf_prog_load_opts, po, .expected_attach_type = BPF_CGROUP_INET4_CONNECT);
+	int cg = open(cgroup, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+	if (cg < 0)
+		return -errno;
+	b->empty_fd = bpf_prog_load(BPF_PROG_TYPE_CGROUP_SOCK_ADDR, "bench_empty", "GPL", insns,
+				    sizeof(insns) / sizeof(insns[0]), &po);
+	if (b->empty_fd >= 0)
+		b->empty_link_fd = bpf_link_create(b->empty_fd, cg, BPF_CGROUP_INET4_CONNECT, NULL);
+	close(cg);
+	return b->empty_fd < 0 || b->empty_link_fd < 0 ? -1 : 0;
 }
 
 static int read_stats(int prog_fd, struct prog_stats *out)
@@ -226,7 +252,7 @@ static void run_connects(struct bench *b, size_t n, enum shape s, struct result 
 
 static int measure(struct bench *b, size_t n, enum shape s, int round)
 {
-	struct prog_stats c4a, c4b, opa, opb;
+	struct prog_stats c4a, c4b, opa, opb, ema, emb;
 	struct result r = { 0 };
 	size_t i;
 
@@ -236,19 +262,24 @@ static int measure(struct bench *b, size_t n, enum shape s, int round)
 		for (i = 0; i < n; i++)
 			if (connect_once(&b->vip) < 0)
 				r.errors++;
-	if (read_stats(b->connect4_fd, &c4a) || read_stats(b->sockops_fd, &opa))
+	if (read_stats(b->connect4_fd, &c4a) || read_stats(b->sockops_fd, &opa) ||
+	    read_stats(b->empty_fd, &ema))
 		return -1;
 	run_connects(b, n, s, &r);
-	if (read_stats(b->connect4_fd, &c4b) || read_stats(b->sockops_fd, &opb))
+	if (read_stats(b->connect4_fd, &c4b) || read_stats(b->sockops_fd, &opb) ||
+	    read_stats(b->empty_fd, &emb))
 		return -1;
 	r.c4.run_cnt = c4b.run_cnt - c4a.run_cnt;
 	r.c4.run_time_ns = c4b.run_time_ns - c4a.run_time_ns;
 	r.ops.run_time_ns = opb.run_time_ns - opa.run_time_ns;
-	printf("%d,%zu,%s,%ld,%llu,%llu,%.1f,%.2f,%ld,%ld,%.1f\n", round, n, shape_names[s],
+	printf("%d,%zu,%s,%ld,%llu,%llu,%.1f,%.2f,%ld,%ld,%.1f,%.1f\n", round, n, shape_names[s],
 	       b->connects, (unsigned long long)r.c4.run_cnt, (unsigned long long)r.c4.run_time_ns,
 	       r.c4.run_cnt ? (double)r.c4.run_time_ns / (double)r.c4.run_cnt : 0.0,
 	       r.steered ? r.scanned_sum / (double)r.steered : 0.0, r.mismatches, r.errors,
-	       b->connects ? (double)r.ops.run_time_ns / (double)b->connects : 0.0);
+	       b->connects ? (double)r.ops.run_time_ns / (double)b->connects : 0.0,
+	       emb.run_cnt > ema.run_cnt ? (double)(emb.run_time_ns - ema.run_time_ns) /
+						   (double)(emb.run_cnt - ema.run_cnt)
+					 : 0.0);
 	fflush(stdout);
 	return 0;
 }
@@ -297,7 +328,11 @@ int main(int argc, char **argv)
 		{ "connects", required_argument, 0, 'k' }, { "rounds", required_argument, 0, 'r' },
 		{ "header", no_argument, 0, 'H' },	   { 0, 0, 0, 0 },
 	};
-	static struct bench b = { .connect4_fd = -1, .sockops_fd = -1, .connects = 5000 };
+	static struct bench b = { .connect4_fd = -1,
+				  .sockops_fd = -1,
+				  .empty_fd = -1,
+				  .empty_link_fd = -1,
+				  .connects = 5000 };
 	struct steer_dp_opts o = { .own = true };
 	size_t sizes[MAX_SIZES] = { 8, 64, 256 };
 	int n_sizes = 3, rounds = 3, c, i, rc = 1, stats_fd = -1;
@@ -348,7 +383,8 @@ int main(int argc, char **argv)
 	b.connect4_fd = prog_of_link(o.pin_dir, STEER_LINK_CONNECT4);
 	b.sockops_fd = prog_of_link(o.pin_dir, STEER_LINK_SOCKOPS);
 	stats_fd = bpf_enable_stats(BPF_STATS_RUN_TIME);
-	if (b.connect4_fd < 0 || b.sockops_fd < 0 || stats_fd < 0) {
+	if (b.connect4_fd < 0 || b.sockops_fd < 0 || stats_fd < 0 ||
+	    attach_empty(&b, o.cgroup) != 0) {
 		fprintf(stderr, "deccost: cannot find the programs or enable statistics: %s\n",
 			strerror(errno));
 	} else if (bench_join_cgroup(o.cgroup) != 0) {
@@ -356,7 +392,8 @@ int main(int argc, char **argv)
 	} else {
 		if (header)
 			printf("round,backends,shape,connects,run_cnt,run_time_ns,ns_per_decision,"
-			       "mean_scanned,mismatches,errors,sockops_ns_per_conn\n");
+			       "mean_scanned,mismatches,errors,sockops_ns_per_conn,empty_prog_"
+			       "ns\n");
 		rc = run_rounds(&b, sizes, n_sizes, rounds) == 0 ? 0 : 1;
 	}
 	if (stats_fd >= 0)
@@ -365,6 +402,10 @@ int main(int argc, char **argv)
 		close(b.connect4_fd);
 	if (b.sockops_fd >= 0)
 		close(b.sockops_fd);
+	if (b.empty_link_fd >= 0)
+		close(b.empty_link_fd); /* not pinned: closing detaches it */
+	if (b.empty_fd >= 0)
+		close(b.empty_fd);
 	if (steer_dp_detach(b.dp, err, sizeof(err)) != 0) {
 		fprintf(stderr, "deccost: detach: %s\n", err);
 		rc = 1;
