@@ -249,6 +249,29 @@ with t.case("SIGHUP removes backends, keeping unchanged backends' state"):
                         result="ok")
     t.check(polls_a2 > polls_a, "unchanged backend lost its counters")
 
+with t.case("every backend ejected: fail open, publish them all, log each change"):
+    import json
+    for n in ["wA", "wB", "wC"]:
+        workers[n].set_state({"mode": "garbage"})
+    d.wait_publishes(4, timeout=15)  # --unhealthy-after 3
+    p = subprocess.run([os.path.join(L.BUILD, "smg-steerctl"), "--pin-path", env.pin, "-o",
+                        "json", "status"], capture_output=True, text=True, timeout=10)
+    svc = json.loads(p.stdout)["services"][0]
+    t.check(svc["fail_open"], f"not failing open: {svc}")
+    ranks = sorted(b["rank"] for b in svc["backends"] if b["rank"] is not None)
+    t.check(ranks == [0, 1, 2], f"not every backend published: {svc['backends']}")
+    t.check(all(b["health"] == "ejected" for b in svc["backends"]), "health")
+    got = burst(12)
+    t.check(all(g.startswith("w") for g in got) and len(set(got)) == 3,
+            f"fail-open table does not spread: {got}")
+    t.check("failing open" in d.log_text(), "no error logged")
+    for n in ["wA", "wB", "wC"]:
+        workers[n].set_state(STATES.get(n, STATES["wA"]) if n != "wB" else
+                             {"mode": "ok", "loads": [L.rank(0, 0.0, 8000.0)]})
+    d.wait_publishes(3, timeout=15)  # --healthy-after 2
+    t.check("no longer failing open" in d.log_text(), "recovery not logged")
+    t.check(d.log_text().count("failing open: publishing") == 1, "logged more than once")
+
 with t.case("a second daemon on the same pin path refuses to start"):
     d2 = L.Daemon(env, ["--vip", VIP, "--backend", "127.0.0.11:8000,loads=127.0.0.11:30000"],
                   metrics_port=9465)

@@ -829,6 +829,26 @@ struct bad_knob {
 	uint32_t prefill, peers;
 };
 
+/* With N peer routers, a live connection of this node stands for N across the
+ * fleet, exactly like a credit: 2 live x 1024 x 4 = 8192 tokens. */
+static void test_live_estimate_scales_with_peer_routers(void)
+{
+	struct fleet f;
+
+	fleet_init(&f, 2);
+	f.p.peer_routers = 4;
+	CHECK(set_snapshot(&f.in[0], 1000, 0.0, 2000.0) == 0, "snapshot a");
+	f.in[1].live_conns = 2;
+	fleet_score(&f);
+	CHECK(f.sc[1].mode == STEER_MODE_ESTIMATE, "mode %d", f.sc[1].mode);
+	CHECK(f.sc[1].queued_tokens == 8192.0, "queued %.1f", f.sc[1].queued_tokens);
+	/* 8192 tokens at the nominal 2000 tok/s = 4.096 s; one credit (4096
+	 * tokens) is worth exactly one more live connection: 2.048 s. */
+	CHECK(f.sc[1].base_wait_ns == 4096000000ULL, "base %llu",
+	      (unsigned long long)f.sc[1].base_wait_ns);
+	CHECK(steer_policy_credit(&f.p) * f.sc[1].ns_per_token_u == 2048000000ULL, "credit");
+}
+
 static void test_policy_check_names_the_knob(void)
 {
 	static const struct bad_knob cases[] = {
@@ -934,6 +954,7 @@ int main(void)
 	TAP_RUN(test_estimate_uses_nominal_dark_uses_default);
 	TAP_RUN(test_dark_fleet_is_join_shortest_queue);
 	TAP_RUN(test_credit_is_prefill_times_peer_routers);
+	TAP_RUN(test_live_estimate_scales_with_peer_routers);
 	TAP_RUN(test_policy_check_names_the_knob);
 	TAP_RUN(test_total_s_is_the_upstream_score);
 	return tap_done();

@@ -784,8 +784,19 @@ uint64_t steer_dp_inflight_read(const struct steer_dp *dp, uint32_t slot)
 
 void steer_dp_inflight_sub(struct steer_dp *dp, uint32_t slot, uint64_t tokens)
 {
-	if (slot < STEER_MAX_SLOTS && tokens)
-		__atomic_fetch_sub(&dp->slots[slot].inflight_tokens, tokens, __ATOMIC_ACQ_REL);
+	__u64 *ctr, cur, next;
+
+	if (slot >= STEER_MAX_SLOTS || !tokens)
+		return;
+	ctr = &dp->slots[slot].inflight_tokens;
+	cur = __atomic_load_n(ctr, __ATOMIC_ACQUIRE);
+	/* Compare-and-swap rather than fetch_sub: a concurrent kernel credit
+	 * makes it retry (no credit is lost), and a caller that subtracts more
+	 * than is there stops at zero instead of wrapping to a huge score. */
+	do {
+		next = cur > tokens ? cur - tokens : 0;
+	} while (!__atomic_compare_exchange_n(ctr, &cur, next, false, __ATOMIC_ACQ_REL,
+					      __ATOMIC_ACQUIRE));
 }
 
 uint64_t steer_dp_inflight_exchange(struct steer_dp *dp, uint32_t slot)

@@ -93,7 +93,8 @@ const struct steer_slot *steer_dp_slot_counters(const struct steer_dp *dp, uint3
 /* The daemon's record of a slot (mmap of steer_bkinfo), or NULL. */
 struct steer_bk_info *steer_dp_bk_info(const struct steer_dp *dp, uint32_t slot);
 uint64_t steer_dp_inflight_read(const struct steer_dp *dp, uint32_t slot);
-/* Atomically subtract tokens that were read before; concurrent credits stay. */
+/* Atomically subtract tokens that were read before; concurrent credits stay.
+ * Never goes below zero. */
 void steer_dp_inflight_sub(struct steer_dp *dp, uint32_t slot, uint64_t tokens);
 /* Atomically take the whole counter. */
 uint64_t steer_dp_inflight_exchange(struct steer_dp *dp, uint32_t slot);

@@ -160,7 +160,10 @@ static void score_from_live(const struct steer_policy *p, const struct steer_pol
 			    double throughput, enum steer_mode mode, struct steer_policy_score *s)
 {
 	s->mode = mode;
-	s->queued_tokens = (double)in->live_conns * (double)p->mean_prefill_tokens;
+	/* Like the credit, scaled by the peer routers: this node sees only its
+	 * own connections and assumes its peers hold as many. */
+	s->queued_tokens = (double)in->live_conns * (double)p->mean_prefill_tokens *
+			   (double)(p->peer_routers ? p->peer_routers : 1);
 	s->queued_estimated = true;
 	s->throughput = throughput;
 	s->kv = 0;

@@ -109,11 +109,11 @@ bool steer_policy_fleet_has_loads(const struct steer_policy_input *in, size_t n)
  *  - snapshot: queued = reported uncached tokens (or waiting x prefill, see
  *    reports_uncached); throughput = live value if finite and > 0, else the
  *    default; k non-finite -> 0, clamped to [0, 0.999];
- *  - no snapshot while peers report: base = live x prefill / nominal, at the
- *    nominal throughput;
- *  - whole fleet dark: base = live x prefill / default at the default
- *    throughput, so the order is fewest live connections, and each new
- *    connection's credit counts as one more.
+ *  - no snapshot while peers report: base = live x prefill x peer_routers /
+ *    nominal, at the nominal throughput;
+ *  - whole fleet dark: base = live x prefill x peer_routers / default at the
+ *    default throughput, so the order is fewest live connections, and each
+ *    new connection's credit (prefill x peer_routers) counts as one more.
  */
 void steer_policy_score_all(const struct steer_policy *p, const struct steer_policy_input *in,
 			    size_t n, struct steer_policy_score *out);

@@ -417,16 +417,23 @@ static bool is_drained(const struct daemon *d, const struct backend *b)
  */
 static size_t pick_candidates(struct daemon *d, struct service *s, struct backend **c)
 {
+	bool drained[STEER_MAX_BACKENDS];
 	size_t j, n = 0, healthy = 0;
 	bool fail_open;
 
-	for (j = 0; j < s->n; j++)
-		healthy += s->b[j]->health != STEER_HEALTH_EJECTED;
-	fail_open = healthy == 0 && s->n > 0;
+	size_t eligible = 0;
+
+	/* Drained backends neither count as healthy nor come back by failing open. */
+	for (j = 0; j < s->n; j++) {
+		drained[j] = is_drained(d, s->b[j]);
+		eligible += !drained[j];
+		healthy += !drained[j] && s->b[j]->health != STEER_HEALTH_EJECTED;
+	}
+	fail_open = healthy == 0 && eligible > 0;
 	if (fail_open != s->fail_open) {
 		if (fail_open)
 			log_error("%s: every backend is ejected; failing open: publishing all %zu",
-				  s->vip_str, s->n);
+				  s->vip_str, eligible);
 		else
 			log_info("%s: %zu backend(s) healthy again; no longer failing open",
 				 s->vip_str, healthy);
@@ -436,7 +443,7 @@ static size_t pick_candidates(struct daemon *d, struct service *s, struct backen
 		struct backend *b = s->b[j];
 
 		b->in_table = false;
-		if (is_drained(d, b) || (!fail_open && b->health == STEER_HEALTH_EJECTED))
+		if (drained[j] || (!fail_open && b->health == STEER_HEALTH_EJECTED))
 			continue;
 		c[n++] = b;
 	}
@@ -510,6 +517,7 @@ static void apply_drains(struct daemon *d, struct service *s)
 			/* Out of the table nothing is credited; start clean on return. */
 			steer_dp_inflight_exchange(d->dp, b->slot);
 			b->pending_drain = 0;
+			b->inflight_at_send = 0; /* a late result must not drain it again */
 			continue;
 		}
 		if (b->score.mode == STEER_MODE_SNAPSHOT) {
@@ -517,6 +525,8 @@ static void apply_drains(struct daemon *d, struct service *s)
 			b->pending_drain = 0;
 		} else {
 			steer_dp_inflight_sub(d->dp, b->slot, b->live_drain);
+			b->pending_drain = 0;
+			b->inflight_at_send = 0; /* already covered by the live count */
 		}
 	}
 }

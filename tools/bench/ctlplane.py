@@ -1,0 +1,252 @@
+#!/usr/bin/python3
+"""Control-plane benchmark: the real smg-steerd against fake workers at scale.
+
+Called by tools/bench/run.sh inside its private network namespace:
+
+    ctlplane.py --build build --tmp DIR --cgroup CG --pin-prefix /sys/fs/bpf/X \\
+        --scales 100,1000,5000 --rounds 2 --warmup 3 --cycles 6 \\
+        --samples-csv ctl_cycles.csv --runs-csv ctl_runs.csv
+
+One fake worker process (tests/fake_worker.py --many MAX) serves GetLoads on
+127.1.0.1, 127.1.0.2, ... port 30000 for the largest scale; a run at scale N
+configures the first N of them as backends (traffic address port 8000 on the
+same IP; nothing connects to it), in services of at most 250 backends
+(1,000 backends: 4 services, 5,000: 20), polled every second. Scales are
+interleaved round by round (100, 1000, 5000, 100, 1000, 5000, ...), each run
+with a fresh daemon: after the warm-up, every completed cycle's
+smg_steer_cycle_seconds and smg_steer_publish_seconds are read from /metrics
+(a cycle is seen by smg_steer_table_publishes_total advancing), then VmRSS and
+VmHWM from /proc/PID/status, and the CPU time the daemon and the fake worker
+used over the sampled cycles (/proc/PID/stat). Each daemon removes its pins on
+SIGTERM; the caller removes the pin prefix, cgroup and temp dir anyway.
+"""
+import argparse
+import ipaddress
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+
+from prometheus_client.parser import text_string_to_metric_families
+
+TOP = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+PY = "/usr/bin/python3"
+MAX_PER_SERVICE = 250
+LOADS_BASE = ipaddress.IPv4Address("127.1.0.1")
+LOADS_PORT = 30000
+TRAFFIC_PORT = 8000
+METRICS_PORT = 9470
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+procs = []
+
+
+def spawn(argv, **kw):
+    p = subprocess.Popen(argv, **kw)
+    procs.append(p)
+    return p
+
+
+def stop(p, timeout=10):
+    if p.poll() is None:
+        p.send_signal(signal.SIGTERM)
+        try:
+            p.wait(timeout)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+    if p in procs:
+        procs.remove(p)
+    return p.returncode
+
+
+def stop_all(*_):
+    for p in list(procs):
+        stop(p, 5)
+    sys.exit(1)
+
+
+def cpu_seconds(pid):
+    """utime + stime of a process, seconds."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / CLK_TCK
+
+
+def status_kib(pid, key):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith(key + ":"):
+                return int(line.split()[1])
+    return 0
+
+
+def write_config(path, n, metrics_port):
+    """YAML: ceil(n / 250) services, backends spread evenly over them."""
+    n_svcs = (n + MAX_PER_SERVICE - 1) // MAX_PER_SERVICE
+    lines = ["load-check-interval: 1s", "log-level: warn",
+             f"metrics-listen: 127.0.0.1:{metrics_port}", "services:"]
+    for s in range(n_svcs):
+        lines.append(f"  - vip: 127.0.9.{s + 1}:{TRAFFIC_PORT}")
+        lines.append("    backends:")
+        for i in range(s, n, n_svcs):
+            ip = LOADS_BASE + i
+            lines.append(f"      - address: {ip}:{TRAFFIC_PORT}")
+            lines.append(f"        loads: {ip}:{LOADS_PORT}")
+    with open(path, "w") as f:
+        f.write("\n".join(lines) + "\n")
+    return n_svcs
+
+
+def scrape(port):
+    url = f"http://127.0.0.1:{port}/metrics"
+    with urllib.request.urlopen(url, timeout=5) as r:
+        text = r.read().decode()
+    out = {}
+    for fam in text_string_to_metric_families(text):
+        for s in fam.samples:
+            key = s.name
+            if s.name == "smg_steer_polls_total":
+                key = f"{s.name}:{s.labels.get('kind', '')}"
+            out[key] = out.get(key, 0.0) + s.value
+    return out
+
+
+def try_scrape(port):
+    try:
+        return scrape(port)
+    except (urllib.error.URLError, OSError, ConnectionError, ValueError):
+        return None
+
+
+def wait_publishes(port, daemon, count, timeout):
+    """Wait until the summed publish counter reaches count; returns the scrape."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if daemon.poll() is not None:
+            raise RuntimeError(f"smg-steerd exited with {daemon.returncode}")
+        m = try_scrape(port)
+        if m and m.get("smg_steer_table_publishes_total", 0) >= count:
+            return m
+        time.sleep(0.05)
+    raise RuntimeError(f"no {count} publishes within {timeout} s")
+
+
+def poll_counts(m):
+    ok = m.get("smg_steer_polls_total:ok", 0)
+    total = sum(v for k, v in m.items() if k.startswith("smg_steer_polls_total:"))
+    return ok, total - ok
+
+
+def run_one(args, rnd, n, worker, samples_out, runs_out):
+    tag = f"r{rnd}-{n}"
+    cfg = os.path.join(args.tmp, f"ctl-{tag}.yaml")
+    port = METRICS_PORT
+    n_svcs = write_config(cfg, n, port)
+    pin = f"{args.pin_prefix}-ctl-{tag}"
+    log_path = os.path.join(args.tmp, f"steerd-{tag}.log")
+    with open(log_path, "w") as log:
+        daemon = spawn([os.path.join(args.build, "smg-steerd"), "--config", cfg,
+                        "--pin-path", pin, "--cgroup", args.cgroup],
+                       stdout=log, stderr=subprocess.STDOUT)
+    try:
+        # Each cycle publishes every service once.
+        first = wait_publishes(port, daemon, n_svcs, 30)
+        time.sleep(args.warmup)
+        m = try_scrape(port) or first
+        last_pub = m.get("smg_steer_table_publishes_total", 0)
+        ok0, bad0 = poll_counts(m)
+        cpu_d0, cpu_w0, t0 = cpu_seconds(daemon.pid), cpu_seconds(worker.pid), time.monotonic()
+        samples = []
+        deadline = time.monotonic() + args.cycles * 3 + 10
+        while len(samples) < args.cycles and time.monotonic() < deadline:
+            time.sleep(0.1)
+            m = try_scrape(port)
+            if not m:
+                continue
+            pub = m.get("smg_steer_table_publishes_total", 0)
+            if pub >= last_pub + n_svcs:
+                last_pub = pub
+                samples.append((m.get("smg_steer_cycle_seconds", float("nan")),
+                                m.get("smg_steer_publish_seconds", float("nan"))))
+        cpu_d = cpu_seconds(daemon.pid) - cpu_d0
+        cpu_w = cpu_seconds(worker.pid) - cpu_w0
+        wall = time.monotonic() - t0
+        ok1, bad1 = poll_counts(m or {})
+        healthy = (m or {}).get("smg_steer_backend_healthy", 0)
+        rss, hwm = status_kib(daemon.pid, "VmRSS"), status_kib(daemon.pid, "VmHWM")
+    finally:
+        rc = stop(daemon)
+    for i, (cyc, pubs) in enumerate(samples):
+        samples_out.write(f"{rnd},{n},{n_svcs},{i + 1},{cyc:.6f},{pubs:.6f}\n")
+    cycles = max(len(samples), 1)
+    runs_out.write(f"{rnd},{n},{n_svcs},{len(samples)},{rss},{hwm},"
+                   f"{cpu_d / cycles * 1000:.2f},{cpu_d / wall * 100:.1f},"
+                   f"{cpu_w / wall * 100:.1f},{int(healthy)},{int(ok1 - ok0)},"
+                   f"{int(bad1 - bad0)},{rc}\n")
+    samples_out.flush()
+    runs_out.flush()
+    print(f"  control plane {n:5d} backends, round {rnd}: {len(samples)} cycles, "
+          f"RSS {rss / 1024:.1f} MiB, exit {rc}", flush=True)
+
+
+def start_worker(args, n):
+    state = os.path.join(args.tmp, "fake-many.json")
+    ready = os.path.join(args.tmp, "fake-many.out")
+    out = open(ready, "w")
+    w = spawn([PY, os.path.join(TOP, "tests", "fake_worker.py"), "--many", str(n),
+               "--base", str(LOADS_BASE), "--port", str(LOADS_PORT), "--state", state,
+               "--threads", str(args.worker_threads),
+               "--pb2-dir", os.path.join(args.build, "py")],
+              stdout=out, stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        if w.poll() is not None:
+            break
+        with open(ready) as f:
+            if "READY" in f.read():
+                return w
+        time.sleep(0.2)
+    with open(ready) as f:
+        raise RuntimeError(f"fake_worker --many {n} did not start:\n{f.read()[-2000:]}")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--build", required=True)
+    ap.add_argument("--tmp", required=True)
+    ap.add_argument("--cgroup", required=True)
+    ap.add_argument("--pin-prefix", required=True)
+    ap.add_argument("--scales", default="100,1000,5000")
+    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--warmup", type=float, default=3.0)
+    ap.add_argument("--cycles", type=int, default=6)
+    ap.add_argument("--worker-threads", type=int, default=16)
+    ap.add_argument("--samples-csv", required=True)
+    ap.add_argument("--runs-csv", required=True)
+    args = ap.parse_args()
+    signal.signal(signal.SIGTERM, stop_all)
+    signal.signal(signal.SIGINT, stop_all)
+    scales = [int(s) for s in args.scales.split(",")]
+    t0 = time.monotonic()
+    worker = start_worker(args, max(scales))
+    print(f"  fake worker serving {max(scales)} addresses after "
+          f"{time.monotonic() - t0:.1f} s", flush=True)
+    with open(args.samples_csv, "w") as so, open(args.runs_csv, "w") as ro:
+        so.write("round,backends,services,cycle,cycle_s,publish_s\n")
+        ro.write("round,backends,services,cycles,vmrss_kib,vmhwm_kib,daemon_cpu_ms_per_cycle,"
+                 "daemon_cpu_pct,worker_cpu_pct,healthy,polls_ok,polls_failed,exit\n")
+        try:
+            for rnd in range(1, args.rounds + 1):
+                for n in scales:
+                    run_one(args, rnd, n, worker, so, ro)
+        finally:
+            stop(worker)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
