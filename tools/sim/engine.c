@@ -11,10 +11,14 @@
  *    tokens/s, in parallel with everything else (decode is memory-bound and
  *    batched, so it does not take prefill capacity);
  *  - KV: a request holds its prompt from the start of its prefill and
- *    reserves its output when decoding starts, until it finishes. When a new
- *    reservation would not fit, the most recently started decodes are
+ *    reserves its output when decoding starts, until it finishes. Admission
+ *    is optimistic, as in SGLang: the head starts its prefill as soon as its
+ *    prompt fits (else the queue waits for memory). When the output
+ *    reservation then does not fit, the most recently started decodes are
  *    preempted (recompute): each goes back to the front of the queue with
- *    its prompt plus the tokens it had generated as new prefill work.
+ *    its prompt plus the tokens it had generated as new prefill work, and
+ *    waits for memory like any other request (so two large requests cannot
+ *    evict each other forever).
  */
 #include <math.h>
 #include <stdio.h>
@@ -299,20 +303,25 @@ static void preempt_newest(struct sim *s, struct worker *w, double t)
 	w->preemptions++;
 }
 
-/* Preempt decodes until need more KV tokens fit. Always succeeds: a request
- * never needs more than SIM_PROMPT_CAP + SIM_OUTPUT_CAP <= kv_cap. */
+/* Preempt decodes until need more KV tokens fit. Always succeeds: the
+ * requester holds at most its prompt, and a whole request never needs more
+ * than SIM_PROMPT_CAP + SIM_OUTPUT_CAP <= kv_cap. */
 static void make_room(struct sim *s, struct worker *w, uint32_t need, double t)
 {
 	while (w->kv_used + need > w->kv_cap && w->run_tail != NONE)
 		preempt_newest(s, w, t);
 }
 
-static int start_next_prefill(struct sim *s, uint32_t wi, double t)
+/* Start the head's prefill if the worker is free and its prompt fits. */
+static int try_start_prefill(struct sim *s, uint32_t wi, double t)
 {
 	struct worker *w = &s->w[wi];
 	int32_t i = w->q_head;
-	struct req *r = &s->reqs[i];
+	struct req *r;
 
+	if (w->cur != NONE || i == NONE || w->kv_used + s->reqs[i].work > w->kv_cap)
+		return 0;
+	r = &s->reqs[i];
 	list_unlink(s, &w->q_head, &w->q_tail, i);
 	w->waiting--;
 	w->queued_tokens -= r->work;
@@ -324,8 +333,6 @@ static int start_next_prefill(struct sim *s, uint32_t wi, double t)
 		if (r->measured_idx >= 0)
 			s->waits[s->nwaits++] = t - r->arrival;
 	}
-	make_room(s, w, r->work, t);
-	r = &s->reqs[i];
 	w->kv_used += r->work;
 	r->kv_held = r->work;
 	w->cur = i;
@@ -342,8 +349,8 @@ static int on_prefill_done(struct sim *s, uint32_t wi, double t)
 
 	worker_advance(w, t);
 	w->served_done += r->work;
-	w->cur = NONE;
 	make_room(s, w, r->out_left, t);
+	w->cur = NONE;
 	w->kv_used += r->out_left;
 	r->kv_held += r->out_left;
 	r->decode_start = t;
@@ -351,23 +358,26 @@ static int on_prefill_done(struct sim *s, uint32_t wi, double t)
 	w->running++;
 	if (heap_push(s, t + r->out_left / w->decode_rate, EV_DECODE_DONE, (uint32_t)i, r->epoch))
 		return -1;
-	return w->waiting ? start_next_prefill(s, wi, t) : 0;
+	return try_start_prefill(s, wi, t);
 }
 
-static void on_decode_done(struct sim *s, int32_t i, uint32_t epoch)
+static int on_decode_done(struct sim *s, int32_t i, uint32_t epoch, double t)
 {
 	struct req *r = &s->reqs[i];
-	struct worker *w;
+	uint32_t wi = r->worker;
+	struct worker *w = &s->w[wi];
 
 	if (r->epoch != epoch)
-		return; /* preempted since: it will decode again */
-	w = &s->w[r->worker];
+		return 0; /* preempted since: it will decode again */
+	worker_advance(w, t);
 	list_unlink(s, &w->run_head, &w->run_tail, i);
 	w->running--;
 	w->kv_used -= r->kv_held;
 	sim_router_finished(s->routers[r->router], r->worker);
 	s->finished++;
 	req_free(s, i);
+	/* The freed memory may admit a head that was waiting for it. */
+	return try_start_prefill(s, wi, t);
 }
 
 static int enqueue(struct sim *s, uint32_t wi, int32_t i, double t)
@@ -378,7 +388,7 @@ static int enqueue(struct sim *s, uint32_t wi, int32_t i, double t)
 	list_push_back(s, &w->q_head, &w->q_tail, i);
 	w->waiting++;
 	w->queued_tokens += s->reqs[i].work;
-	return w->cur == NONE ? start_next_prefill(s, wi, t) : 0;
+	return try_start_prefill(s, wi, t);
 }
 
 /* ---- Snapshots ------------------------------------------------------------ */
@@ -596,7 +606,7 @@ static int run_events(struct sim *s)
 			rc = on_prefill_done(s, e.a, e.t);
 			break;
 		case EV_DECODE_DONE:
-			on_decode_done(s, (int32_t)e.a, e.b);
+			rc = on_decode_done(s, (int32_t)e.a, e.b, e.t);
 			break;
 		case EV_POLL:
 			rc = on_poll(s, e.a, e.t);
