@@ -99,6 +99,15 @@ struct {
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } steer_drain SEC(".maps");
 
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct steer_ports);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} steer_ports SEC(".maps");
+
 /* Per-CPU working memory of steer_select (see there why). Not pinned. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -119,6 +128,15 @@ struct {
 static __always_inline struct steer_slot *slot_lookup(void *ctx, __u32 slot)
 {
 	return bpf_map_lookup_elem(&steer_slots, &slot);
+}
+
+/* Cheap first test: is any virtual address on this port (network order)? */
+static __always_inline int port_may_be_virtual(__u32 user_port)
+{
+	__u32 zero = 0;
+	struct steer_ports *p = bpf_map_lookup_elem(&steer_ports, &zero);
+
+	return p && steer_port_is_virtual(p, bpf_ntohs((__u16)user_port));
 }
 
 static __always_inline struct steer_table *table_lookup(const struct steer_addr *vip)
@@ -241,7 +259,7 @@ int steer_connect4(struct bpf_sock_addr *ctx)
 	struct steer_dest dest = {};
 	struct steer_table *t;
 
-	if (!is_tcp(ctx))
+	if (!is_tcp(ctx) || !port_may_be_virtual(ctx->user_port))
 		return 1;
 	vip.ip6[2] = bpf_htonl(0x0000ffff);
 	vip.ip6[3] = ctx->user_ip4;
@@ -265,7 +283,7 @@ int steer_connect6(struct bpf_sock_addr *ctx)
 	struct steer_dest dest = {};
 	struct steer_table *t;
 
-	if (!is_tcp(ctx))
+	if (!is_tcp(ctx) || !port_may_be_virtual(ctx->user_port))
 		return 1;
 	vip.ip6[0] = ctx->user_ip6[0];
 	vip.ip6[1] = ctx->user_ip6[1];

@@ -42,6 +42,7 @@
 #define STEER_MAP_BKSLOT "steer_bkslot"	   /* HASH (vip, backend) -> slot, the registry */
 #define STEER_MAP_DRAIN "steer_drain"	   /* HASH backend address -> drain flag, persisted */
 #define STEER_MAP_BKINFO "steer_bkinfo"	   /* ARRAY[slot] of struct steer_bk_info, mmapable */
+#define STEER_MAP_PORTS "steer_ports"	   /* ARRAY[1] of struct steer_ports, mmapable */
 #define STEER_LINK_CONNECT4 "steer_lnk_c4"
 #define STEER_LINK_CONNECT6 "steer_lnk_c6"
 #define STEER_LINK_PEER4 "steer_lnk_gp4"
@@ -67,6 +68,22 @@ struct steer_bk_key {
 	struct steer_addr vip;
 	struct steer_addr backend;
 };
+
+/*
+ * Ports that some virtual address listens on, one bit per port (host byte
+ * order: bit p is word p / 64, bit p % 64). A connect to any other port
+ * leaves after one load, without the table lookups. User space sets a bit
+ * before the table that needs it is published and clears it after the last
+ * table using it is gone.
+ */
+struct steer_ports {
+	__u64 bits[65536 / 64];
+};
+
+static __always_inline int steer_port_is_virtual(const struct steer_ports *p, __u16 port_host)
+{
+	return (p->bits[(port_host >> 6) & 1023] >> (port_host & 63)) & 1;
+}
 
 /* ---- The published table (value of the inner generation map) ---------- */
 

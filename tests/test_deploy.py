@@ -375,10 +375,12 @@ with t.case("render-backends.py: ready endpoints only, sorted, and the result is
 # ---- the documentation -------------------------------------------------------------------
 
 
-def help_flags(binary):
-    p = run([binary, "--help"])
-    t.check(p.returncode == 0, f"{binary} --help: exit {p.returncode}")
-    return set(re.findall(r"(?<![\w-])--[a-z][a-z0-9-]*", p.stdout))
+def help_flags(*argv):
+    """The long options a --help text lists: those that start an option line
+    (after an optional short form), so that prose like "--option=value" is not one."""
+    p = run(list(argv) + ["--help"])
+    t.check(p.returncode == 0, f"{' '.join(argv)} --help: exit {p.returncode}")
+    return set(re.findall(r"^\s+(?:-\w, )?(--[a-z][a-z0-9-]*)", p.stdout, re.M))
 
 
 def doc_flags(text):
@@ -394,7 +396,7 @@ def doc_files():
 
 
 with t.case("every flag the docs mention exists (smg-steerd/smg-steerctl --help, or a named tool)"):
-    known = help_flags(STEERD) | help_flags(CTL) | help_flags(RENDER) | FOREIGN_FLAGS
+    known = help_flags(STEERD) | help_flags(CTL) | help_flags(sys.executable, RENDER) | FOREIGN_FLAGS
     t.check({"--keep-pinned", "--pin-path", "--output"} <= known, "help texts look wrong")
     stale = {}
     files = doc_files()

@@ -49,6 +49,9 @@ struct steer_dp {
 	size_t slots_len;
 	struct steer_bk_info *bkinfo;
 	size_t bkinfo_len;
+	struct steer_ports *ports;
+	size_t ports_len;
+	int ports_fd;
 	struct steer_svc_stats *svcst;
 	size_t svcst_len;
 
@@ -256,6 +259,8 @@ static uint32_t slot_find(const struct steer_dp *dp, const struct steer_bk_key *
 }
 
 static int current_generation_fd(const struct steer_dp *dp);
+struct plan;
+static void ports_set(struct steer_dp *dp, const struct plan *p, bool add_plan);
 
 /* Continue the publish sequence of whoever published before. */
 static void generation_load(struct steer_dp *dp)
@@ -563,6 +568,7 @@ static int open_maps(struct steer_dp *dp, char *err, size_t errlen)
 		{ STEER_MAP_SVCST, &dp->svcst_fd },   { STEER_MAP_SK, &dp->sk_fd },
 		{ STEER_MAP_SVCID, &dp->svcid_fd },   { STEER_MAP_BKSLOT, &dp->bkslot_fd },
 		{ STEER_MAP_DRAIN, &dp->drain_fd },   { STEER_MAP_BKINFO, &dp->bkinfo_fd },
+		{ STEER_MAP_PORTS, &dp->ports_fd },
 	};
 	size_t i;
 	int rc;
@@ -581,6 +587,11 @@ static int open_maps(struct steer_dp *dp, char *err, size_t errlen)
 	dp->bkinfo_len = page_round(sizeof(struct steer_bk_info) * STEER_MAX_SLOTS);
 	rc = map_mmap(dp->bkinfo_fd, dp->bkinfo_len, (void **)&dp->bkinfo, err, errlen,
 		      STEER_MAP_BKINFO);
+	if (rc)
+		return rc;
+	dp->ports_len = page_round(sizeof(struct steer_ports));
+	rc = map_mmap(dp->ports_fd, dp->ports_len, (void **)&dp->ports, err, errlen,
+		      STEER_MAP_PORTS);
 	if (rc)
 		return rc;
 	return map_mmap(dp->svcst_fd, dp->svcst_len, (void **)&dp->svcst, err, errlen,
@@ -617,6 +628,7 @@ static void dp_init_fds(struct steer_dp *dp)
 {
 	dp->lock_fd = dp->gen_fd = dp->slots_fd = dp->svcst_fd = dp->sk_fd = -1;
 	dp->svcid_fd = dp->bkslot_fd = dp->drain_fd = dp->btf_fd = dp->bkinfo_fd = -1;
+	dp->ports_fd = -1;
 }
 
 int steer_dp_open(const struct steer_dp_opts *opts, struct steer_dp **out, char *err,
@@ -678,6 +690,8 @@ int steer_dp_open(const struct steer_dp_opts *opts, struct steer_dp **out, char 
 	rc = registry_load(dp, err, errlen);
 	if (rc)
 		goto fail;
+	if (dp->own)
+		ports_set(dp, NULL, false); /* in step with the registry it adopted */
 	*out = dp;
 	return 0;
 fail:
@@ -700,8 +714,10 @@ void steer_dp_close(struct steer_dp *dp)
 		munmap(dp->svcst, dp->svcst_len);
 	if (dp->bkinfo)
 		munmap(dp->bkinfo, dp->bkinfo_len);
+	if (dp->ports)
+		munmap(dp->ports, dp->ports_len);
 	int fds[] = { dp->gen_fd,   dp->slots_fd, dp->svcst_fd, dp->sk_fd,	dp->svcid_fd,
-		      dp->bkslot_fd, dp->drain_fd, dp->btf_fd,	 dp->bkinfo_fd };
+		      dp->bkslot_fd, dp->drain_fd, dp->btf_fd,	 dp->bkinfo_fd, dp->ports_fd };
 	for (i = 0; i < (int)(sizeof(fds) / sizeof(fds[0])); i++)
 		if (fds[i] >= 0)
 			close(fds[i]);
@@ -717,7 +733,7 @@ int steer_dp_detach(struct steer_dp *dp, char *err, size_t errlen)
 	static const char *const maps[] = {
 		STEER_MAP_GEN,	  STEER_MAP_TABLES, STEER_MAP_SLOTS, STEER_MAP_SVCST,
 		STEER_MAP_SK,	  STEER_MAP_SVCID,  STEER_MAP_BKSLOT, STEER_MAP_DRAIN,
-		STEER_MAP_BKINFO,
+		STEER_MAP_BKINFO, STEER_MAP_PORTS,
 	};
 	char path[PATH_MAX];
 	int i, rc = 0;
@@ -1173,6 +1189,33 @@ static int swap_generation(struct steer_dp *dp, const struct plan *p, char *err,
 	return rc;
 }
 
+static void port_bit(struct steer_ports *ports, const struct steer_addr *a)
+{
+	uint16_t port = ntohs(a->port);
+
+	ports->bits[port >> 6] |= 1ULL << (port & 63);
+}
+
+/*
+ * Store the port filter: the ports of the registered services, plus those of
+ * the plan when add_plan (before its swap). Each word is written with one
+ * atomic store, so a connect reads a consistent bit.
+ */
+static void ports_set(struct steer_dp *dp, const struct plan *p, bool add_plan)
+{
+	struct steer_ports want = { 0 };
+	size_t i;
+
+	for (i = 0; i < STEER_MAX_SERVICES; i++) {
+		if (dp->svc_used[i])
+			port_bit(&want, &dp->svc_vip[i]);
+		if (add_plan && p && p->svc_used[i])
+			port_bit(&want, &p->svc_vip[i]);
+	}
+	for (i = 0; i < 1024; i++)
+		__atomic_store_n(&dp->ports->bits[i], want.bits[i], __ATOMIC_RELEASE);
+}
+
 static int publish_plan(struct steer_dp *dp, const struct steer_dp_service *svcs, size_t n,
 			bool replace_all, const struct steer_addr *remove, char *err,
 			size_t errlen)
@@ -1227,14 +1270,19 @@ static int publish_plan(struct steer_dp *dp, const struct steer_dp_service *svcs
 		rc = plan_service(dp, p, &svcs[i], now, err, errlen);
 	if (rc == 0)
 		rc = registry_add(dp, p, err, errlen);
-	if (rc == 0)
+	if (rc == 0) {
+		/* Ports of new services open before their tables appear... */
+		ports_set(dp, p, true);
 		rc = swap_generation(dp, p, err, errlen);
+	}
 	if (rc == 0) {
 		registry_commit(dp, p);
 		dp->generation++;
 	} else {
 		registry_rollback(dp, p);
 	}
+	/* ...and the ports of removed services close after theirs are gone. */
+	ports_set(dp, NULL, false);
 	plan_free(p);
 	return rc;
 }

@@ -24,6 +24,7 @@ import argparse
 import ipaddress
 import os
 import signal
+import statistics
 import subprocess
 import sys
 import time
@@ -70,10 +71,10 @@ def stop_all(*_):
 
 
 def cpu_seconds(pid):
-    """utime + stime of a process, seconds."""
+    """(user, system) CPU time of a process and all its threads, seconds."""
     with open(f"/proc/{pid}/stat") as f:
         fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / CLK_TCK
+    return int(fields[11]) / CLK_TCK, int(fields[12]) / CLK_TCK
 
 
 def status_kib(pid, key):
@@ -110,7 +111,7 @@ def scrape(port):
         for s in fam.samples:
             key = s.name
             if s.name == "smg_steer_polls_total":
-                key = f"{s.name}:{s.labels.get('kind', '')}"
+                key = f"{s.name}:{s.labels.get('result', '')}"
             out[key] = out.get(key, 0.0) + s.value
     return out
 
@@ -141,6 +142,41 @@ def poll_counts(m):
     return ok, total - ok
 
 
+def quiet_window(args, port, daemon, worker, n_svcs):
+    """CPU time of the daemon and the worker over whole cycles, with no scrapes in
+    between (rendering /metrics for thousands of backends costs the daemon CPU)."""
+    m0 = wait_publishes(port, daemon, 0, 10)
+    d0, w0, t0 = cpu_seconds(daemon.pid), sum(cpu_seconds(worker.pid)), time.monotonic()
+    time.sleep(args.cycles)
+    m1 = wait_publishes(port, daemon, 0, 10)
+    d1, w1, t1 = cpu_seconds(daemon.pid), sum(cpu_seconds(worker.pid)), time.monotonic()
+    cycles = int((m1.get("smg_steer_table_publishes_total", 0)
+                  - m0.get("smg_steer_table_publishes_total", 0)) // n_svcs)
+    cpu = {"m0": m0, "daemon": (d1[0] - d0[0], d1[1] - d0[1]), "worker": w1 - w0}
+    return cpu, m1, cycles, t1 - t0
+
+
+def sample_gauges(args, port, n_svcs, m):
+    """The cycle and publish gauges of each of the next cycles (scraped every 0.2 s)."""
+    last_pub = m.get("smg_steer_table_publishes_total", 0)
+    samples, scrape_ms = [], []
+    deadline = time.monotonic() + args.cycles * 3 + 10
+    while len(samples) < args.cycles and time.monotonic() < deadline:
+        time.sleep(0.2)
+        t = time.monotonic()
+        got = try_scrape(port)
+        if not got:
+            continue
+        scrape_ms.append((time.monotonic() - t) * 1000)
+        m = got
+        pub = m.get("smg_steer_table_publishes_total", 0)
+        if pub >= last_pub + n_svcs:
+            last_pub = pub
+            samples.append((m.get("smg_steer_cycle_seconds", float("nan")),
+                            m.get("smg_steer_publish_seconds", float("nan"))))
+    return samples, scrape_ms, m
+
+
 def run_one(args, rnd, n, worker, samples_out, runs_out):
     tag = f"r{rnd}-{n}"
     cfg = os.path.join(args.tmp, f"ctl-{tag}.yaml")
@@ -154,39 +190,33 @@ def run_one(args, rnd, n, worker, samples_out, runs_out):
                        stdout=log, stderr=subprocess.STDOUT)
     try:
         # Each cycle publishes every service once.
-        first = wait_publishes(port, daemon, n_svcs, 30)
+        wait_publishes(port, daemon, n_svcs, 30)
         time.sleep(args.warmup)
-        m = try_scrape(port) or first
-        last_pub = m.get("smg_steer_table_publishes_total", 0)
-        ok0, bad0 = poll_counts(m)
-        cpu_d0, cpu_w0, t0 = cpu_seconds(daemon.pid), cpu_seconds(worker.pid), time.monotonic()
-        samples = []
-        deadline = time.monotonic() + args.cycles * 3 + 10
-        while len(samples) < args.cycles and time.monotonic() < deadline:
-            time.sleep(0.1)
-            m = try_scrape(port)
-            if not m:
-                continue
-            pub = m.get("smg_steer_table_publishes_total", 0)
-            if pub >= last_pub + n_svcs:
-                last_pub = pub
-                samples.append((m.get("smg_steer_cycle_seconds", float("nan")),
-                                m.get("smg_steer_publish_seconds", float("nan"))))
-        cpu_d = cpu_seconds(daemon.pid) - cpu_d0
-        cpu_w = cpu_seconds(worker.pid) - cpu_w0
-        wall = time.monotonic() - t0
-        ok1, bad1 = poll_counts(m or {})
-        healthy = (m or {}).get("smg_steer_backend_healthy", 0)
+        cpu, m_end, quiet_cycles, quiet_wall = quiet_window(args, port, daemon, worker, n_svcs)
+        samples, scrape_ms, m_end = sample_gauges(args, port, n_svcs, m_end)
+        m0 = cpu["m0"]
+        ok0, bad0 = poll_counts(m0)
+        ok1, bad1 = poll_counts(m_end)
+        healthy = m_end.get("smg_steer_backend_healthy", 0)
+        dur_n = m_end.get("smg_steer_poll_duration_seconds_count", 0) - \
+            m0.get("smg_steer_poll_duration_seconds_count", 0)
+        dur_s = m_end.get("smg_steer_poll_duration_seconds_sum", 0) - \
+            m0.get("smg_steer_poll_duration_seconds_sum", 0)
+        poll_ms = dur_s / dur_n * 1000 if dur_n > 0 else float("nan")
         rss, hwm = status_kib(daemon.pid, "VmRSS"), status_kib(daemon.pid, "VmHWM")
+        anon, threads = status_kib(daemon.pid, "RssAnon"), status_kib(daemon.pid, "Threads")
     finally:
         rc = stop(daemon)
     for i, (cyc, pubs) in enumerate(samples):
         samples_out.write(f"{rnd},{n},{n_svcs},{i + 1},{cyc:.6f},{pubs:.6f}\n")
-    cycles = max(len(samples), 1)
-    runs_out.write(f"{rnd},{n},{n_svcs},{len(samples)},{rss},{hwm},"
-                   f"{cpu_d / cycles * 1000:.2f},{cpu_d / wall * 100:.1f},"
-                   f"{cpu_w / wall * 100:.1f},{int(healthy)},{int(ok1 - ok0)},"
-                   f"{int(bad1 - bad0)},{rc}\n")
+    qc = max(quiet_cycles, 1)
+    runs_out.write(f"{rnd},{n},{n_svcs},{len(samples)},{quiet_cycles},{rss},{hwm},{anon},"
+                   f"{threads},{cpu['daemon'][0] / qc * 1000:.2f},"
+                   f"{cpu['daemon'][1] / qc * 1000:.2f},"
+                   f"{sum(cpu['daemon']) / quiet_wall * 100:.1f},"
+                   f"{cpu['worker'] / quiet_wall * 100:.1f},{poll_ms:.2f},"
+                   f"{statistics.median(scrape_ms) if scrape_ms else float('nan'):.2f},"
+                   f"{int(healthy)},{int(ok1 - ok0)},{int(bad1 - bad0)},{rc}\n")
     samples_out.flush()
     runs_out.flush()
     print(f"  control plane {n:5d} backends, round {rnd}: {len(samples)} cycles, "
@@ -237,8 +267,10 @@ def main():
           f"{time.monotonic() - t0:.1f} s", flush=True)
     with open(args.samples_csv, "w") as so, open(args.runs_csv, "w") as ro:
         so.write("round,backends,services,cycle,cycle_s,publish_s\n")
-        ro.write("round,backends,services,cycles,vmrss_kib,vmhwm_kib,daemon_cpu_ms_per_cycle,"
-                 "daemon_cpu_pct,worker_cpu_pct,healthy,polls_ok,polls_failed,exit\n")
+        ro.write("round,backends,services,sampled_cycles,quiet_cycles,vmrss_kib,vmhwm_kib,"
+                 "rss_anon_kib,threads,daemon_user_ms_per_cycle,daemon_sys_ms_per_cycle,"
+                 "daemon_cpu_pct,worker_cpu_pct,poll_mean_ms,scrape_ms,healthy,polls_ok,"
+                 "polls_failed,exit\n")
         try:
             for rnd in range(1, args.rounds + 1):
                 for n in scales:

@@ -486,10 +486,12 @@ static void close_window(struct sim *s, double t)
 	}
 }
 
-static uint32_t route(struct sim *s, uint32_t router, double t)
+static uint32_t route(struct sim *s, uint32_t router, uint32_t prompt, double t)
 {
 	double tw[SIM_MAX_WORKERS], rate[SIM_MAX_WORKERS];
-	struct sim_observation obs = { .snap = s->snap, .true_wait_s = tw, .rate = rate };
+	struct sim_observation obs = {
+		.snap = s->snap, .true_wait_s = tw, .rate = rate, .prompt_tokens = prompt
+	};
 	uint32_t i;
 
 	for (i = 0; i < s->n; i++) {
@@ -522,7 +524,7 @@ static int on_arrival(struct sim *s, double t)
 	s->arrived_tokens += r->prompt;
 	if (idx == s->c->warmup)
 		open_window(s, t);
-	wi = route(s, r->router, t);
+	wi = route(s, r->router, r->prompt, t);
 	r = &s->reqs[i];
 	r->worker = wi;
 	sim_router_dispatched(s->routers[r->router], wi);

@@ -53,6 +53,12 @@ static void usage(FILE *f)
 		"  --mean-prefill N     smg-steer's least-load-mean-prefill-tokens (1024)\n"
 		"  --kv-weight S        least-load-kv-pressure-weight, seconds (0.15)\n"
 		"  --scenario NAME      label of the CSV rows (default)\n"
+		"Ablations and proposed fixes (docs/simulator.md), off by default:\n"
+		"  --report-running-prefill  snapshots count the request in prefill too\n"
+		"  --steer-credit-actual     smg-steer credits the real prompt size\n"
+		"  --steer-jitter            random water-fill phase per router\n"
+		"Output:\n"
+		"  --csv-header         print the CSV header and exit\n"
 		"  --no-header          omit the CSV header\n"
 		"  --verbose            per-worker detail on stderr\n"
 		"  --help\n");
@@ -154,6 +160,8 @@ enum {
 	OPT_HELP,
 	OPT_REPORT_RUNNING,
 	OPT_JITTER,
+	OPT_CREDIT_ACTUAL,
+	OPT_CSV_HEADER,
 };
 
 static const struct option long_opts[] = {
@@ -177,6 +185,8 @@ static const struct option long_opts[] = {
 	{ "help", no_argument, 0, OPT_HELP },
 	{ "report-running-prefill", no_argument, 0, OPT_REPORT_RUNNING },
 	{ "steer-jitter", no_argument, 0, OPT_JITTER },
+	{ "steer-credit-actual", no_argument, 0, OPT_CREDIT_ACTUAL },
+	{ "csv-header", no_argument, 0, OPT_CSV_HEADER },
 	{ 0, 0, 0, 0 },
 };
 
@@ -242,6 +252,9 @@ static int apply_option(struct options *o, int opt, const char *arg)
 	case OPT_JITTER:
 		c->steer_jitter = true;
 		return 0;
+	case OPT_CREDIT_ACTUAL:
+		c->steer_credit_actual = true;
+		return 0;
 	default:
 		return -1;
 	}
@@ -262,11 +275,15 @@ static int parse_args(int argc, char **argv, struct options *o)
 			usage(stdout);
 			return 1;
 		}
+		if (opt == OPT_CSV_HEADER) {
+			printf("%s\n", sim_csv_header());
+			return 1;
+		}
 		if (apply_option(o, opt, optarg)) {
 			if (opt != '?')
 				fprintf(stderr, "steer-sim: invalid value for --%s: '%s'\n",
 					long_opts[opt - OPT_POLICIES].name, optarg ? optarg : "");
-			usage(stderr);
+			fprintf(stderr, "steer-sim: see --help\n");
 			return 2;
 		}
 	}

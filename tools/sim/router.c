@@ -14,6 +14,7 @@ struct sim_router {
 	uint32_t n;
 	struct steer_policy knobs;
 	bool jitter;
+	bool credit_actual;
 	struct sim_rng rng;
 	uint64_t rr_next;
 	uint32_t live[SIM_MAX_WORKERS];	      /* own requests not yet finished */
@@ -37,6 +38,7 @@ struct sim_router *sim_router_new(const struct sim_config *c, uint32_t index)
 	r->n = c->workers;
 	r->knobs = c->knobs;
 	r->jitter = c->steer_jitter;
+	r->credit_actual = c->steer_credit_actual;
 	sim_rng_seed(&r->rng, c->seed, SIM_STREAM_ROUTER + index);
 	/* Round robin starts somewhere random, as independent routers do. */
 	r->rr_next = sim_rng_below(&r->rng, r->n);
@@ -316,7 +318,12 @@ static uint32_t pick_steer(struct sim_router *r, const struct sim_observation *o
 	r->stats.steer_scanned += p.scanned;
 	if (!p.found) /* cannot happen: no slot is ever drained here */
 		return 0;
-	r->slots[p.slot].inflight_tokens += r->table->credit_tokens;
+	if (r->credit_actual)
+		r->slots[p.slot].inflight_tokens +=
+			(__u64)obs->prompt_tokens *
+			(r->knobs.peer_routers ? r->knobs.peer_routers : 1);
+	else
+		r->slots[p.slot].inflight_tokens += r->table->credit_tokens;
 	return p.slot;
 }
 

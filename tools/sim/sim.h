@@ -107,6 +107,9 @@ struct sim_config {
 	 * every rebuild, so that independent routers do not all fill the same
 	 * backend first. */
 	bool steer_jitter;
+	/* Ablation, not implementable at connect time: smg-steer credits the
+	 * request's real prompt tokens (x peer routers) instead of the mean. */
+	bool steer_credit_actual;
 
 	/* Model, fixed from first principles (docs/simulator.md). */
 	double base_rate;   /* prefill tokens/s of a 1x worker */
@@ -142,6 +145,7 @@ struct sim_observation {
 	const struct sim_snapshot *snap; /* [workers] */
 	const double *true_wait_s;	 /* [workers]: queued work / rate, now; oracle only */
 	const double *rate;		 /* [workers]: true token rate; oracle only */
+	uint32_t prompt_tokens; /* the request's; read by the credit-actual ablation only */
 };
 
 struct sim_router_stats {

@@ -221,7 +221,7 @@ void sim_config_defaults(struct sim_config *c)
 		 * the bimodal mix (independent of the worker's speed, since
 		 * decode speed scales with it): 32k leaves headroom for the
 		 * mean and lets bursts of long requests preempt. */
-		.kv_tokens = 32768,
+		.kv_tokens = 49152,
 	};
 }
 

@@ -1,0 +1,418 @@
+#!/bin/bash
+# tools/bench/run.sh - the smg-steer benchmark suite (make bench).
+#
+#   STEER_BUILD=$PWD/build tools/bench/run.sh
+#
+# Runs, in a private network namespace it creates (unshare -n, lo up, only
+# 127.0.0.0/8), with a throwaway cgroup and pin directories:
+#   1. the data plane with short connections, four paths interleaved round by
+#      round: direct to one backend, the virtual address steered by the real BPF
+#      programs over 64 backends, HAProxy leastconn (mode tcp) and nginx stream
+#      least_conn over the same 64 backends; measured by connbench (connect, read
+#      one byte, close) and by wrk (HTTP, Connection: close, 64 nginx backends);
+#   2. the kernel's decision cost at 8, 64 and 256 backends (deccost);
+#   3. the control plane: the real smg-steerd at 100, 1,000 and 5,000 backends
+#      against fake workers (ctlplane.py).
+# Raw results go to $STEER_BUILD/bench/results/*.csv, the summary with medians
+# and ratios to summary.md there, which is printed at the end. Every process,
+# pin, cgroup and temp file is removed at exit, also on failure or Ctrl-C.
+#
+# Knobs (environment): BENCH_ROUNDS (3), BENCH_CONN_SECONDS (3),
+# BENCH_WRK_SECONDS (5), BENCH_DEC_CONNECTS (5000), BENCH_CTL_SCALES
+# (100,1000,5000), BENCH_CTL_ROUNDS (2), BENCH_PARTS ("conn wrk dec ctl").
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+top=$(cd "$here/../.." && pwd)
+BUILD=${STEER_BUILD:-$top/build}
+BIN=$BUILD/bench
+RES=$BIN/results
+PY=/usr/bin/python3
+
+ROUNDS=${BENCH_ROUNDS:-3}
+CONN_SECONDS=${BENCH_CONN_SECONDS:-3}
+WRK_SECONDS=${BENCH_WRK_SECONDS:-5}
+DEC_CONNECTS=${BENCH_DEC_CONNECTS:-5000}
+CTL_SCALES=${BENCH_CTL_SCALES:-100,1000,5000}
+CTL_ROUNDS=${BENCH_CTL_ROUNDS:-2}
+PARTS=${BENCH_PARTS:-conn wrk dec ctl}
+
+if [ "$(id -u)" != 0 ]; then
+	echo "bench: must run as root (it loads BPF programs and creates a network namespace)" >&2
+	exit 1
+fi
+for b in onebyte connbench vipctl deccost; do
+	[ -x "$BIN/$b" ] || { echo "bench: $BIN/$b missing; run 'make bench'" >&2; exit 1; }
+done
+[ -x "$BUILD/smg-steerd" ] || { echo "bench: $BUILD/smg-steerd missing" >&2; exit 1; }
+
+# A private network namespace: nothing here can reach beyond this machine's
+# loopback, and everything bound here disappears with it.
+if [ "${STEER_BENCH_NETNS:-}" != 1 ]; then
+	export STEER_BENCH_NETNS=1
+	exec unshare -n -- bash "$0" "$@"
+fi
+ip link set lo up
+# Short connections at full speed: a wide ephemeral range (this namespace only).
+sysctl -qw net.ipv4.ip_local_port_range="10240 65535"
+ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)"
+
+cgroot=$(awk '$3 == "cgroup2" { print $2; exit }' /proc/mounts)
+[ -n "$cgroot" ] || { echo "bench: no cgroup2 mount" >&2; exit 1; }
+tag="smg-steer-bench-$$"
+CG_DP="$cgroot/$tag-dp"   # the VIP path's client
+CG_DEC="$cgroot/$tag-dec" # deccost
+CG_CTL="$cgroot/$tag-ctl" # the control-plane daemons (nobody connects from it)
+PIN="/sys/fs/bpf/$tag"    # prefix: $PIN-dp, $PIN-dec, $PIN-ctl-*
+TMP=$(mktemp -d "/tmp/$tag.XXXXXX")
+PIDS=()
+
+cleanup() {
+	local p i
+	trap - EXIT INT TERM
+	for p in "${PIDS[@]}"; do
+		kill -TERM "$p" 2>/dev/null || true
+	done
+	for p in "${PIDS[@]}"; do
+		for i in $(seq 50); do
+			kill -0 "$p" 2>/dev/null || break
+			sleep 0.1
+		done
+		kill -KILL "$p" 2>/dev/null || true
+		wait "$p" 2>/dev/null || true
+	done
+	# Pinned links keep programs attached: removing the pins releases them.
+	rm -rf "$PIN"-* 2>/dev/null || true
+	for cg in "$CG_DP" "$CG_DEC" "$CG_CTL"; do
+		[ -d "$cg" ] && rmdir "$cg" 2>/dev/null || true
+	done
+	rm -rf "$TMP"
+}
+trap cleanup EXIT
+trap 'echo "bench: interrupted" >&2; exit 130' INT
+trap 'exit 143' TERM
+
+mkdir -p "$RES" "$CG_DP" "$CG_DEC" "$CG_CTL"
+rm -f "$RES"/*.csv "$RES"/summary.md "$RES"/machine.md
+
+log() { printf '[%s] %s\n' "$(date +%T)" "$*"; }
+
+# Start a background process, remember it for cleanup.
+bg() {
+	"$@" &
+	PIDS+=($!)
+}
+
+# Run a command in the background and wait for it, so that a signal reaches
+# the trap at once rather than after the command.
+fg_wait() {
+	"$@" &
+	local p=$!
+	PIDS+=($p)
+	wait "$p"
+}
+
+stop_pid() {
+	kill -TERM "$1" 2>/dev/null || true
+	wait "$1" 2>/dev/null || true
+}
+
+wait_ready() { # file, what
+	local i
+	for i in $(seq 100); do
+		grep -q READY "$1" 2>/dev/null && return 0
+		sleep 0.1
+	done
+	echo "bench: $2 did not start:" >&2
+	cat "$1" >&2
+	exit 1
+}
+
+wait_port() { # host port what
+	local i
+	for i in $(seq 100); do
+		(exec 3<>"/dev/tcp/$1/$2") 2>/dev/null && return 0
+		sleep 0.1
+	done
+	echo "bench: $3 does not listen on $1:$2" >&2
+	exit 1
+}
+
+# ---- the machine ------------------------------------------------------------------------
+
+machine() {
+	local - ver
+	set +o pipefail # wrk -v exits 1
+	echo "# Machine"
+	echo
+	echo "- date: $(date -u '+%Y-%m-%d %H:%M:%S UTC')"
+	echo "- cpu: $(lscpu | sed -n 's/^Model name: *//p' | head -1), $(nproc) cores," \
+		"hypervisor: $(lscpu | sed -n 's/^Hypervisor vendor: *//p' | head -1)"
+	echo "- memory: $(awk '/MemTotal/ { printf "%.1f GiB", $2 / 1048576 }' /proc/meminfo)"
+	echo "- kernel: $(uname -r)"
+	echo "- haproxy: $(haproxy -v 2>&1 | head -1 | awk '{ print $3 }')"
+	echo "- nginx: $(nginx -v 2>&1 | sed 's/.*nginx\///')"
+	ver=$(wrk -v 2>&1 | head -1 | awk '{ print $2 }')
+	echo "- wrk: $ver"
+	echo "- clang: $(clang --version | head -1 | sed 's/.*version //')"
+	echo "- gcc: $(gcc -dumpfullversion)"
+	echo "- libbpf: $(dpkg-query -W -f='${Version}' libbpf1 2>/dev/null || echo '?')," \
+		"grpc: $(dpkg-query -W -f='${Version}' libgrpc29 2>/dev/null || echo '?')"
+	echo "- smg-steer: $(git -C "$top" describe --always --dirty 2>/dev/null || echo '?')"
+	echo "- knobs: rounds $ROUNDS, connbench $CONN_SECONDS s, wrk $WRK_SECONDS s," \
+		"decision connects $DEC_CONNECTS, control-plane scales $CTL_SCALES x $CTL_ROUNDS rounds"
+}
+
+# ---- backends, anchors and the VIP --------------------------------------------------------
+
+NB=64
+VIP=127.0.0.100    # steered by the BPF programs
+HAP=127.0.0.101    # HAProxy
+NGS=127.0.0.102    # nginx stream
+ONE=127.0.1.1      # onebyte backends 127.0.1.1-64:9000
+HTTP=127.0.2.1     # nginx HTTP backends 127.0.2.1-64:8080
+
+nth_ip() { # base n -> base + n (last octet, n < 255)
+	echo "${1%.*}.$((${1##*.} + $2))"
+}
+
+servers() { # base port prefix: one line per backend, "prefix IP:PORT" ($prefix may be empty)
+	local i
+	for i in $(seq 0 $((NB - 1))); do
+		echo "$3 $(nth_ip "$1" "$i"):$2"
+	done
+}
+
+haproxy_conf() {
+	cat <<EOF
+global
+	maxconn 8000
+defaults
+	mode tcp
+	timeout connect 5s
+	timeout client 30s
+	timeout server 30s
+frontend onebyte
+	bind $HAP:8000
+	default_backend onebyte
+frontend http
+	bind $HAP:8080
+	default_backend http
+backend onebyte
+	balance leastconn
+$(servers $ONE 9000 "" | awk '{ printf "\tserver s%d %s\n", NR, $1 }')
+backend http
+	balance leastconn
+$(servers $HTTP 8080 "" | awk '{ printf "\tserver s%d %s\n", NR, $1 }')
+EOF
+}
+
+nginx_stream_conf() {
+	cat <<EOF
+load_module /usr/lib/nginx/modules/ngx_stream_module.so;
+worker_processes auto;
+pid $TMP/nginx-stream/nginx.pid;
+error_log $TMP/nginx-stream/error.log warn;
+events { worker_connections 8192; }
+stream {
+	upstream onebyte {
+		least_conn;
+$(servers $ONE 9000 "" | awk '{ printf "\t\tserver %s;\n", $1 }')
+	}
+	upstream http {
+		least_conn;
+$(servers $HTTP 8080 "" | awk '{ printf "\t\tserver %s;\n", $1 }')
+	}
+	server { listen $NGS:8000; proxy_pass onebyte; }
+	server { listen $NGS:8080; proxy_pass http; }
+}
+EOF
+}
+
+nginx_http_conf() {
+	local d=$TMP/nginx-http
+	cat <<EOF
+worker_processes auto;
+pid $d/nginx.pid;
+error_log $d/error.log warn;
+events { worker_connections 8192; }
+http {
+	access_log off;
+	client_body_temp_path $d/body;
+	proxy_temp_path $d/proxy;
+	fastcgi_temp_path $d/fastcgi;
+	uwsgi_temp_path $d/uwsgi;
+	scgi_temp_path $d/scgi;
+	server {
+$(servers $HTTP 8080 "" | awk '{ printf "\t\tlisten %s;\n", $1 }')
+		location / { return 200 "ok"; }
+	}
+}
+EOF
+}
+
+start_dataplane_paths() {
+	log "starting 64 onebyte backends, 64 nginx HTTP backends, the VIP, HAProxy, nginx stream"
+	bg "$BIN/onebyte" --base $ONE --port 9000 --count $NB >"$TMP/onebyte.out" 2>&1
+	wait_ready "$TMP/onebyte.out" onebyte
+	mkdir -p "$TMP/nginx-http" "$TMP/nginx-stream"
+	nginx_http_conf >"$TMP/nginx-http/nginx.conf"
+	bg nginx -p "$TMP/nginx-http" -e "$TMP/nginx-http/error.log" -c "$TMP/nginx-http/nginx.conf" \
+		-g 'daemon off;'
+	nginx_stream_conf >"$TMP/nginx-stream/nginx.conf"
+	bg nginx -p "$TMP/nginx-stream" -e "$TMP/nginx-stream/error.log" \
+		-c "$TMP/nginx-stream/nginx.conf" -g 'daemon off;'
+	haproxy_conf >"$TMP/haproxy.cfg"
+	bg haproxy -f "$TMP/haproxy.cfg" -db >"$TMP/haproxy.log" 2>&1
+	bg "$BIN/vipctl" --pin "$PIN-dp" --cgroup "$CG_DP" \
+		--service "$VIP:8000=$ONE:9000*$NB" --service "$VIP:8080=$HTTP:8080*$NB" \
+		>"$TMP/vipctl.out" 2>&1
+	VIPCTL_PID=${PIDS[-1]}
+	wait_ready "$TMP/vipctl.out" vipctl
+	wait_port "$(nth_ip $HTTP $((NB - 1)))" 8080 "nginx (HTTP backends)"
+	wait_port $NGS 8080 "nginx (stream)"
+	wait_port $HAP 8080 haproxy
+}
+
+# path name -> address and whether the client runs in the steered cgroup
+path_addr() {
+	case $1 in
+	direct) echo "$ONE" ;;
+	vip) echo "$VIP" ;;
+	haproxy) echo "$HAP" ;;
+	nginx) echo "$NGS" ;;
+	esac
+}
+PATHS="direct vip haproxy nginx"
+
+# ---- 1a. connbench ------------------------------------------------------------------------
+
+conn_part() {
+	local out=$RES/conn.csv conc r p addr port cg
+	echo "round,path,concurrency,seconds,connections,errors,conns_per_s,p50_us,p99_us,mean_us,per_conn_us,backends_seen" >"$out"
+	for conc in 1 4; do
+		for r in $(seq "$ROUNDS"); do
+			log "connbench: concurrency $conc, round $r of $ROUNDS"
+			for p in $PATHS; do
+				addr=$(path_addr $p)
+				port=8000
+				[ $p = direct ] && port=9000
+				cg=()
+				[ $p = vip ] && cg=(--cgroup "$CG_DP")
+				printf '%s,' "$r" >>"$out"
+				fg_wait "$BIN/connbench" --addr "$addr:$port" --seconds "$CONN_SECONDS" \
+					--concurrency $conc --label $p "${cg[@]}" >>"$out"
+			done
+		done
+	done
+}
+
+# ---- 1b. wrk ------------------------------------------------------------------------------
+
+# wrk's text output -> "rps,p50_ms,p99_ms,requests,errors"
+wrk_parse() {
+	awk '
+	function ms(v) {
+		if (v ~ /us$/) return v / 1000; if (v ~ /ms$/) return v + 0;
+		if (v ~ /s$/) return v * 1000; return v
+	}
+	/Requests\/sec:/ { rps = $2 }
+	$1 == "50%" { p50 = ms($2) }
+	$1 == "99%" { p99 = ms($2) }
+	/requests in/ { req = $1 }
+	/Socket errors:/ { gsub(/,/, ""); err += $4 + $6 + $8 + $10 }
+	/Non-2xx/ { err += $NF }
+	END { printf "%s,%.3f,%.3f,%s,%d\n", rps, p50, p99, req, err }'
+}
+
+wrk_part() {
+	local out=$RES/wrk.csv r p addr url
+	echo "round,path,threads,connections,seconds,requests_per_s,p50_ms,p99_ms,requests,errors" >"$out"
+	for r in $(seq "$ROUNDS"); do
+		log "wrk: round $r of $ROUNDS"
+		for p in $PATHS; do
+			addr=$(path_addr $p)
+			[ $p = direct ] && addr=$HTTP
+			url="http://$addr:8080/"
+			if [ $p = vip ]; then
+				fg_wait sh -c 'echo $$ >"$1/cgroup.procs" && shift && exec "$@"' sh "$CG_DP" \
+					wrk -t2 -c16 -d"${WRK_SECONDS}s" --latency -H "Connection: close" "$url" \
+					>"$TMP/wrk.txt" 2>&1
+			else
+				fg_wait wrk -t2 -c16 -d"${WRK_SECONDS}s" --latency -H "Connection: close" \
+					"$url" >"$TMP/wrk.txt" 2>&1
+			fi
+			echo "$r,$p,2,16,$WRK_SECONDS,$(wrk_parse <"$TMP/wrk.txt")" >>"$out"
+		done
+	done
+}
+
+stop_dataplane_paths() {
+	local p
+	# vipctl detaches and unpins on SIGTERM; the proxies just stop.
+	for p in "${PIDS[@]}"; do
+		stop_pid "$p"
+	done
+	PIDS=()
+}
+
+# ---- 2. decision cost -----------------------------------------------------------------------
+
+dec_part() {
+	log "decision cost: 8, 64, 256 backends x passthrough/spread/equal, $ROUNDS rounds"
+	bg "$BIN/onebyte" --base 127.0.3.1 --port 9000 --count 256 >"$TMP/onebyte256.out" 2>&1
+	local ob=${PIDS[-1]}
+	wait_ready "$TMP/onebyte256.out" "onebyte (256)"
+	fg_wait "$BIN/deccost" --pin "$PIN-dec" --cgroup "$CG_DEC" --first 127.0.3.1:9000 \
+		--sizes 8,64,256 --connects "$DEC_CONNECTS" --rounds "$ROUNDS" --header \
+		>"$RES/decision.csv"
+	stop_pid "$ob"
+}
+
+# ---- 3. control plane -----------------------------------------------------------------------
+
+ctl_part() {
+	log "control plane: smg-steerd at $CTL_SCALES backends, $CTL_ROUNDS rounds"
+	fg_wait "$PY" "$here/ctlplane.py" --build "$BUILD" --tmp "$TMP" --cgroup "$CG_CTL" \
+		--pin-prefix "$PIN" --scales "$CTL_SCALES" --rounds "$CTL_ROUNDS" \
+		--samples-csv "$RES/ctl_cycles.csv" --runs-csv "$RES/ctl_runs.csv"
+}
+
+# ---- main -------------------------------------------------------------------------------------
+
+t_start=$(date +%s)
+machine >"$RES/machine.md"
+{
+	echo
+	echo "# Commands"
+	echo
+	echo '```'
+	echo "STEER_BUILD=$BUILD $0   # inside: unshare -n, ip link set lo up"
+	echo "haproxy -f haproxy.cfg -db          # mode tcp, balance leastconn, 64 servers"
+	echo "nginx -c stream.conf -g 'daemon off;'   # stream, least_conn, 64 servers"
+	echo "nginx -c http.conf -g 'daemon off;'     # 64 listen lines, return 200 \"ok\""
+	echo "onebyte --base $ONE --port 9000 --count $NB"
+	echo "vipctl --pin PIN --cgroup CG --service $VIP:8000=$ONE:9000*$NB --service $VIP:8080=$HTTP:8080*$NB"
+	echo "connbench --addr ADDR:PORT --seconds $CONN_SECONDS --concurrency {1,4} [--cgroup CG]"
+	echo "wrk -t2 -c16 -d${WRK_SECONDS}s --latency -H 'Connection: close' http://ADDR:8080/"
+	echo "deccost --pin PIN --cgroup CG --first 127.0.3.1:9000 --sizes 8,64,256 --connects $DEC_CONNECTS --rounds $ROUNDS"
+	echo "ctlplane.py --scales $CTL_SCALES --rounds $CTL_ROUNDS   # smg-steerd --config ... vs fake_worker.py --many"
+	echo '```'
+} >>"$RES/machine.md"
+cat "$RES/machine.md"
+echo
+
+case " $PARTS " in *" conn "* | *" wrk "*)
+	start_dataplane_paths
+	case " $PARTS " in *" conn "*) conn_part ;; esac
+	case " $PARTS " in *" wrk "*) wrk_part ;; esac
+	stop_dataplane_paths
+	;;
+esac
+case " $PARTS " in *" dec "*) dec_part ;; esac
+case " $PARTS " in *" ctl "*) ctl_part ;; esac
+
+log "done in $(($(date +%s) - t_start)) s; writing $RES/summary.md"
+"$PY" "$here/summarize.py" "$RES" >"$RES/summary.md"
+echo
+cat "$RES/summary.md"

@@ -1,0 +1,231 @@
+#!/usr/bin/python3
+"""Turn the raw CSVs of tools/bench/run.sh into summary.md (markdown on stdout).
+
+    summarize.py RESULTS_DIR > RESULTS_DIR/summary.md
+
+Every figure is a median over the interleaved rounds; every comparison is a
+ratio against an anchor measured in the same run. Paired ratios (same round)
+are shown as min-max next to the ratio of medians, to show the spread.
+"""
+import csv
+import os
+import statistics
+import sys
+
+TARGETS = {
+    "vip/direct per-connection time": 1.03,
+    "vip/haproxy per-connection time": 0.55,
+    "decision ns at 256 backends": 300.0,
+    "cycle ms at 1000 backends": 50.0,
+    "RSS MiB at 1000 backends": 32.0,
+}
+
+
+def read(path):
+    if not os.path.exists(path):
+        return []
+    with open(path) as f:
+        return list(csv.DictReader(f))
+
+
+def med(rows, key):
+    vals = [float(r[key]) for r in rows if r.get(key) not in (None, "", "nan")]
+    return statistics.median(vals) if vals else float("nan")
+
+
+def verdict(value, limit):
+    if value != value:  # NaN
+        return "not measured"
+    return f"met (<= {limit:g})" if value <= limit else f"MISSED (> {limit:g})"
+
+
+def paired(rows, key, num, den):
+    """min-max over rounds of num/den of key, pairing rows of the same round."""
+    by = {}
+    for r in rows:
+        by.setdefault(r["round"], {})[r["path"]] = float(r[key])
+    ratios = [v[num] / v[den] for v in by.values() if num in v and den in v and v[den] > 0]
+    if not ratios:
+        return "-"
+    return f"{min(ratios):.3f}-{max(ratios):.3f}"
+
+
+def conn_section(res):
+    rows = read(os.path.join(res, "conn.csv"))
+    if not rows:
+        return
+    print("## 1a. Short connections, connbench (connect, read 1 byte, close)\n")
+    print("Paths: **direct** = one backend, no BPF; **vip** = virtual address steered by the "
+          "real BPF programs over 64 backends, client in the attached cgroup; **haproxy** = "
+          "HAProxy mode tcp, balance leastconn, 64 servers; **nginx** = nginx stream, "
+          "least_conn, 64 servers. Latency = connect() to first byte.\n")
+    for conc in sorted({r["concurrency"] for r in rows}, key=int):
+        sub = [r for r in rows if r["concurrency"] == conc]
+        paths = list(dict.fromkeys(r["path"] for r in sub))
+        n_rounds = len({r["round"] for r in sub})
+        print(f"### Concurrency {conc} ({'sequential' if conc == '1' else conc + ' threads'}), "
+              f"median of {n_rounds} rounds\n")
+        print("| path | conns/s | p50 us | p99 us | per-connection us | backends reached | "
+              "errors | per-conn time vs direct |")
+        print("|---|---:|---:|---:|---:|---:|---:|---:|")
+        base = med([r for r in sub if r["path"] == "direct"], "per_conn_us")
+        m = {}
+        for p in paths:
+            pr = [r for r in sub if r["path"] == p]
+            m[p] = med(pr, "per_conn_us")
+            print(f"| {p} | {med(pr, 'conns_per_s'):.0f} | {med(pr, 'p50_us'):.1f} | "
+                  f"{med(pr, 'p99_us'):.1f} | {m[p]:.2f} | "
+                  f"{int(med(pr, 'backends_seen'))} | "
+                  f"{sum(int(r['errors']) for r in pr)} | {m[p] / base:.3f} |")
+        print()
+        print("| ratio (per-connection time) | of medians | per round (min-max) | target |")
+        print("|---|---:|---:|---|")
+        for den, key in (("direct", "vip/direct per-connection time"),
+                         ("haproxy", "vip/haproxy per-connection time"), ("nginx", None)):
+            if "vip" not in m or den not in m:
+                continue
+            r = m["vip"] / m[den]
+            tgt = verdict(r, TARGETS[key]) if key else "-"
+            print(f"| vip/{den} | {r:.3f} | {paired(sub, 'per_conn_us', 'vip', den)} | {tgt} |")
+        print()
+
+
+def wrk_section(res):
+    rows = read(os.path.join(res, "wrk.csv"))
+    if not rows:
+        return
+    print("## 1b. HTTP requests over short connections, wrk (Connection: close)\n")
+    print("wrk -t2 -c16 against 64 nginx HTTP backends (`return 200 \"ok\"`): direct = one "
+          "backend; vip, haproxy, nginx stream as above.\n")
+    print("| path | requests/s | p50 ms | p99 ms | errors | time per request vs direct |")
+    print("|---|---:|---:|---:|---:|---:|")
+    m = {}
+    paths = list(dict.fromkeys(r["path"] for r in rows))
+    for p in paths:
+        pr = [r for r in rows if r["path"] == p]
+        m[p] = med(pr, "requests_per_s")
+    for p in paths:
+        pr = [r for r in rows if r["path"] == p]
+        print(f"| {p} | {m[p]:.0f} | {med(pr, 'p50_ms'):.3f} | {med(pr, 'p99_ms'):.3f} | "
+              f"{sum(int(r['errors']) for r in pr)} | {m['direct'] / m[p]:.3f} |")
+    print()
+    print("| ratio (time per request = inverse requests/s) | of medians | per round (min-max) |")
+    print("|---|---:|---:|")
+    for den in ("direct", "haproxy", "nginx"):
+        if "vip" in m and den in m:
+            # time ratio vip/den = rps(den) / rps(vip); paired() takes num/den of the key
+            print(f"| vip/{den} | {m[den] / m['vip']:.3f} | "
+                  f"{paired(rows, 'requests_per_s', den, 'vip')} |")
+    print()
+
+
+def dec_section(res):
+    rows = read(os.path.join(res, "decision.csv"))
+    if not rows:
+        return
+    print("## 2. Kernel decision cost (connect4 program, run_time_ns / run_cnt)\n")
+    print("Shapes: **passthrough** = connect to a non-virtual address from the cgroup (the "
+          "floor every connect pays); **spread** = base waits 100 ms apart, in-flight drained "
+          "every 4 connects (the early exit stops after a few entries); **equal** = all base "
+          "waits equal, every backend credited (every decision scans the whole table). "
+          "**empty program** = a 2-instruction connect4 program attached alongside: what the "
+          "statistics and program dispatch cost by themselves. Medians over rounds.\n")
+    sizes = sorted({int(r["backends"]) for r in rows})
+    print("| backends | passthrough ns | spread ns (entries scanned) | equal ns (entries "
+          "scanned) | empty program ns | spread / passthrough | equal / passthrough | "
+          "sockops ns per steered connection | kernel pick = user-space pick |")
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+    cost = {}
+    for n in sizes:
+        sub = {s: [r for r in rows if int(r["backends"]) == n and r["shape"] == s]
+               for s in ("passthrough", "spread", "equal")}
+        c = {s: med(v, "ns_per_decision") for s, v in sub.items()}
+        cost[n] = c
+        scanned = {s: med(v, "mean_scanned") for s, v in sub.items()}
+        empty = med([r for r in rows if int(r["backends"]) == n], "empty_prog_ns")
+        ops = med(sub["spread"] + sub["equal"], "sockops_ns_per_conn")
+        mism = sum(int(r["mismatches"]) for v in sub.values() for r in v)
+        errs = sum(int(r["errors"]) for v in sub.values() for r in v)
+        print(f"| {n} | {c['passthrough']:.0f} | {c['spread']:.0f} ({scanned['spread']:.1f}) | "
+              f"{c['equal']:.0f} ({scanned['equal']:.0f}) | {empty:.0f} | "
+              f"{c['spread'] / c['passthrough']:.2f} | {c['equal'] / c['passthrough']:.2f} | "
+              f"{ops:.0f} | {'yes' if mism == 0 else f'NO: {mism} mismatches'}"
+              f"{f', {errs} errors' if errs else ''} |")
+    print()
+    if 256 in cost:
+        c = cost[256]
+        print("| at 256 backends | ns | target <= 300 ns |")
+        print("|---|---:|---|")
+        for s in ("spread", "equal"):
+            print(f"| {s} | {c[s]:.0f} | {verdict(c[s], TARGETS['decision ns at 256 backends'])} |")
+        sp = med([r for r in rows if r["backends"] == "256" and r["shape"] == "spread"],
+                 "mean_scanned")
+        per_entry = (c["equal"] - c["spread"]) / (256 - sp)
+        print(f"\nScan cost per table entry, (equal - spread) / (256 - {sp:.1f}): "
+              f"**{per_entry:.1f} ns**. Fixed cost of a steered decision over a passthrough "
+              f"(spread - passthrough): **{c['spread'] - c['passthrough']:.0f} ns**.\n")
+
+
+def ctl_section(res):
+    cycles = read(os.path.join(res, "ctl_cycles.csv"))
+    runs = read(os.path.join(res, "ctl_runs.csv"))
+    if not runs:
+        return
+    print("## 3. Control plane: smg-steerd (release) against fake workers, interval 1 s\n")
+    print("Services of at most 250 backends; one Python fake worker process "
+          "(tests/fake_worker.py --many) answers every GetLoads. cycle = GetLoads sent to "
+          "tables published (smg_steer_cycle_seconds); publish = scoring, publishing and "
+          "draining (smg_steer_publish_seconds), the daemon's own part. Daemon CPU is user + "
+          "system time of all its threads per cycle, measured over the sampled cycles.\n")
+    print("| backends | services | cycle ms median (max) | publish ms median (max) | VmRSS MiB | "
+          "VmHWM MiB | daemon CPU ms/cycle (user+sys) | fake worker CPU % | mean poll ms | "
+          "failed polls | healthy at end |")
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    res_by = {}
+    for n in sorted({int(r["backends"]) for r in runs}):
+        rr = [r for r in runs if int(r["backends"]) == n]
+        cc = [r for r in cycles if int(r["backends"]) == n]
+        cyc = [float(r["cycle_s"]) * 1000 for r in cc]
+        pub = [float(r["publish_s"]) * 1000 for r in cc]
+        ok = sum(int(r["polls_ok"]) for r in rr)
+        bad = sum(int(r["polls_failed"]) for r in rr)
+        rss = med(rr, "vmrss_kib") / 1024
+        cpu_u, cpu_s = med(rr, "daemon_user_ms_per_cycle"), med(rr, "daemon_sys_ms_per_cycle")
+        res_by[n] = (statistics.median(cyc) if cyc else float("nan"), rss)
+        print(f"| {n} | {rr[0]['services']} | "
+              f"{statistics.median(cyc) if cyc else float('nan'):.1f} "
+              f"({max(cyc) if cyc else float('nan'):.1f}) | "
+              f"{statistics.median(pub) if pub else float('nan'):.1f} "
+              f"({max(pub) if pub else float('nan'):.1f}) | {rss:.1f} | "
+              f"{med(rr, 'vmhwm_kib') / 1024:.1f} | {cpu_u + cpu_s:.0f} ({cpu_u:.0f}+{cpu_s:.0f}) | "
+              f"{med(rr, 'worker_cpu_pct'):.0f} | {med(rr, 'poll_mean_ms'):.1f} | "
+              f"{bad} of {ok + bad} ({100 * bad / max(ok + bad, 1):.1f}%) | "
+              f"{int(med(rr, 'healthy'))} |")
+    print()
+    if 1000 in res_by and 100 in res_by:
+        cyc, rss = res_by[1000]
+        print("| at 1,000 backends | value | target |")
+        print("|---|---:|---|")
+        print(f"| cycle ms (median) | {cyc:.1f} | {verdict(cyc, TARGETS['cycle ms at 1000 backends'])} |")
+        print(f"| VmRSS MiB | {rss:.1f} | {verdict(rss, TARGETS['RSS MiB at 1000 backends'])} |")
+        print(f"\nRSS growth per backend, (RSS(1000) - RSS(100)) / 900: "
+              f"**{(rss - res_by[100][1]) * 1024 / 900:.1f} KiB**.\n")
+
+
+def main():
+    res = sys.argv[1]
+    print("# smg-steer benchmark summary\n")
+    machine = os.path.join(res, "machine.md")
+    if os.path.exists(machine):
+        with open(machine) as f:
+            print(f.read().replace("# Machine", "## Machine").replace("# Commands",
+                                                                      "## Commands"))
+    conn_section(res)
+    wrk_section(res)
+    dec_section(res)
+    ctl_section(res)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
