@@ -107,6 +107,7 @@ struct ctx {
 	char config_path[PATH_MAX];
 	struct layer flags, top;
 	bool flag_vip_given;
+	bool check_only; /* --check-config */
 	struct service_draft flag_svc; /* --vip and --backend */
 	struct service_draft *svcs;    /* from the file, then merged with flag_svc */
 	size_t n_svcs;
@@ -679,10 +680,11 @@ enum {
 	VAL_BACKEND,
 	VAL_CONFIG,
 	VAL_VERSION,
+	VAL_CHECK_CONFIG,
 	SETTING_VAL = 0x200,
 };
 
-#define N_LONG_OPTS (N_SETTINGS + 5)
+#define N_LONG_OPTS (N_SETTINGS + 6)
 
 static void long_options_build(struct option *lo)
 {
@@ -699,6 +701,7 @@ static void long_options_build(struct option *lo)
 	lo[i++] = (struct option){ "config", required_argument, NULL, VAL_CONFIG };
 	lo[i++] = (struct option){ "help", no_argument, NULL, VAL_HELP };
 	lo[i++] = (struct option){ "version", no_argument, NULL, VAL_VERSION };
+	lo[i++] = (struct option){ "check-config", no_argument, NULL, VAL_CHECK_CONFIG };
 	lo[i] = (struct option){ NULL, 0, NULL, 0 };
 }
 
@@ -777,6 +780,9 @@ static int flag_one(struct ctx *c, int opt, const char *v, const struct option *
 	case VAL_VERSION:
 		printf("smg-steerd %s\n", STEER_VERSION);
 		return STEER_CONFIG_EXIT;
+	case VAL_CHECK_CONFIG:
+		c->check_only = true;
+		return STEER_CONFIG_OK;
 	case VAL_VIP:
 		return flag_vip(c, v);
 	case VAL_BACKEND:
@@ -1362,6 +1368,7 @@ enum steer_config_rc steer_config_load(int argc, char *const argv[], struct stee
 	if (!rc)
 		rc = services_resolve(c);
 	if (!rc) {
+		c->out.check_only = c->check_only;
 		*out = c->out;
 		memset(&c->out, 0, sizeof(c->out)); /* owned by the caller now */
 	}
@@ -1423,6 +1430,8 @@ void steer_config_usage(FILE *f)
 	      "  --log-level LEVEL           error, warn, info or debug (default info)\n"
 	      "  --metrics-listen ADDR:PORT  Prometheus endpoint or 'off' (default "
 	      "127.0.0.1:9464)\n"
+	      "  --check-config              validate the flags and the file, print a\n"
+	      "                              summary and exit (0 valid, 2 invalid)\n"
 	      "  -h, --help                  this text\n"
 	      "  --version                   print the version\n"
 	      "\n"

@@ -64,6 +64,7 @@ struct steer_config {
 	struct steer_addr metrics_addr;
 
 	char config_path[PATH_MAX]; /* --config, empty when none */
+	bool check_only;	    /* --check-config: validate, report, exit */
 
 	struct steer_service_cfg *services;
 	size_t n_services;

@@ -540,6 +540,31 @@ static int attach_or_adopt_links(struct steer_dp *dp, char *err, size_t errlen)
 	return rc;
 }
 
+/*
+ * libbpf's messages: debug and info only with STEER_LIBBPF_DEBUG=1; warnings
+ * always, but cut short, since a rejected program comes with a verifier log
+ * of tens of thousands of lines.
+ */
+static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	static const size_t keep = 3000;
+	bool debug = getenv("STEER_LIBBPF_DEBUG") != NULL;
+	char buf[3200];
+	int n;
+
+	if (level != LIBBPF_WARN && !debug)
+		return 0;
+	if (debug)
+		return vfprintf(stderr, fmt, ap);
+	n = vsnprintf(buf, sizeof(buf), fmt, ap);
+	if (n > 0 && (size_t)n > keep) {
+		buf[keep] = 0;
+		return fprintf(stderr, "libbpf: %s\n... (%d more bytes; STEER_LIBBPF_DEBUG=1 prints all)\n",
+			       buf, n - (int)keep);
+	}
+	return fprintf(stderr, "%s", buf);
+}
+
 static int load_programs(struct steer_dp *dp, char *err, size_t errlen)
 {
 	LIBBPF_OPTS(bpf_object_open_opts, oo, .pin_root_path = dp->pin_dir);
@@ -551,6 +576,10 @@ static int load_programs(struct steer_dp *dp, char *err, size_t errlen)
 			      strerror(errno));
 	bpf_map__set_autocreate(dp->skel->maps.steer_tmpl, false);
 	rc = steer_bpf__load(dp->skel);
+	if (rc == -EPERM || rc == -EACCES)
+		return seterr(err, errlen, rc,
+			      "cannot load the BPF programs (%s): needs CAP_BPF with CAP_PERFMON, or CAP_SYS_ADMIN",
+			      strerror(-rc));
 	if (rc)
 		return seterr(err, errlen, rc,
 			      "cannot load the BPF programs (%s); if %s holds maps of an older layout, detach that instance and remove it",
@@ -640,6 +669,7 @@ int steer_dp_open(const struct steer_dp_opts *opts, struct steer_dp **out, char 
 	*out = NULL;
 	if (geteuid() != 0)
 		return seterr(err, errlen, EPERM, "smg-steer needs root (CAP_BPF, CAP_NET_ADMIN, CAP_SYS_ADMIN)");
+	libbpf_set_print(libbpf_print);
 	dp = calloc(1, sizeof(*dp));
 	if (!dp)
 		return seterr(err, errlen, ENOMEM, "out of memory");

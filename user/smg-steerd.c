@@ -740,6 +740,9 @@ static void reload(struct daemon *d)
 	}
 	if (strcmp(next.pin_path, d->cfg.pin_path) || strcmp(next.cgroup, d->cfg.cgroup))
 		log_warn("reload: --pin-path and --cgroup changes need a restart; ignored");
+	if (strcmp(next.metrics_listen, d->cfg.metrics_listen) ||
+	    next.metrics_enabled != d->cfg.metrics_enabled)
+		log_warn("reload: a --metrics-listen change needs a restart; ignored");
 	if (services_build(d, &next, &svcs) != 0) {
 		log_error("reload failed: out of memory; the running configuration stays");
 		steer_config_free(&next);
@@ -750,6 +753,8 @@ static void reload(struct daemon *d)
 	d->n_svcs = next.n_services;
 	snprintf(next.pin_path, sizeof(next.pin_path), "%s", d->cfg.pin_path);
 	snprintf(next.cgroup, sizeof(next.cgroup), "%s", d->cfg.cgroup);
+	snprintf(next.metrics_listen, sizeof(next.metrics_listen), "%s", d->cfg.metrics_listen);
+	next.metrics_enabled = d->cfg.metrics_enabled;
 	steer_config_free(&d->cfg);
 	d->cfg = next;
 	steer_log_set_level(d->cfg.log_level);
@@ -819,6 +824,21 @@ static int shutdown_daemon(struct daemon *d)
 	return rc;
 }
 
+/* --check-config: the configuration parsed and validated; say what it holds. */
+static int check_config(struct steer_config *cfg)
+{
+	size_t i, backends = 0;
+
+	for (i = 0; i < cfg->n_services; i++)
+		backends += cfg->services[i].n_backends;
+	printf("configuration ok: %zu service(s), %zu backend(s)\n", cfg->n_services, backends);
+	for (i = 0; i < cfg->n_services; i++)
+		printf("  %s: %zu backend(s)\n", cfg->services[i].vip_str,
+		       cfg->services[i].n_backends);
+	steer_config_free(cfg);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct daemon d = { .argc = argc, .argv = argv };
@@ -835,6 +855,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "smg-steerd: %s\n", err);
 		return 2;
 	}
+	if (d.cfg.check_only)
+		return check_config(&d.cfg);
 	steer_log_set_level(d.cfg.log_level);
 	install_signals();
 	rc = start(&d);

@@ -5,7 +5,7 @@
  * one after another.
  *
  *   connbench --addr 127.0.0.100:8000 --seconds 3 [--concurrency 1]
- *             [--label vip] [--cgroup DIR] [--warmup-ms 250] [--header]
+ *             [--addr-count 1] [--label vip] [--cgroup DIR] [--warmup-ms 250] [--header]
  *
  * Prints one CSV row (--header prints the column names first):
  *   label,concurrency,seconds,connections,errors,conns_per_s,p50_us,p99_us,
@@ -16,7 +16,9 @@
  * backends_seen counts distinct first bytes (onebyte writes its listener
  * index), a check that the path spread the load. --cgroup moves this process
  * into that cgroup first, so that the steering programs attached there see
- * its connects. Connections during the warm-up are not counted.
+ * its connects. Connections during the warm-up are not counted. --addr-count N
+ * spreads the connections round-robin over N consecutive IPv4 addresses from
+ * --addr (same port): the client-side balancing anchor.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -46,8 +48,12 @@ struct worker {
 	bool oom;
 };
 
-static struct sockaddr_in target;
+#define MAX_TARGETS 256
+
+static struct sockaddr_in target[MAX_TARGETS]; /* consecutive IPv4 addresses, one port */
+static int n_targets = 1;
 static uint64_t warm_end_ns, end_ns;
+static struct worker workers[MAX_THREADS];
 static pthread_barrier_t start_line;
 
 static uint64_t now_ns(void)
@@ -75,7 +81,7 @@ static void record(struct worker *w, uint64_t ns)
 }
 
 /* One connection: returns the latency in ns and the byte read, or -1. */
-static int64_t one_connection(unsigned char *byte)
+static int64_t one_connection(const struct sockaddr_in *to, unsigned char *byte)
 {
 	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	uint64_t t0, t1;
@@ -84,7 +90,7 @@ static int64_t one_connection(unsigned char *byte)
 	if (fd < 0)
 		return -1;
 	t0 = now_ns();
-	if (connect(fd, (struct sockaddr *)&target, sizeof(target)) != 0) {
+	if (connect(fd, (const struct sockaddr *)to, sizeof(*to)) != 0) {
 		close(fd);
 		return -1;
 	}
@@ -99,12 +105,13 @@ static int64_t one_connection(unsigned char *byte)
 static void *run(void *arg)
 {
 	struct worker *w = arg;
+	unsigned next = (unsigned)(w - workers); /* threads start on different targets */
 	uint64_t t;
 
 	pthread_barrier_wait(&start_line);
 	while ((t = now_ns()) < end_ns) {
 		unsigned char byte = 0;
-		int64_t lat = one_connection(&byte);
+		int64_t lat = one_connection(&target[next++ % (unsigned)n_targets], &byte);
 
 		if (t < warm_end_ns)
 			continue;
@@ -161,15 +168,16 @@ static int parse_target(const char *s)
 		return -1;
 	memcpy(host, s, (size_t)(colon - s));
 	host[colon - s] = 0;
-	target.sin_family = AF_INET;
-	target.sin_port = htons((uint16_t)atoi(colon + 1));
-	return inet_pton(AF_INET, host, &target.sin_addr) == 1 && target.sin_port ? 0 : -1;
+	target[0].sin_family = AF_INET;
+	target[0].sin_port = htons((uint16_t)atoi(colon + 1));
+	return inet_pton(AF_INET, host, &target[0].sin_addr) == 1 && target[0].sin_port ? 0 : -1;
 }
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: connbench --addr IPV4:PORT --seconds S [--concurrency C] "
-			"[--label L] [--cgroup DIR] [--warmup-ms MS] [--header]\n");
+	fprintf(stderr,
+		"usage: connbench --addr IPV4:PORT --seconds S [--concurrency C] "
+		"[--addr-count N] [--label L] [--cgroup DIR] [--warmup-ms MS] [--header]\n");
 	exit(2);
 }
 
@@ -221,9 +229,10 @@ int main(int argc, char **argv)
 		{ "cgroup", required_argument, 0, 'g' },
 		{ "warmup-ms", required_argument, 0, 'w' },
 		{ "header", no_argument, 0, 'H' },
+		{ "addr-count", required_argument, 0, 'n' },
 		{ 0, 0, 0, 0 },
 	};
-	static struct worker w[MAX_THREADS];
+	struct worker *w = workers;
 	const char *label = "run", *cgroup = NULL;
 	double seconds = 0;
 	int conc = 1, warm_ms = 250, c, t;
@@ -254,12 +263,20 @@ int main(int argc, char **argv)
 		case 'H':
 			header = true;
 			break;
+		case 'n':
+			n_targets = atoi(optarg);
+			break;
 		default:
 			usage();
 		}
 	}
-	if (!target.sin_port || seconds <= 0 || conc < 1 || conc > MAX_THREADS || warm_ms < 0)
+	if (!target[0].sin_port || seconds <= 0 || conc < 1 || conc > MAX_THREADS || warm_ms < 0 ||
+	    n_targets < 1 || n_targets > MAX_TARGETS)
 		usage();
+	for (t = 1; t < n_targets; t++) {
+		target[t] = target[0];
+		target[t].sin_addr.s_addr = htonl(ntohl(target[0].sin_addr.s_addr) + (uint32_t)t);
+	}
 	if (cgroup && join_cgroup(cgroup) != 0) {
 		fprintf(stderr, "connbench: cannot join cgroup %s: %s\n", cgroup, strerror(errno));
 		return 1;

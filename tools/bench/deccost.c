@@ -3,7 +3,8 @@
  * deccost.c - what one steering decision costs in the kernel.
  *
  *   deccost --pin DIR --cgroup DIR --first 127.0.3.1:9000 [--sizes 8,64,256]
- *           [--connects 5000] [--rounds 3] [--header]
+ *           [--shapes passthrough,spread,equal] [--connects 5000] [--rounds 3]
+ *           [--header]
  *
  * Loads and attaches the real programs (dataplane API), joins the cgroup,
  * turns on BPF run-time statistics with BPF_ENABLE_STATS (the same switch as
@@ -300,22 +301,42 @@ static int parse_sizes(const char *s, size_t *sizes, int *n)
 	return *n ? 0 : -1;
 }
 
+/* "spread,equal" -> bit mask of enum shape */
+static int parse_shapes(const char *s, unsigned *mask)
+{
+	char buf[128], *tok, *save = NULL;
+	int i;
+
+	snprintf(buf, sizeof(buf), "%s", s);
+	*mask = 0;
+	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		for (i = 0; i < SHAPES && strcmp(tok, shape_names[i]) != 0; i++)
+			;
+		if (i == SHAPES)
+			return -1;
+		*mask |= 1u << i;
+	}
+	return *mask ? 0 : -1;
+}
+
 static void usage(void)
 {
 	fprintf(stderr,
 		"usage: deccost --pin DIR --cgroup DIR --first IPV4:PORT [--sizes 8,64,256] "
-		"[--connects K] [--rounds R] [--header]\n");
+		"[--shapes passthrough,spread,equal] [--connects K] [--rounds R] [--header]\n");
 	exit(2);
 }
 
-static int run_rounds(struct bench *b, const size_t *sizes, int n_sizes, int rounds)
+static int run_rounds(struct bench *b, const size_t *sizes, int n_sizes, int rounds,
+		      unsigned shapes)
 {
 	int r, i, s;
 
 	for (r = 1; r <= rounds && !stopping; r++)
 		for (i = 0; i < n_sizes && !stopping; i++)
 			for (s = 0; s < SHAPES && !stopping; s++)
-				if (measure(b, sizes[i], (enum shape)s, r) != 0)
+				if ((shapes & (1u << s)) &&
+				    measure(b, sizes[i], (enum shape)s, r) != 0)
 					return -1;
 	return stopping ? -1 : 0;
 }
@@ -323,10 +344,15 @@ static int run_rounds(struct bench *b, const size_t *sizes, int n_sizes, int rou
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{ "pin", required_argument, 0, 'p' },	   { "cgroup", required_argument, 0, 'g' },
-		{ "first", required_argument, 0, 'f' },	   { "sizes", required_argument, 0, 's' },
-		{ "connects", required_argument, 0, 'k' }, { "rounds", required_argument, 0, 'r' },
-		{ "header", no_argument, 0, 'H' },	   { 0, 0, 0, 0 },
+		{ "pin", required_argument, 0, 'p' },
+		{ "cgroup", required_argument, 0, 'g' },
+		{ "first", required_argument, 0, 'f' },
+		{ "sizes", required_argument, 0, 's' },
+		{ "connects", required_argument, 0, 'k' },
+		{ "rounds", required_argument, 0, 'r' },
+		{ "header", no_argument, 0, 'H' },
+		{ "shapes", required_argument, 0, 'S' },
+		{ 0, 0, 0, 0 },
 	};
 	static struct bench b = { .connect4_fd = -1,
 				  .sockops_fd = -1,
@@ -336,6 +362,7 @@ int main(int argc, char **argv)
 	struct steer_dp_opts o = { .own = true };
 	size_t sizes[MAX_SIZES] = { 8, 64, 256 };
 	int n_sizes = 3, rounds = 3, c, i, rc = 1, stats_fd = -1;
+	unsigned shapes = (1u << SHAPES) - 1;
 	bool header = false, have_first = false;
 	char err[512];
 
@@ -364,6 +391,10 @@ int main(int argc, char **argv)
 			break;
 		case 'H':
 			header = true;
+			break;
+		case 'S':
+			if (parse_shapes(optarg, &shapes) != 0)
+				usage();
 			break;
 		default:
 			usage();
@@ -394,7 +425,7 @@ int main(int argc, char **argv)
 			printf("round,backends,shape,connects,run_cnt,run_time_ns,ns_per_decision,"
 			       "mean_scanned,mismatches,errors,sockops_ns_per_conn,empty_prog_"
 			       "ns\n");
-		rc = run_rounds(&b, sizes, n_sizes, rounds) == 0 ? 0 : 1;
+		rc = run_rounds(&b, sizes, n_sizes, rounds, shapes) == 0 ? 0 : 1;
 	}
 	if (stats_fd >= 0)
 		close(stats_fd);

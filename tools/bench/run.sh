@@ -17,9 +17,11 @@
 # and ratios to summary.md there, which is printed at the end. Every process,
 # pin, cgroup and temp file is removed at exit, also on failure or Ctrl-C.
 #
-# Knobs (environment): BENCH_ROUNDS (3), BENCH_CONN_SECONDS (3),
-# BENCH_WRK_SECONDS (5), BENCH_DEC_CONNECTS (5000), BENCH_CTL_SCALES
-# (100,1000,5000), BENCH_CTL_ROUNDS (2), BENCH_PARTS ("conn wrk dec ctl").
+# Knobs (environment): BENCH_ROUNDS (5: connbench and deccost rounds),
+# BENCH_CONN_SECONDS (2), BENCH_WRK_ROUNDS (3), BENCH_WRK_SECONDS (5),
+# BENCH_DEC_CONNECTS (5000), BENCH_CTL_SCALES (100,1000,5000), BENCH_CTL_ROUNDS
+# (2), BENCH_PARTS ("conn wrk dec ctl"). The machine is shared and noisy: many
+# short interleaved rounds and their medians beat a few long ones.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -29,8 +31,9 @@ BIN=$BUILD/bench
 RES=$BIN/results
 PY=/usr/bin/python3
 
-ROUNDS=${BENCH_ROUNDS:-3}
-CONN_SECONDS=${BENCH_CONN_SECONDS:-3}
+ROUNDS=${BENCH_ROUNDS:-5}
+CONN_SECONDS=${BENCH_CONN_SECONDS:-2}
+WRK_ROUNDS=${BENCH_WRK_ROUNDS:-3}
 WRK_SECONDS=${BENCH_WRK_SECONDS:-5}
 DEC_CONNECTS=${BENCH_DEC_CONNECTS:-5000}
 CTL_SCALES=${BENCH_CTL_SCALES:-100,1000,5000}
@@ -93,14 +96,14 @@ trap 'echo "bench: interrupted" >&2; exit 130' INT
 trap 'exit 143' TERM
 
 mkdir -p "$RES" "$CG_DP" "$CG_DEC" "$CG_CTL"
-rm -f "$RES"/*.csv "$RES"/summary.md "$RES"/machine.md
+rm -f "$RES"/*.csv "$RES"/summary.md "$RES"/machine.md "$RES"/load.txt
 
 log() { printf '[%s] %s\n' "$(date +%T)" "$*"; }
 
 # Start a background process, remember it for cleanup.
 bg() {
 	"$@" &
-	PIDS+=($!)
+	PIDS+=("$!")
 }
 
 # Run a command in the background and wait for it, so that a signal reaches
@@ -108,7 +111,7 @@ bg() {
 fg_wait() {
 	"$@" &
 	local p=$!
-	PIDS+=($p)
+	PIDS+=("$p")
 	wait "$p"
 }
 
@@ -159,7 +162,7 @@ machine() {
 	echo "- libbpf: $(dpkg-query -W -f='${Version}' libbpf1 2>/dev/null || echo '?')," \
 		"grpc: $(dpkg-query -W -f='${Version}' libgrpc29 2>/dev/null || echo '?')"
 	echo "- smg-steer: $(git -C "$top" describe --always --dirty 2>/dev/null || echo '?')"
-	echo "- knobs: rounds $ROUNDS, connbench $CONN_SECONDS s, wrk $WRK_SECONDS s," \
+	echo "- knobs: rounds $ROUNDS, connbench $CONN_SECONDS s, wrk $WRK_ROUNDS x $WRK_SECONDS s," \
 		"decision connects $DEC_CONNECTS, control-plane scales $CTL_SCALES x $CTL_ROUNDS rounds"
 }
 
@@ -267,44 +270,63 @@ start_dataplane_paths() {
 	bg "$BIN/vipctl" --pin "$PIN-dp" --cgroup "$CG_DP" \
 		--service "$VIP:8000=$ONE:9000*$NB" --service "$VIP:8080=$HTTP:8080*$NB" \
 		>"$TMP/vipctl.out" 2>&1
-	VIPCTL_PID=${PIDS[-1]}
 	wait_ready "$TMP/vipctl.out" vipctl
 	wait_port "$(nth_ip $HTTP $((NB - 1)))" 8080 "nginx (HTTP backends)"
 	wait_port $NGS 8080 "nginx (stream)"
 	wait_port $HAP 8080 haproxy
 }
 
-# path name -> address and whether the client runs in the steered cgroup
+# path name -> address
 path_addr() {
 	case $1 in
-	direct) echo "$ONE" ;;
+	direct | direct64) echo "$ONE" ;;
 	vip) echo "$VIP" ;;
 	haproxy) echo "$HAP" ;;
 	nginx) echo "$NGS" ;;
 	esac
 }
-PATHS="direct vip haproxy nginx"
+# direct64 is an extra anchor: the client itself round-robins over the same 64
+# backends, no BPF; it separates the cost of the fan-out from that of steering.
+CONN_PATHS="direct direct64 vip haproxy nginx"
+WRK_PATHS="direct vip haproxy nginx"
+
+# connbench on one path: path concurrency seconds [extra args]
+connbench_path() {
+	local p=$1 conc=$2 secs=$3 port=8000 extra=()
+	shift 3
+	case $p in
+	direct) port=9000 ;;
+	direct64) port=9000 extra=(--addr-count "$NB") ;;
+	vip) extra=(--cgroup "$CG_DP") ;;
+	esac
+	fg_wait "$BIN/connbench" --addr "$(path_addr "$p"):$port" --seconds "$secs" \
+		--concurrency "$conc" --label "$p" "${extra[@]}" "$@"
+}
+
+loadavg() { # what
+	echo "$1: load average $(cut -d' ' -f1-3 /proc/loadavg)" >>"$RES/load.txt"
+}
 
 # ---- 1a. connbench ------------------------------------------------------------------------
 
 conn_part() {
-	local out=$RES/conn.csv conc r p addr port cg
+	local out=$RES/conn.csv conc r p
 	echo "round,path,concurrency,seconds,connections,errors,conns_per_s,p50_us,p99_us,mean_us,per_conn_us,backends_seen" >"$out"
 	for conc in 1 4; do
+		log "connbench: concurrency $conc, warm-up (not counted)"
+		for p in $CONN_PATHS; do
+			connbench_path "$p" "$conc" 0.5 --warmup-ms 0 >/dev/null
+		done
+		loadavg "connbench concurrency $conc start"
 		for r in $(seq "$ROUNDS"); do
 			log "connbench: concurrency $conc, round $r of $ROUNDS"
-			for p in $PATHS; do
-				addr=$(path_addr $p)
-				port=8000
-				[ $p = direct ] && port=9000
-				cg=()
-				[ $p = vip ] && cg=(--cgroup "$CG_DP")
+			for p in $CONN_PATHS; do
 				printf '%s,' "$r" >>"$out"
-				fg_wait "$BIN/connbench" --addr "$addr:$port" --seconds "$CONN_SECONDS" \
-					--concurrency $conc --label $p "${cg[@]}" >>"$out"
+				connbench_path "$p" "$conc" "$CONN_SECONDS" >>"$out"
 			done
 		done
 	done
+	loadavg "connbench end"
 }
 
 # ---- 1b. wrk ------------------------------------------------------------------------------
@@ -328,9 +350,10 @@ wrk_parse() {
 wrk_part() {
 	local out=$RES/wrk.csv r p addr url
 	echo "round,path,threads,connections,seconds,requests_per_s,p50_ms,p99_ms,requests,errors" >"$out"
-	for r in $(seq "$ROUNDS"); do
-		log "wrk: round $r of $ROUNDS"
-		for p in $PATHS; do
+	loadavg "wrk start"
+	for r in $(seq "$WRK_ROUNDS"); do
+		log "wrk: round $r of $WRK_ROUNDS"
+		for p in $WRK_PATHS; do
 			addr=$(path_addr $p)
 			[ $p = direct ] && addr=$HTTP
 			url="http://$addr:8080/"
@@ -345,6 +368,7 @@ wrk_part() {
 			echo "$r,$p,2,16,$WRK_SECONDS,$(wrk_parse <"$TMP/wrk.txt")" >>"$out"
 		done
 	done
+	loadavg "wrk end"
 }
 
 stop_dataplane_paths() {
@@ -360,6 +384,7 @@ stop_dataplane_paths() {
 
 dec_part() {
 	log "decision cost: 8, 64, 256 backends x passthrough/spread/equal, $ROUNDS rounds"
+	loadavg "decision cost start"
 	bg "$BIN/onebyte" --base 127.0.3.1 --port 9000 --count 256 >"$TMP/onebyte256.out" 2>&1
 	local ob=${PIDS[-1]}
 	wait_ready "$TMP/onebyte256.out" "onebyte (256)"
@@ -367,15 +392,18 @@ dec_part() {
 		--sizes 8,64,256 --connects "$DEC_CONNECTS" --rounds "$ROUNDS" --header \
 		>"$RES/decision.csv"
 	stop_pid "$ob"
+	loadavg "decision cost end"
 }
 
 # ---- 3. control plane -----------------------------------------------------------------------
 
 ctl_part() {
 	log "control plane: smg-steerd at $CTL_SCALES backends, $CTL_ROUNDS rounds"
+	loadavg "control plane start"
 	fg_wait "$PY" "$here/ctlplane.py" --build "$BUILD" --tmp "$TMP" --cgroup "$CG_CTL" \
 		--pin-prefix "$PIN" --scales "$CTL_SCALES" --rounds "$CTL_ROUNDS" \
 		--samples-csv "$RES/ctl_cycles.csv" --runs-csv "$RES/ctl_runs.csv"
+	loadavg "control plane end"
 }
 
 # ---- main -------------------------------------------------------------------------------------
@@ -393,7 +421,7 @@ machine >"$RES/machine.md"
 	echo "nginx -c http.conf -g 'daemon off;'     # 64 listen lines, return 200 \"ok\""
 	echo "onebyte --base $ONE --port 9000 --count $NB"
 	echo "vipctl --pin PIN --cgroup CG --service $VIP:8000=$ONE:9000*$NB --service $VIP:8080=$HTTP:8080*$NB"
-	echo "connbench --addr ADDR:PORT --seconds $CONN_SECONDS --concurrency {1,4} [--cgroup CG]"
+	echo "connbench --addr ADDR:PORT --seconds $CONN_SECONDS --concurrency {1,4} [--cgroup CG] [--addr-count 64]"
 	echo "wrk -t2 -c16 -d${WRK_SECONDS}s --latency -H 'Connection: close' http://ADDR:8080/"
 	echo "deccost --pin PIN --cgroup CG --first 127.0.3.1:9000 --sizes 8,64,256 --connects $DEC_CONNECTS --rounds $ROUNDS"
 	echo "ctlplane.py --scales $CTL_SCALES --rounds $CTL_ROUNDS   # smg-steerd --config ... vs fake_worker.py --many"

@@ -55,7 +55,9 @@ def conn_section(res):
     if not rows:
         return
     print("## 1a. Short connections, connbench (connect, read 1 byte, close)\n")
-    print("Paths: **direct** = one backend, no BPF; **vip** = virtual address steered by the "
+    print("Paths: **direct** = one backend, no BPF; **direct64** = the client itself "
+          "round-robins over the same 64 backends, no BPF (an extra anchor that separates "
+          "the fan-out from the steering); **vip** = virtual address steered by the "
           "real BPF programs over 64 backends, client in the attached cgroup; **haproxy** = "
           "HAProxy mode tcp, balance leastconn, 64 servers; **nginx** = nginx stream, "
           "least_conn, 64 servers. Latency = connect() to first byte.\n")
@@ -80,7 +82,7 @@ def conn_section(res):
         print()
         print("| ratio (per-connection time) | of medians | per round (min-max) | target |")
         print("|---|---:|---:|---|")
-        for den, key in (("direct", "vip/direct per-connection time"),
+        for den, key in (("direct", "vip/direct per-connection time"), ("direct64", None),
                          ("haproxy", "vip/haproxy per-connection time"), ("nginx", None)):
             if "vip" not in m or den not in m:
                 continue
@@ -176,11 +178,13 @@ def ctl_section(res):
           "(tests/fake_worker.py --many) answers every GetLoads. cycle = GetLoads sent to "
           "tables published (smg_steer_cycle_seconds); publish = scoring, publishing and "
           "draining (smg_steer_publish_seconds), the daemon's own part. Daemon CPU is user + "
-          "system time of all its threads per cycle, measured over the sampled cycles.\n")
+          "system time of all its threads per cycle, over a window of cycles with no "
+          "/metrics scrapes (rendering /metrics costs the daemon CPU too: its time per scrape "
+          "is the last column but one).\n")
     print("| backends | services | cycle ms median (max) | publish ms median (max) | VmRSS MiB | "
           "VmHWM MiB | daemon CPU ms/cycle (user+sys) | fake worker CPU % | mean poll ms | "
-          "failed polls | healthy at end |")
-    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+          "failed polls | scrape ms | healthy at end |")
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     res_by = {}
     for n in sorted({int(r["backends"]) for r in runs}):
         rr = [r for r in runs if int(r["backends"]) == n]
@@ -200,7 +204,7 @@ def ctl_section(res):
               f"{med(rr, 'vmhwm_kib') / 1024:.1f} | {cpu_u + cpu_s:.0f} ({cpu_u:.0f}+{cpu_s:.0f}) | "
               f"{med(rr, 'worker_cpu_pct'):.0f} | {med(rr, 'poll_mean_ms'):.1f} | "
               f"{bad} of {ok + bad} ({100 * bad / max(ok + bad, 1):.1f}%) | "
-              f"{int(med(rr, 'healthy'))} |")
+              f"{med(rr, 'scrape_ms'):.1f} | {int(med(rr, 'healthy'))} |")
     print()
     if 1000 in res_by and 100 in res_by:
         cyc, rss = res_by[1000]
@@ -220,6 +224,14 @@ def main():
         with open(machine) as f:
             print(f.read().replace("# Machine", "## Machine").replace("# Commands",
                                                                       "## Commands"))
+    load = os.path.join(res, "load.txt")
+    if os.path.exists(load):
+        print("## Load on the machine during the run\n")
+        print("The machine is shared; these are /proc/loadavg readings (2 cores):\n")
+        with open(load) as f:
+            for line in f:
+                print(f"- {line.strip()}")
+        print()
     conn_section(res)
     wrk_section(res)
     dec_section(res)

@@ -9,6 +9,7 @@
 # at a time. Every run is deterministic (seed in the CSV), so the same
 # command gives byte-identical results.csv.
 set -eu
+export LC_ALL=C # file order, sort and number formats the same everywhere
 
 usage() {
 	echo "usage: $0 OUTDIR [--quick]" >&2
@@ -18,7 +19,10 @@ usage() {
 [ $# -ge 1 ] || usage
 out=$1
 quick=0
-[ $# -ge 2 ] && { [ "$2" = "--quick" ] && quick=1 || usage; }
+if [ $# -ge 2 ]; then
+	[ "$2" = "--quick" ] || usage
+	quick=1
+fi
 
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../.." && pwd)
@@ -79,6 +83,7 @@ job 61-tput "--scenario tput-measured --requests $n_abl --tput measured --polici
 # Two at a time, each into its own file; merged in label order.
 export sim work
 start=$(date +%s)
+# shellcheck disable=SC2016 # $1 and $2 are the inner shell's
 tr '\t' '\n' <"$jobs" | xargs -d '\n' -n 2 -P 2 sh -c '
 	label=$1; args=$2
 	# shellcheck disable=SC2086
@@ -86,7 +91,7 @@ tr '\t' '\n' <"$jobs" | xargs -d '\n' -n 2 -P 2 sh -c '
 ' sh
 {
 	"$sim" --csv-header
-	for f in $(ls "$work"/*.csv | sort); do cat "$f"; done
+	for f in "$work"/*.csv; do cat "$f"; done
 } >"$out/results.csv"
 echo "steer-sim: $(($(wc -l <"$out/results.csv") - 1)) rows in $(($(date +%s) - start)) s -> $out/results.csv" >&2
 
