@@ -360,8 +360,8 @@ int steer_sockops(struct bpf_sock_ops *skops)
 		st->flags |= STEER_SK_LIVE;
 		__sync_fetch_and_add(&s->live, 1);
 		/* Ask for state changes so that the close is seen. */
-		bpf_sock_ops_cb_flags_set(skops,
-					  skops->bpf_sock_ops_cb_flags | BPF_SOCK_OPS_STATE_CB_FLAG);
+		bpf_sock_ops_cb_flags_set(skops, skops->bpf_sock_ops_cb_flags |
+							 BPF_SOCK_OPS_STATE_CB_FLAG);
 		return 1;
 	}
 	if (skops->args[1] == BPF_TCP_CLOSE && (st->flags & STEER_SK_LIVE)) {

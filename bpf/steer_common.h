@@ -21,10 +21,10 @@
 
 /* ---- Capacity -------------------------------------------------------- */
 
-#define STEER_MAX_SERVICES 64	/* virtual addresses */
-#define STEER_MAX_BACKENDS 256	/* backends per service table */
+#define STEER_MAX_SERVICES 64  /* virtual addresses */
+#define STEER_MAX_BACKENDS 256 /* backends per service table */
 #define STEER_MAX_SLOTS (STEER_MAX_SERVICES * STEER_MAX_BACKENDS)
-#define STEER_MAX_DRAINED 4096	/* persisted drained backend addresses */
+#define STEER_MAX_DRAINED 4096 /* persisted drained backend addresses */
 
 /* ---- Defaults (the same names and values as smg's least_load) --------- */
 
@@ -33,16 +33,16 @@
 
 /* ---- Pinned object names: prefixed "steer_", at most 15 characters ---- */
 
-#define STEER_MAP_GEN "steer_gen"	   /* ARRAY_OF_MAPS[1] -> current table generation */
-#define STEER_MAP_TABLES "steer_tables"	   /* pin of the current generation, for bpftool */
-#define STEER_MAP_SLOTS "steer_slots"	   /* ARRAY[slot] of struct steer_slot, mmapable */
-#define STEER_MAP_SVCST "steer_svcst"	   /* ARRAY[svc_id] of struct steer_svc_stats, mmapable */
-#define STEER_MAP_SK "steer_sk"		   /* SK_STORAGE of struct steer_sk */
-#define STEER_MAP_SVCID "steer_svcid"	   /* HASH vip -> svc_id, the user-space registry */
-#define STEER_MAP_BKSLOT "steer_bkslot"	   /* HASH (vip, backend) -> slot, the registry */
-#define STEER_MAP_DRAIN "steer_drain"	   /* HASH backend address -> drain flag, persisted */
-#define STEER_MAP_BKINFO "steer_bkinfo"	   /* ARRAY[slot] of struct steer_bk_info, mmapable */
-#define STEER_MAP_PORTS "steer_ports"	   /* ARRAY[1] of struct steer_ports, mmapable */
+#define STEER_MAP_GEN "steer_gen"	/* ARRAY_OF_MAPS[1] -> current table generation */
+#define STEER_MAP_TABLES "steer_tables" /* pin of the current generation, for bpftool */
+#define STEER_MAP_SLOTS "steer_slots"	/* ARRAY[slot] of struct steer_slot, mmapable */
+#define STEER_MAP_SVCST "steer_svcst"	/* ARRAY[svc_id] of struct steer_svc_stats, mmapable */
+#define STEER_MAP_SK "steer_sk"		/* SK_STORAGE of struct steer_sk */
+#define STEER_MAP_SVCID "steer_svcid"	/* HASH vip -> svc_id, the user-space registry */
+#define STEER_MAP_BKSLOT "steer_bkslot" /* HASH (vip, backend) -> slot, the registry */
+#define STEER_MAP_DRAIN "steer_drain"	/* HASH backend address -> drain flag, persisted */
+#define STEER_MAP_BKINFO "steer_bkinfo" /* ARRAY[slot] of struct steer_bk_info, mmapable */
+#define STEER_MAP_PORTS "steer_ports"	/* ARRAY[1] of struct steer_ports, mmapable */
 #define STEER_LINK_CONNECT4 "steer_lnk_c4"
 #define STEER_LINK_CONNECT6 "steer_lnk_c6"
 #define STEER_LINK_PEER4 "steer_lnk_gp4"
@@ -127,8 +127,8 @@ struct steer_slot {
 	__u64 steered;	       /* connections placed by score */
 	__u64 fallbacks;       /* connections placed round-robin because the table expired */
 	__s64 live;	       /* connections established and not yet closed */
-	__u32 gen;	       /* bumped when the slot changes owner; older sockets' closes are ignored */
-	__u32 flags;	       /* STEER_SLOT_* */
+	__u32 gen;   /* bumped when the slot changes owner; older sockets' closes are ignored */
+	__u32 flags; /* STEER_SLOT_* */
 	__u64 reserved[3];
 };
 
@@ -180,6 +180,7 @@ struct steer_bk_info {
 	__u64 throughput_mtps; /* milli-tokens per second, as scored */
 	__u64 work_ns;	       /* ns; queued_tokens / throughput */
 	__u64 barrier_ns;      /* ns; kv_pressure_weight * k / (1 - k) */
+	__u64 phase_ns;	       /* ns; random anti-herding offset (--peer-routers > 1), else 0 */
 	__u64 snapshot_ns;     /* CLOCK_MONOTONIC of the last good snapshot; 0: never */
 	__u64 updated_ns;      /* CLOCK_MONOTONIC of this record */
 	__u32 kv_ppm;	       /* KV usage k, parts per million, as scored (clamped) */

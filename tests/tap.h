@@ -33,32 +33,32 @@ static void tap_diag(const char *file, int line, const char *expr, const char *f
 	fflush(stdout);
 }
 
-#define CHECK(cond, ...)                                                                   \
-	do {                                                                               \
-		if (!(cond)) {                                                             \
-			tap_diag(__FILE__, __LINE__, #cond, __VA_ARGS__);                  \
-			return;                                                            \
-		}                                                                          \
+#define CHECK(cond, ...)                                                  \
+	do {                                                              \
+		if (!(cond)) {                                            \
+			tap_diag(__FILE__, __LINE__, #cond, __VA_ARGS__); \
+			return;                                           \
+		}                                                         \
 	} while (0)
 
 /* Like CHECK, for helpers that return int (0 ok, -1 failed). */
-#define CHECK_RC(cond, ...)                                                                \
-	do {                                                                               \
-		if (!(cond)) {                                                             \
-			tap_diag(__FILE__, __LINE__, #cond, __VA_ARGS__);                  \
-			return -1;                                                         \
-		}                                                                          \
+#define CHECK_RC(cond, ...)                                               \
+	do {                                                              \
+		if (!(cond)) {                                            \
+			tap_diag(__FILE__, __LINE__, #cond, __VA_ARGS__); \
+			return -1;                                        \
+		}                                                         \
 	} while (0)
 
-#define TAP_RUN(fn)                                                                        \
-	do {                                                                               \
-		tap_current_failed = 0;                                                    \
-		fn();                                                                      \
-		tap_count++;                                                               \
-		if (tap_current_failed)                                                    \
-			tap_failures++;                                                    \
+#define TAP_RUN(fn)                                                                         \
+	do {                                                                                \
+		tap_current_failed = 0;                                                     \
+		fn();                                                                       \
+		tap_count++;                                                                \
+		if (tap_current_failed)                                                     \
+			tap_failures++;                                                     \
 		printf("%sok %d - %s\n", tap_current_failed ? "not " : "", tap_count, #fn); \
-		fflush(stdout);                                                            \
+		fflush(stdout);                                                             \
 	} while (0)
 
 static inline int tap_done(void)

@@ -35,7 +35,8 @@ static char err[512];
 
 static int open_dp(void)
 {
-	struct steer_dp_opts o = { .pin_dir = testenv_pin_dir(), .cgroup = testenv_cgroup(),
+	struct steer_dp_opts o = { .pin_dir = testenv_pin_dir(),
+				   .cgroup = testenv_cgroup(),
 				   .own = true };
 
 	return steer_dp_open(&o, &dp, err, sizeof(err));
@@ -43,8 +44,8 @@ static int open_dp(void)
 
 /* Publish the IPv4 service: backends idx[0..n) with the given costs; all NB
  * backends configured. */
-static int publish4(const int *idx, const double *base_ns, const double *npt, int n,
-		    uint64_t ttl, bool allow_empty)
+static int publish4(const int *idx, const double *base_ns, const double *npt, int n, uint64_t ttl,
+		    bool allow_empty)
 {
 	struct steer_dp_cost cost[NB];
 	struct steer_dp_service s = {
@@ -174,8 +175,7 @@ static int run_against_reference(const int *idx, const double *base, const doubl
 		inflight[want] += STEER_DEFAULT_CREDIT_TOKENS;
 	}
 	for (i = 0; i < n; i++)
-		CHECK_RC(steer_dp_inflight_read(dp, slot4(idx[i])) ==
-				 (uint64_t)inflight[idx[i]],
+		CHECK_RC(steer_dp_inflight_read(dp, slot4(idx[i])) == (uint64_t)inflight[idx[i]],
 			 "b%d in-flight %llu, reference %llu", idx[i],
 			 (unsigned long long)steer_dp_inflight_read(dp, slot4(idx[i])),
 			 (unsigned long long)inflight[idx[i]]);
@@ -349,8 +349,12 @@ static void test_ipv6_service(void)
 		{ .addr = addr6[0], .base_wait_ns = 5e6, .ns_per_token = 1000 },
 		{ .addr = addr6[1], .base_wait_ns = 1e6, .ns_per_token = 1000 },
 	};
-	struct steer_dp_service s = { .vip = vip6, .configured = addr6, .n_configured = 2,
-				      .table = cost, .n_table = 2, .ttl_ns = TTL_LONG };
+	struct steer_dp_service s = { .vip = vip6,
+				      .configured = addr6,
+				      .n_configured = 2,
+				      .table = cost,
+				      .n_table = 2,
+				      .ttl_ns = TTL_LONG };
 	struct sockaddr_storage peer;
 	char name[32], p[64];
 	int rc;
@@ -455,8 +459,7 @@ static void test_drained_backend_gets_nothing(void)
 	int i;
 
 	CHECK(publish4(idx, base, npt, 2, TTL_LONG, false) == 0, "publish: %s", err);
-	CHECK(steer_dp_set_drained(dp, &addr4[10], true, err, sizeof(err)) == 0, "drain: %s",
-	      err);
+	CHECK(steer_dp_set_drained(dp, &addr4[10], true, err, sizeof(err)) == 0, "drain: %s", err);
 	CHECK(steer_dp_is_drained(dp, &addr4[10]), "drain not recorded");
 	for (i = 0; i < 10; i++) {
 		CHECK(connect_name(VIP4, name, sizeof(name)) == 0, "connect");
@@ -491,11 +494,16 @@ static void test_invalid_input_publishes_nothing(void)
 	int idx[2] = { 12, 13 };
 	double base[2] = { 0, 1e6 }, npt[2] = { 1000, 1000 };
 	struct steer_addr many[STEER_MAX_BACKENDS + 1], dup[2] = { addr4[0], addr4[0] };
-	struct steer_dp_cost cost[2] = { { .addr = addr4[0], .base_wait_ns = 1, .ns_per_token = 1 },
-					 { .addr = addr4[1], .base_wait_ns = 1,
-					   .ns_per_token = 1 } };
-	struct steer_dp_service s = { .vip = vip4, .configured = addr4, .n_configured = NB,
-				      .table = cost, .n_table = 2, .ttl_ns = TTL_LONG };
+	struct steer_dp_cost cost[2] = {
+		{ .addr = addr4[0], .base_wait_ns = 1, .ns_per_token = 1 },
+		{ .addr = addr4[1], .base_wait_ns = 1, .ns_per_token = 1 }
+	};
+	struct steer_dp_service s = { .vip = vip4,
+				      .configured = addr4,
+				      .n_configured = NB,
+				      .table = cost,
+				      .n_table = 2,
+				      .ttl_ns = TTL_LONG };
 	struct steer_view v;
 	uint64_t gen_before;
 	char name[32];
@@ -577,14 +585,16 @@ static void test_pins_names_permissions_and_bpftool(void)
 		 "bpftool map dump pinned %s/steer_tables | grep -q '\"base_wait_ns\"'", dir);
 	CHECK(test_system("%s", cmd) == 0, "bpftool dump of steer_tables lacks named fields");
 	snprintf(cmd, sizeof(cmd),
-		 "bpftool map lookup pinned %s/steer_slots key 0 0 0 0 | grep -q '\"inflight_tokens\"'",
+		 "bpftool map lookup pinned %s/steer_slots key 0 0 0 0 | grep -q "
+		 "'\"inflight_tokens\"'",
 		 dir);
 	CHECK(test_system("%s", cmd) == 0, "bpftool lookup of steer_slots lacks named fields");
 }
 
 static void test_second_owner_is_refused(void)
 {
-	struct steer_dp_opts o = { .pin_dir = testenv_pin_dir(), .cgroup = testenv_cgroup(),
+	struct steer_dp_opts o = { .pin_dir = testenv_pin_dir(),
+				   .cgroup = testenv_cgroup(),
 				   .own = true };
 	struct steer_dp *other = NULL;
 	int rc = steer_dp_open(&o, &other, err, sizeof(err));
@@ -655,8 +665,8 @@ static void test_second_process_adopts_without_a_gap(void)
 	pthread_join(thr, NULL);
 	CHECK(open_dp() == 0, "reopen: %s", err);
 	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child failed: status %d", st);
-	CHECK(l.failed == 0 && l.ok > 0, "during the handover %d connects failed, %d ok",
-	      l.failed, l.ok);
+	CHECK(l.failed == 0 && l.ok > 0, "during the handover %d connects failed, %d ok", l.failed,
+	      l.ok);
 	CHECK(connect_name(VIP4, name, sizeof(name)) == 0 && strcmp(name, "b15") == 0,
 	      "the adopter's table is not in force: %s", name);
 	CHECK(slot4(14) == slot_before, "slot changed across adoption");

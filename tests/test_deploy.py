@@ -34,7 +34,8 @@ CTL = os.path.join(BUILD, "smg-steerctl")
 MAN = os.path.join(DOCS, "man", "smg-steerd.8")
 # Long options of other tools that the docs show: kubectl (--dry-run, --from-file),
 # setpriv (--bounding-set, --inh-caps), systemctl (--now).
-FOREIGN_FLAGS = {"--dry-run", "--from-file", "--bounding-set", "--inh-caps", "--now"}
+# tools/sim/run.sh takes --quick.
+FOREIGN_FLAGS = {"--dry-run", "--from-file", "--bounding-set", "--inh-caps", "--now", "--quick"}
 
 t = Tap()
 
@@ -387,7 +388,8 @@ def doc_files():
 
 
 with t.case("every flag the docs mention exists (smg-steerd/smg-steerctl --help, or a named tool)"):
-    known = help_flags(STEERD) | help_flags(CTL) | help_flags(sys.executable, RENDER) | FOREIGN_FLAGS
+    known = help_flags(STEERD) | help_flags(CTL) | help_flags(sys.executable, RENDER) | \
+        help_flags(os.path.join(BUILD, "steer-sim")) | FOREIGN_FLAGS
     t.check({"--keep-pinned", "--pin-path", "--output"} <= known, "help texts look wrong")
     stale = {}
     files = doc_files()

@@ -849,6 +849,38 @@ static void test_live_estimate_scales_with_peer_routers(void)
 	CHECK(steer_policy_credit(&f.p) * f.sc[1].ns_per_token_u == 2048000000ULL, "credit");
 }
 
+/* The anti-herding phase: nothing with one router; with N, u x one credit at
+ * the backend's ns per token, added to the base in the kernel's units. */
+static void test_phase_only_with_peer_routers(void)
+{
+	struct fleet f;
+	uint64_t base;
+
+	fleet_init(&f, 1);
+	CHECK(set_snapshot(&f.in[0], 1000, 0.0, 2000.0) == 0, "snapshot");
+	fleet_score(&f);
+	base = f.sc[0].base_wait_ns; /* 1000 / 2000 = 0.5 s */
+	CHECK(base == 500000000ULL, "base %llu", (unsigned long long)base);
+	steer_policy_add_phase(&f.p, &f.sc[0], 0.5);
+	CHECK(f.sc[0].base_wait_ns == base && f.sc[0].phase_s == 0, "phase with one router");
+
+	f.p.peer_routers = 4;
+	fleet_score(&f);
+	steer_policy_add_phase(&f.p, &f.sc[0], 0.5);
+	/* 0.5 x (1024 x 4 tokens) x 500000 ns/token = 1.024 s */
+	CHECK(f.sc[0].base_wait_ns == base + 1024000000ULL, "base %llu",
+	      (unsigned long long)f.sc[0].base_wait_ns);
+	CHECK(fabs(f.sc[0].phase_s - 1.024) < 1e-9 && fabs(f.sc[0].base_wait_s - 1.524) < 1e-9,
+	      "phase %.9f base %.9f", f.sc[0].phase_s, f.sc[0].base_wait_s);
+	fleet_score(&f);
+	steer_policy_add_phase(&f.p, &f.sc[0], 0.0);
+	CHECK(f.sc[0].base_wait_ns == base, "u = 0 adds nothing");
+	steer_policy_add_phase(&f.p, &f.sc[0], NAN);
+	CHECK(f.sc[0].base_wait_ns == base, "u = NaN adds nothing");
+	steer_policy_add_phase(&f.p, &f.sc[0], 7.0);
+	CHECK(f.sc[0].base_wait_ns < base + 2048000000ULL, "u >= 1 stays below one credit");
+}
+
 static void test_policy_check_names_the_knob(void)
 {
 	static const struct bad_knob cases[] = {
@@ -955,6 +987,7 @@ int main(void)
 	TAP_RUN(test_dark_fleet_is_join_shortest_queue);
 	TAP_RUN(test_credit_is_prefill_times_peer_routers);
 	TAP_RUN(test_live_estimate_scales_with_peer_routers);
+	TAP_RUN(test_phase_only_with_peer_routers);
 	TAP_RUN(test_policy_check_names_the_knob);
 	TAP_RUN(test_total_s_is_the_upstream_score);
 	return tap_done();

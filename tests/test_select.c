@@ -219,8 +219,7 @@ static void test_ties_go_to_the_earlier_position(void)
 		slots[10 + i].inflight_tokens = 0;
 	}
 	steer_select(&t, slot_at, NULL, 1, &p);
-	CHECK(p.found && p.pos == 0 && p.score == STEER_U64_MAX, "found=%u pos=%u", p.found,
-	      p.pos);
+	CHECK(p.found && p.pos == 0 && p.score == STEER_U64_MAX, "found=%u pos=%u", p.found, p.pos);
 }
 
 static void test_drained_and_empty(void)

@@ -43,10 +43,13 @@ static void test_work_is_conserved(void)
 	uint32_t i;
 
 	/* Stop at the last arrival, with queues still full, under a policy
-	 * that overloads the slow workers. */
+	 * that overloads the slow workers, and with less KV than the default
+	 * (32k: the smallest that holds the largest request plus a margin)
+	 * so that preemptions re-queue work too. */
 	small_config(&c, SIM_POL_RR);
 	c.drain = false;
 	c.load = 0.9;
+	c.kv_tokens = 32768;
 	CHECK(run(&c, &r) == 0, "run failed");
 	CHECK(r.arrived == c.warmup + c.requests, "arrived %llu", (unsigned long long)r.arrived);
 	CHECK(r.queued_tokens_end > 0, "the test needs work left at the end");

@@ -159,8 +159,7 @@ int testenv_init(const char *name)
 		return -1;
 	}
 	snprintf(cg_dir, sizeof(cg_dir), "%s/smg-steer-test-%s-%d", cg_root, name, (int)getpid());
-	snprintf(pin_dir, sizeof(pin_dir), "/sys/fs/bpf/smg-steer-test-%s-%d", name,
-		 (int)getpid());
+	snprintf(pin_dir, sizeof(pin_dir), "/sys/fs/bpf/smg-steer-test-%s-%d", name, (int)getpid());
 	atexit(cleanup);
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);

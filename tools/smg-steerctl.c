@@ -748,6 +748,9 @@ static void explain_inputs_text(const struct steer_bk_info *info)
 	       fmt_ms(info->work_ns, t, sizeof(t)));
 	printf("    KV usage:       %.2f %% -> KV barrier term %s\n", (double)info->kv_ppm / 1e4,
 	       fmt_ms(info->barrier_ns, t, sizeof(t)));
+	if (info->phase_ns)
+		printf("    phase:          %s (random anti-herding offset, --peer-routers > 1)\n",
+		       fmt_ms(info->phase_ns, t, sizeof(t)));
 }
 
 static void explain_backend_text(const struct steer_dp *dp, const struct steer_view_backend *b)
@@ -764,7 +767,7 @@ static void explain_backend_text(const struct steer_dp *dp, const struct steer_v
 	}
 	printf("rank %d%s\n", b->rank, b->drained ? " (drained: skipped)" : "");
 	explain_inputs_text(info);
-	printf("    base wait:      %s (published: work + barrier)\n",
+	printf("    base wait:      %s (published: work + barrier + phase)\n",
 	       fmt_ms(b->base_wait_ns, t1, sizeof(t1)));
 	inflight_ns = steer_sat_mul(b->ctr.inflight_tokens, b->ns_per_token);
 	printf("    in-flight term: %llu tokens x %llu ns/token = %s\n",
@@ -871,6 +874,7 @@ static struct json_object *json_backend_explain(const struct steer_dp *dp,
 	jadd_u64(o, "work_ns", info->work_ns);
 	jadd_u64(o, "kv_ppm", info->kv_ppm);
 	jadd_u64(o, "barrier_ns", info->barrier_ns);
+	jadd_u64(o, "phase_ns", info->phase_ns);
 	jadd_u64(o, "dp_ranks", info->dp_ranks);
 	jadd(o, "inflight_ns", ranked ? json_object_new_uint64(inflight_ns) : NULL);
 	jadd(o, "score_ns",

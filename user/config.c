@@ -107,7 +107,7 @@ struct ctx {
 	char config_path[PATH_MAX];
 	struct layer flags, top;
 	bool flag_vip_given;
-	bool check_only; /* --check-config */
+	bool check_only;	       /* --check-config */
 	struct service_draft flag_svc; /* --vip and --backend */
 	struct service_draft *svcs;    /* from the file, then merged with flag_svc */
 	size_t n_svcs;

@@ -33,7 +33,7 @@
 #include "steer.skel.h"
 
 #define NO_SLOT UINT32_MAX
-#define STEER_PIN_DIR_MAX 200 /* leaves room for the object names in PATH_MAX */
+#define STEER_PIN_DIR_MAX 200	       /* leaves room for the object names in PATH_MAX */
 #define HASH_CAP (2 * STEER_MAX_SLOTS) /* power of two, load factor <= 1/2 */
 
 struct steer_dp {
@@ -270,8 +270,7 @@ static void generation_load(struct steer_dp *dp)
 	struct steer_addr k, next;
 	void *prev;
 
-	for (prev = NULL; t && cur >= 0 && bpf_map_get_next_key(cur, prev, &next) == 0;
-	     prev = &k) {
+	for (prev = NULL; t && cur >= 0 && bpf_map_get_next_key(cur, prev, &next) == 0; prev = &k) {
 		k = next;
 		if (bpf_map_lookup_elem(cur, &k, t) == 0 && t->generation > dp->generation)
 			dp->generation = t->generation;
@@ -290,8 +289,7 @@ static int registry_load(struct steer_dp *dp, char *err, size_t errlen)
 
 	memset(dp->svc_used, 0, sizeof(dp->svc_used));
 	memset(dp->slot_used, 0, sizeof(dp->slot_used));
-	for (prev = NULL; bpf_map_get_next_key(dp->svcid_fd, prev, &next_vip) == 0;
-	     prev = &vip) {
+	for (prev = NULL; bpf_map_get_next_key(dp->svcid_fd, prev, &next_vip) == 0; prev = &vip) {
 		vip = next_vip;
 		if (bpf_map_lookup_elem(dp->svcid_fd, &vip, &v) == 0 && v < STEER_MAX_SERVICES) {
 			dp->svc_used[v] = true;
@@ -323,7 +321,8 @@ static int ensure_bpffs(const char *pin_dir, char *err, size_t errlen)
 	if (strncmp(pin_dir, "/sys/fs/bpf/", 12) != 0)
 		return 0; /* the caller chose another bpffs mount; checked below */
 	if (mount("bpf", "/sys/fs/bpf", "bpf", 0, "mode=0700") != 0)
-		return seterr(err, errlen, errno, "bpffs is not mounted at /sys/fs/bpf and mounting it failed: %s",
+		return seterr(err, errlen, errno,
+			      "bpffs is not mounted at /sys/fs/bpf and mounting it failed: %s",
 			      strerror(errno));
 	return 0;
 }
@@ -357,7 +356,8 @@ static int take_lock(struct steer_dp *dp, char *err, size_t errlen)
 			      strerror(errno));
 	if (flock(dp->lock_fd, LOCK_EX | LOCK_NB) != 0)
 		return seterr(err, errlen, EBUSY,
-			      "another smg-steerd already owns %s; stop it first, or use another --pin-path",
+			      "another smg-steerd already owns %s; stop it first, or use another "
+			      "--pin-path",
 			      dp->pin_dir);
 	return 0;
 }
@@ -442,7 +442,8 @@ static int open_pinned(struct steer_dp *dp, const char *name, int *fd, char *err
 
 		if (e == ENOENT)
 			return seterr(err, errlen, ENOENT,
-				      "nothing is pinned at %s (is smg-steerd running with this --pin-path?)",
+				      "nothing is pinned at %s (is smg-steerd running with this "
+				      "--pin-path?)",
 				      dp->pin_dir);
 		if (e == EACCES || e == EPERM)
 			return seterr(err, errlen, e, "permission denied opening %s: run as root",
@@ -463,8 +464,8 @@ static int cgroup_id_of(const char *path, uint64_t *id)
 }
 
 static const char *const link_names[5] = {
-	STEER_LINK_CONNECT4, STEER_LINK_CONNECT6, STEER_LINK_PEER4, STEER_LINK_PEER6,
-	STEER_LINK_SOCKOPS,
+	STEER_LINK_CONNECT4, STEER_LINK_CONNECT6, STEER_LINK_PEER4,
+	STEER_LINK_PEER6,    STEER_LINK_SOCKOPS,
 };
 
 static struct bpf_program *link_prog(struct steer_dp *dp, int i)
@@ -507,7 +508,8 @@ static int attach_or_adopt_links(struct steer_dp *dp, char *err, size_t errlen)
 			    info.type == BPF_LINK_TYPE_CGROUP && info.cgroup.cgroup_id != want_id) {
 				bpf_link__destroy(l);
 				rc = seterr(err, errlen, EEXIST,
-					    "%s is attached to another cgroup (id %llu), not %s; detach the old instance first",
+					    "%s is attached to another cgroup (id %llu), not %s; "
+					    "detach the old instance first",
 					    path, (unsigned long long)info.cgroup.cgroup_id,
 					    dp->cgroup);
 				break;
@@ -529,8 +531,7 @@ static int attach_or_adopt_links(struct steer_dp *dp, char *err, size_t errlen)
 			break;
 		}
 		if (bpf_link__pin(l, path) != 0) {
-			rc = seterr(err, errlen, errno, "cannot pin %s: %s", path,
-				    strerror(errno));
+			rc = seterr(err, errlen, errno, "cannot pin %s: %s", path, strerror(errno));
 			bpf_link__destroy(l);
 			break;
 		}
@@ -559,7 +560,8 @@ static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list 
 	n = vsnprintf(buf, sizeof(buf), fmt, ap);
 	if (n > 0 && (size_t)n > keep) {
 		buf[keep] = 0;
-		return fprintf(stderr, "libbpf: %s\n... (%d more bytes; STEER_LIBBPF_DEBUG=1 prints all)\n",
+		return fprintf(stderr,
+			       "libbpf: %s\n... (%d more bytes; STEER_LIBBPF_DEBUG=1 prints all)\n",
 			       buf, n - (int)keep);
 	}
 	return fprintf(stderr, "%s", buf);
@@ -578,11 +580,13 @@ static int load_programs(struct steer_dp *dp, char *err, size_t errlen)
 	rc = steer_bpf__load(dp->skel);
 	if (rc == -EPERM || rc == -EACCES)
 		return seterr(err, errlen, rc,
-			      "cannot load the BPF programs (%s): needs CAP_BPF with CAP_PERFMON, or CAP_SYS_ADMIN",
+			      "cannot load the BPF programs (%s): needs CAP_BPF with CAP_PERFMON, "
+			      "or CAP_SYS_ADMIN",
 			      strerror(-rc));
 	if (rc)
 		return seterr(err, errlen, rc,
-			      "cannot load the BPF programs (%s); if %s holds maps of an older layout, detach that instance and remove it",
+			      "cannot load the BPF programs (%s); if %s holds maps of an older "
+			      "layout, detach that instance and remove it",
 			      strerror(-rc), dp->pin_dir);
 	return 0;
 }
@@ -593,10 +597,10 @@ static int open_maps(struct steer_dp *dp, char *err, size_t errlen)
 		const char *name;
 		int *fd;
 	} m[] = {
-		{ STEER_MAP_GEN, &dp->gen_fd },	      { STEER_MAP_SLOTS, &dp->slots_fd },
-		{ STEER_MAP_SVCST, &dp->svcst_fd },   { STEER_MAP_SK, &dp->sk_fd },
-		{ STEER_MAP_SVCID, &dp->svcid_fd },   { STEER_MAP_BKSLOT, &dp->bkslot_fd },
-		{ STEER_MAP_DRAIN, &dp->drain_fd },   { STEER_MAP_BKINFO, &dp->bkinfo_fd },
+		{ STEER_MAP_GEN, &dp->gen_fd },	    { STEER_MAP_SLOTS, &dp->slots_fd },
+		{ STEER_MAP_SVCST, &dp->svcst_fd }, { STEER_MAP_SK, &dp->sk_fd },
+		{ STEER_MAP_SVCID, &dp->svcid_fd }, { STEER_MAP_BKSLOT, &dp->bkslot_fd },
+		{ STEER_MAP_DRAIN, &dp->drain_fd }, { STEER_MAP_BKINFO, &dp->bkinfo_fd },
 		{ STEER_MAP_PORTS, &dp->ports_fd },
 	};
 	size_t i;
@@ -646,8 +650,7 @@ static int ensure_generation(struct steer_dp *dp, char *err, size_t errlen)
 		int e = errno;
 
 		close(fd);
-		return seterr(err, errlen, e, "cannot install a table generation: %s",
-			      strerror(e));
+		return seterr(err, errlen, e, "cannot install a table generation: %s", strerror(e));
 	}
 	close(fd);
 	return 0;
@@ -660,15 +663,15 @@ static void dp_init_fds(struct steer_dp *dp)
 	dp->ports_fd = -1;
 }
 
-int steer_dp_open(const struct steer_dp_opts *opts, struct steer_dp **out, char *err,
-		  size_t errlen)
+int steer_dp_open(const struct steer_dp_opts *opts, struct steer_dp **out, char *err, size_t errlen)
 {
 	struct steer_dp *dp;
 	int rc;
 
 	*out = NULL;
 	if (geteuid() != 0)
-		return seterr(err, errlen, EPERM, "smg-steer needs root (CAP_BPF, CAP_NET_ADMIN, CAP_SYS_ADMIN)");
+		return seterr(err, errlen, EPERM,
+			      "smg-steer needs root (CAP_BPF, CAP_NET_ADMIN, CAP_SYS_ADMIN)");
 	libbpf_set_print(libbpf_print);
 	dp = calloc(1, sizeof(*dp));
 	if (!dp)
@@ -746,7 +749,7 @@ void steer_dp_close(struct steer_dp *dp)
 		munmap(dp->bkinfo, dp->bkinfo_len);
 	if (dp->ports)
 		munmap(dp->ports, dp->ports_len);
-	int fds[] = { dp->gen_fd,   dp->slots_fd, dp->svcst_fd, dp->sk_fd,	dp->svcid_fd,
+	int fds[] = { dp->gen_fd,    dp->slots_fd, dp->svcst_fd, dp->sk_fd,	dp->svcid_fd,
 		      dp->bkslot_fd, dp->drain_fd, dp->btf_fd,	 dp->bkinfo_fd, dp->ports_fd };
 	for (i = 0; i < (int)(sizeof(fds) / sizeof(fds[0])); i++)
 		if (fds[i] >= 0)
@@ -761,7 +764,7 @@ void steer_dp_close(struct steer_dp *dp)
 int steer_dp_detach(struct steer_dp *dp, char *err, size_t errlen)
 {
 	static const char *const maps[] = {
-		STEER_MAP_GEN,	  STEER_MAP_TABLES, STEER_MAP_SLOTS, STEER_MAP_SVCST,
+		STEER_MAP_GEN,	  STEER_MAP_TABLES, STEER_MAP_SLOTS,  STEER_MAP_SVCST,
 		STEER_MAP_SK,	  STEER_MAP_SVCID,  STEER_MAP_BKSLOT, STEER_MAP_DRAIN,
 		STEER_MAP_BKINFO, STEER_MAP_PORTS,
 	};
@@ -934,7 +937,8 @@ static int validate_service(const struct steer_dp_service *s, char *err, size_t 
 
 	steer_addr_format(&s->vip, a, sizeof(a));
 	if (s->vip.proto != STEER_IPPROTO_TCP || !s->vip.port)
-		return seterr(err, errlen, EINVAL, "service %s: only TCP with a port is supported", a);
+		return seterr(err, errlen, EINVAL, "service %s: only TCP with a port is supported",
+			      a);
 	if (s->n_configured > STEER_MAX_BACKENDS)
 		return seterr(err, errlen, E2BIG, "service %s: %zu backends, at most %d", a,
 			      s->n_configured, STEER_MAX_BACKENDS);
@@ -949,12 +953,13 @@ static int validate_service(const struct steer_dp_service *s, char *err, size_t 
 
 		steer_addr_format(c, b, sizeof(b));
 		if (steer_addr_is_v4(c) != v4)
-			return seterr(err, errlen, EINVAL,
-				      "service %s: backend %s is not of the service's address family",
-				      a, b);
+			return seterr(
+				err, errlen, EINVAL,
+				"service %s: backend %s is not of the service's address family", a,
+				b);
 		if (c->proto != STEER_IPPROTO_TCP || !c->port)
-			return seterr(err, errlen, EINVAL, "service %s: backend %s needs a TCP port",
-				      a, b);
+			return seterr(err, errlen, EINVAL,
+				      "service %s: backend %s needs a TCP port", a, b);
 		for (j = 0; j < i; j++)
 			if (steer_addr_equal(c, &s->configured[j]))
 				return seterr(err, errlen, EEXIST,
@@ -966,15 +971,20 @@ static int validate_service(const struct steer_dp_service *s, char *err, size_t 
 
 		steer_addr_format(&c->addr, b, sizeof(b));
 		if (!isfinite(c->base_wait_ns) || c->base_wait_ns < 0)
-			return seterr(err, errlen, EINVAL,
-				      "service %s: backend %s: base_wait_ns must be finite and >= 0", a, b);
+			return seterr(
+				err, errlen, EINVAL,
+				"service %s: backend %s: base_wait_ns must be finite and >= 0", a,
+				b);
 		if (!isfinite(c->ns_per_token) || c->ns_per_token < 0)
-			return seterr(err, errlen, EINVAL,
-				      "service %s: backend %s: ns_per_token must be finite and >= 0", a, b);
+			return seterr(
+				err, errlen, EINVAL,
+				"service %s: backend %s: ns_per_token must be finite and >= 0", a,
+				b);
 		for (j = 0; j < i; j++)
 			if (steer_addr_equal(&c->addr, &s->table[j].addr))
 				return seterr(err, errlen, EEXIST,
-					      "service %s: backend %s appears twice in the table", a, b);
+					      "service %s: backend %s appears twice in the table",
+					      a, b);
 		for (j = 0; j < s->n_configured && !configured; j++)
 			configured = steer_addr_equal(&c->addr, &s->configured[j]);
 		if (!configured)
@@ -1022,7 +1032,8 @@ static int plan_service(struct steer_dp *dp, struct plan *p, const struct steer_
 			size_t j;
 
 			for (j = 0; j < s->n_configured && !still; j++)
-				still = steer_addr_equal(&p->slot_key[k].backend, &s->configured[j]);
+				still = steer_addr_equal(&p->slot_key[k].backend,
+							 &s->configured[j]);
 			if (!still) {
 				p->slot_used[k] = false;
 				p->slot_new[k] = false;
@@ -1061,7 +1072,8 @@ static int plan_service(struct steer_dp *dp, struct plan *p, const struct steer_
 		struct steer_entry *e = &items[k].e;
 		size_t j = 0;
 
-		while (j < s->n_configured && !steer_addr_equal(&s->configured[j], &s->table[k].addr))
+		while (j < s->n_configured &&
+		       !steer_addr_equal(&s->configured[j], &s->table[k].addr))
 			j++; /* found: validate_service checked that it is configured */
 
 		e->base_wait_ns = steer_u64_sat(s->table[k].base_wait_ns);
@@ -1247,8 +1259,7 @@ static void ports_set(struct steer_dp *dp, const struct plan *p, bool add_plan)
 }
 
 static int publish_plan(struct steer_dp *dp, const struct steer_dp_service *svcs, size_t n,
-			bool replace_all, const struct steer_addr *remove, char *err,
-			size_t errlen)
+			bool replace_all, const struct steer_addr *remove, char *err, size_t errlen)
 {
 	uint64_t now = steer_monotonic_ns();
 	struct plan *p;
@@ -1317,8 +1328,8 @@ static int publish_plan(struct steer_dp *dp, const struct steer_dp_service *svcs
 	return rc;
 }
 
-int steer_dp_publish(struct steer_dp *dp, const struct steer_dp_service *svcs, size_t n,
-		     char *err, size_t errlen)
+int steer_dp_publish(struct steer_dp *dp, const struct steer_dp_service *svcs, size_t n, char *err,
+		     size_t errlen)
 {
 	return publish_plan(dp, svcs, n, true, NULL, err, errlen);
 }
@@ -1329,8 +1340,7 @@ int steer_dp_publish_one(struct steer_dp *dp, const struct steer_dp_service *svc
 	return publish_plan(dp, svc, 1, false, NULL, err, errlen);
 }
 
-int steer_dp_unpublish(struct steer_dp *dp, const struct steer_addr *vip, char *err,
-		       size_t errlen)
+int steer_dp_unpublish(struct steer_dp *dp, const struct steer_addr *vip, char *err, size_t errlen)
 {
 	return publish_plan(dp, NULL, 0, false, vip, err, errlen);
 }

@@ -74,14 +74,13 @@ struct steer_dp_service {
  * Replace the whole set of services in one atomic swap. Services and
  * backends absent from svcs lose their tables and slots.
  */
-int steer_dp_publish(struct steer_dp *dp, const struct steer_dp_service *svcs, size_t n,
-		     char *err, size_t errlen);
+int steer_dp_publish(struct steer_dp *dp, const struct steer_dp_service *svcs, size_t n, char *err,
+		     size_t errlen);
 /* Replace (or add) one service, keeping every other published table. */
 int steer_dp_publish_one(struct steer_dp *dp, const struct steer_dp_service *svc, char *err,
 			 size_t errlen);
 /* Remove one service. */
-int steer_dp_unpublish(struct steer_dp *dp, const struct steer_addr *vip, char *err,
-		       size_t errlen);
+int steer_dp_unpublish(struct steer_dp *dp, const struct steer_addr *vip, char *err, size_t errlen);
 
 /* ---- Counters ------------------------------------------------------------ */
 
@@ -112,19 +111,19 @@ bool steer_dp_is_drained(const struct steer_dp *dp, const struct steer_addr *bac
 struct steer_view_backend {
 	struct steer_addr addr;
 	uint32_t slot;
-	int rank;		/* table position, -1 when not in the table */
-	uint64_t base_wait_ns;	/* valid when rank >= 0 */
-	uint64_t ns_per_token;	/* valid when rank >= 0 */
-	struct steer_slot ctr;	/* counters as read */
+	int rank;	       /* table position, -1 when not in the table */
+	uint64_t base_wait_ns; /* valid when rank >= 0 */
+	uint64_t ns_per_token; /* valid when rank >= 0 */
+	struct steer_slot ctr; /* counters as read */
 	bool drained;
 };
 
 struct steer_view_service {
 	struct steer_addr vip;
 	uint32_t svc_id;
-	bool published;		/* a table exists in the current generation */
-	uint64_t expires_ns;	/* CLOCK_MONOTONIC */
-	uint64_t published_ns;	/* CLOCK_MONOTONIC */
+	bool published;	       /* a table exists in the current generation */
+	uint64_t expires_ns;   /* CLOCK_MONOTONIC */
+	uint64_t published_ns; /* CLOCK_MONOTONIC */
 	uint64_t generation;
 	uint32_t credit_tokens;
 	uint32_t table_flags;

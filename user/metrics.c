@@ -330,8 +330,9 @@ static void write_cycle_gauges(FILE *f, const struct steer_metrics_snapshot *sna
 {
 	if (!snap->last_publish_ns)
 		return; /* no cycle completed yet */
-	write_family_header(f, "smg_steer_cycle_seconds", "gauge",
-			    "Duration of the last control-plane cycle: GetLoads sent to tables published.");
+	write_family_header(
+		f, "smg_steer_cycle_seconds", "gauge",
+		"Duration of the last control-plane cycle: GetLoads sent to tables published.");
 	fputs("smg_steer_cycle_seconds ", f);
 	write_double(f, snap->last_cycle_s);
 	fputc('\n', f);

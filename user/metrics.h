@@ -30,7 +30,7 @@ struct steer_metrics_backend {
 	double inflight_tokens; /* current in-flight counter */
 	int64_t live_connections;
 	bool healthy;
-	uint64_t steered_total;		      /* connections placed by score + fallbacks */
+	uint64_t steered_total;			/* connections placed by score + fallbacks */
 	uint64_t polls_total[STEER_POLL_KINDS]; /* by enum steer_poll_kind; NONE unused */
 };
 
@@ -49,17 +49,16 @@ struct steer_metrics_snapshot {
 	size_t n_services;
 	struct steer_metrics_backend *backends;
 	size_t n_backends;
-	uint64_t last_publish_ns;    /* CLOCK_MONOTONIC of the last successful publish; 0 none */
-	double last_cycle_s;	     /* last control-plane cycle: polls sent to publish done */
-	double last_publish_s;	     /* of which scoring, publishing and draining */
-	uint64_t healthy_within_ns;  /* /healthz is 200 while now - last_publish_ns <= this */
+	uint64_t last_publish_ns;   /* CLOCK_MONOTONIC of the last successful publish; 0 none */
+	double last_cycle_s;	    /* last control-plane cycle: polls sent to publish done */
+	double last_publish_s;	    /* of which scoring, publishing and draining */
+	uint64_t healthy_within_ns; /* /healthz is 200 while now - last_publish_ns <= this */
 };
 
 struct steer_metrics;
 
 /* listen: "127.0.0.1:9464" or "[::1]:9464". Returns 0 or a negative errno with err. */
-int steer_metrics_start(const char *listen, struct steer_metrics **out, char *err,
-			size_t errlen);
+int steer_metrics_start(const char *listen, struct steer_metrics **out, char *err, size_t errlen);
 /* Deep-copies snap. Safe against concurrent scrapes. */
 int steer_metrics_update(struct steer_metrics *m, const struct steer_metrics_snapshot *snap);
 void steer_metrics_stop(struct steer_metrics *m);

@@ -136,7 +136,7 @@ static double queued_tokens(const struct steer_policy *p, const struct steer_pol
 
 static void finish(struct steer_policy_score *s)
 {
-	s->base_wait_s = s->work_s + s->barrier_s;
+	s->base_wait_s = s->work_s + s->barrier_s + s->phase_s;
 	s->ns_per_token = 1e9 / s->throughput;
 	s->base_wait_ns = steer_policy_u64_sat(s->base_wait_s * 1e9);
 	s->ns_per_token_u = steer_policy_u64_sat(s->ns_per_token);
@@ -148,7 +148,7 @@ static void score_snapshot(const struct steer_policy *p, const struct steer_poli
 	s->mode = STEER_MODE_SNAPSHOT;
 	s->queued_tokens = queued_tokens(p, in, &s->queued_estimated);
 	s->throughput = usable_throughput(in->load.throughput) ? in->load.throughput
-								 : p->default_throughput;
+							       : p->default_throughput;
 	s->kv = clamp_kv(in->load.kv_usage);
 	s->work_s = s->queued_tokens / s->throughput;
 	s->barrier_s = p->kv_pressure_weight * s->kv / (1.0 - s->kv);
@@ -193,6 +193,22 @@ void steer_policy_score_all(const struct steer_policy *p, const struct steer_pol
 		else
 			score_from_live(p, &in[i], p->default_throughput, STEER_MODE_DARK, s);
 	}
+}
+
+void steer_policy_add_phase(const struct steer_policy *p, struct steer_policy_score *s, double u01)
+{
+	uint64_t phase;
+
+	if (p->peer_routers <= 1 || !(u01 > 0))
+		return;
+	if (u01 >= 1)
+		u01 = 0.999999;
+	/* In the kernel's units: a fraction of one credit at this backend's rate. */
+	phase = steer_policy_u64_sat(u01 * (double)steer_policy_credit(p) *
+				     (double)s->ns_per_token_u);
+	s->phase_s = (double)phase / 1e9;
+	s->base_wait_s = s->work_s + s->barrier_s + s->phase_s;
+	s->base_wait_ns = steer_sat_add(s->base_wait_ns, phase);
 }
 
 uint32_t steer_policy_credit(const struct steer_policy *p)

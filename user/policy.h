@@ -73,8 +73,8 @@ int steer_load_aggregate(const struct steer_rank_load *ranks, size_t n, struct s
 
 /* What the policy knows of one candidate backend. */
 struct steer_policy_input {
-	bool has_snapshot;     /* a fresh (not stale), valid snapshot */
-	struct steer_load load;	/* valid when has_snapshot */
+	bool has_snapshot;	/* a fresh (not stale), valid snapshot */
+	struct steer_load load; /* valid when has_snapshot */
 	/* Sticky: the backend has ever reported nonzero queued uncached tokens.
 	 * Until it does, a snapshot with waiting requests but zero uncached
 	 * tokens is read as an older engine that lacks the field. */
@@ -85,15 +85,16 @@ struct steer_policy_input {
 /* The score of one backend, every term kept for explanation. */
 struct steer_policy_score {
 	enum steer_mode mode;
-	double queued_tokens;	/* tokens in the work term (in-flight excluded) */
-	bool queued_estimated;	/* waiting requests x mean prefill */
-	double throughput;	/* tokens/s used to convert work to time */
-	double kv;		/* k as used, clamped to [0, 0.999] */
-	double work_s;		/* queued_tokens / throughput */
-	double barrier_s;	/* kv_pressure_weight * k / (1 - k) */
-	double base_wait_s;	/* work_s + barrier_s: what the daemon publishes */
-	double ns_per_token;	/* 1e9 / throughput */
-	uint64_t base_wait_ns;	/* published, saturated */
+	double queued_tokens;	 /* tokens in the work term (in-flight excluded) */
+	bool queued_estimated;	 /* waiting requests x mean prefill */
+	double throughput;	 /* tokens/s used to convert work to time */
+	double kv;		 /* k as used, clamped to [0, 0.999] */
+	double work_s;		 /* queued_tokens / throughput */
+	double barrier_s;	 /* kv_pressure_weight * k / (1 - k) */
+	double phase_s;		 /* anti-herding offset with several routers, see below */
+	double base_wait_s;	 /* work_s + barrier_s + phase_s: what the daemon publishes */
+	double ns_per_token;	 /* 1e9 / throughput */
+	uint64_t base_wait_ns;	 /* published, saturated */
 	uint64_t ns_per_token_u; /* published, saturated */
 };
 
@@ -117,6 +118,17 @@ bool steer_policy_fleet_has_loads(const struct steer_policy_input *in, size_t n)
  */
 void steer_policy_score_all(const struct steer_policy *p, const struct steer_policy_input *in,
 			    size_t n, struct steer_policy_score *out);
+
+/*
+ * With several routers (peer_routers > 1) each adds its own random offset of
+ * up to one credit's worth of time (credit x ns per token) to every base
+ * wait. The routers' tables then differ a little, so that right after a poll
+ * their first connections do not all land on the same best worker, which
+ * scaling the credit alone cannot prevent: every router starts from the same
+ * snapshot. u01 is uniform in [0, 1), from the caller's random source. With
+ * one router nothing changes.
+ */
+void steer_policy_add_phase(const struct steer_policy *p, struct steer_policy_score *s, double u01);
 
 /* Tokens the kernel credits per new connection: mean prefill x peer routers. */
 uint32_t steer_policy_credit(const struct steer_policy *p);

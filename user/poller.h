@@ -20,13 +20,13 @@
 struct steer_poller;
 
 struct steer_poll_result {
-	void *tag;		     /* as given to steer_poller_add */
-	enum steer_poll_kind kind;   /* OK, UNIMPLEMENTED, UNAVAILABLE, DEADLINE, INVALID, ERROR */
-	int grpc_status;	     /* grpc_status_code as received (0 for INVALID) */
-	char detail[200];	     /* status message or validation failure; "" for OK */
-	struct steer_load load;	     /* OK only: validated and aggregated across DP ranks */
-	uint64_t started_ns;	     /* CLOCK_MONOTONIC when the call was started */
-	uint64_t duration_ns;	     /* until the result */
+	void *tag;		   /* as given to steer_poller_add */
+	enum steer_poll_kind kind; /* OK, UNIMPLEMENTED, UNAVAILABLE, DEADLINE, INVALID, ERROR */
+	int grpc_status;	   /* grpc_status_code as received (0 for INVALID) */
+	char detail[200];	   /* status message or validation failure; "" for OK */
+	struct steer_load load;	   /* OK only: validated and aggregated across DP ranks */
+	uint64_t started_ns;	   /* CLOCK_MONOTONIC when the call was started */
+	uint64_t duration_ns;	   /* until the result */
 };
 
 /* grpc_init() is called by the first poller, grpc_shutdown() by the last free. */

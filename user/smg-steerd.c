@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <unistd.h>
 
 #include "config.h"
@@ -85,6 +86,7 @@ struct daemon {
 	uint64_t last_publish_ns;
 	uint64_t cycle_start_ns;
 	double last_cycle_s, last_publish_s;
+	uint64_t rng; /* xorshift64 state for the anti-herding phase */
 };
 
 /* ---- signals ----------------------------------------------------------------- */
@@ -129,7 +131,8 @@ static struct backend *backend_new(struct daemon *d, const struct steer_backend_
 	b->health = STEER_HEALTH_HEALTHY;
 	b->logged_kind = STEER_POLL_OK; /* only report what goes wrong, and recoveries */
 	max_backoff_ms = (uint32_t)(d->cfg.interval_ns / NS_PER_MS);
-	b->handle = steer_poller_add(d->poller, cfg->loads_str, b, max_backoff_ms ? max_backoff_ms : 1);
+	b->handle =
+		steer_poller_add(d->poller, cfg->loads_str, b, max_backoff_ms ? max_backoff_ms : 1);
 	if (b->handle < 0) {
 		log_error("%s: backend %s: cannot create a gRPC channel to %s: %s", s->vip_str,
 			  cfg->addr_str, cfg->loads_str, strerror(-b->handle));
@@ -282,7 +285,6 @@ static void start_polls(struct daemon *d)
 		}
 }
 
-
 static void observe_duration(struct service *s, uint64_t ns)
 {
 	double sec = (double)ns / 1e9;
@@ -305,7 +307,8 @@ static void log_poll_change(const struct service *s, struct backend *b,
 		log_info("%s: backend %s: GetLoads from %s is ok again", s->vip_str,
 			 b->cfg.addr_str, b->cfg.loads_str);
 	else if (r->kind == STEER_POLL_UNIMPLEMENTED)
-		log_info("%s: backend %s: %s does not implement GetLoads; scoring it from its live connections",
+		log_info("%s: backend %s: %s does not implement GetLoads; scoring it from its live "
+			 "connections",
 			 s->vip_str, b->cfg.addr_str, b->cfg.loads_str);
 	else
 		log_warn("%s: backend %s: GetLoads from %s failed: %s%s%s", s->vip_str,
@@ -405,6 +408,23 @@ static void idle_until(struct daemon *d, uint64_t deadline_ns)
 
 /* ---- scoring and publishing ----------------------------------------------------------- */
 
+/* Uniform in [0, 1). Every node seeds its own, so peers' phases differ. */
+static double random_unit(struct daemon *d)
+{
+	d->rng ^= d->rng << 13;
+	d->rng ^= d->rng >> 7;
+	d->rng ^= d->rng << 17;
+	return (double)(d->rng >> 11) / 9007199254740992.0; /* 2^53 */
+}
+
+static void seed_random(struct daemon *d)
+{
+	if (getrandom(&d->rng, sizeof(d->rng), 0) != sizeof(d->rng))
+		d->rng = steer_monotonic_ns() ^ ((uint64_t)getpid() << 32);
+	if (!d->rng)
+		d->rng = 0x9e3779b97f4a7c15ULL;
+}
+
 static bool is_drained(const struct daemon *d, const struct backend *b)
 {
 	return steer_dp_is_drained(d->dp, &b->cfg.addr);
@@ -484,6 +504,7 @@ static void score_service(struct daemon *d, struct service *s, struct backend **
 	for (k = 0; k < n; k++) {
 		struct backend *b = c[k];
 
+		steer_policy_add_phase(&s->policy, &sc[k], random_unit(d));
 		b->score = sc[k];
 		b->in_table = true;
 		b->live_at_score = (uint32_t)in[k].live_conns;
@@ -553,6 +574,7 @@ static void write_bk_info(struct daemon *d, struct service *s, uint64_t now)
 		info->throughput_mtps = steer_policy_u64_sat(b->score.throughput * 1000.0);
 		info->work_ns = steer_policy_u64_sat(b->score.work_s * 1e9);
 		info->barrier_ns = steer_policy_u64_sat(b->score.barrier_s * 1e9);
+		info->phase_ns = steer_policy_u64_sat(b->score.phase_s * 1e9);
 		info->kv_ppm = (__u32)(b->score.kv * 1e6);
 		info->live_at_score = b->live_at_score;
 		info->queued_estimated = b->score.queued_estimated;
@@ -628,7 +650,8 @@ static void publish_refusing_tables(struct daemon *d)
 		return;
 	}
 	for (i = 0; i < d->n_svcs; i++) {
-		struct steer_dp_service spec = { .vip = d->svcs[i].vip, .allow_empty = true,
+		struct steer_dp_service spec = { .vip = d->svcs[i].vip,
+						 .allow_empty = true,
 						 .ttl_ns = d->cfg.max_age_ns };
 		bool published = false;
 
@@ -647,11 +670,11 @@ static void publish_refusing_tables(struct daemon *d)
 
 /* ---- metrics ------------------------------------------------------------------------------ */
 
-static void fill_metrics_backend(struct daemon *d, const struct service *s,
-				 const struct backend *b, struct steer_metrics_backend *mb)
+static void fill_metrics_backend(struct daemon *d, const struct service *s, const struct backend *b,
+				 struct steer_metrics_backend *mb)
 {
-	const struct steer_slot *ctr = b->slot == NO_SLOT ? NULL
-							  : steer_dp_slot_counters(d->dp, b->slot);
+	const struct steer_slot *ctr =
+		b->slot == NO_SLOT ? NULL : steer_dp_slot_counters(d->dp, b->slot);
 	double inflight = ctr ? (double)steer_dp_inflight_read(d->dp, b->slot) : 0;
 
 	snprintf(mb->vip, sizeof(mb->vip), "%s", s->vip_str);
@@ -758,8 +781,8 @@ static void reload(struct daemon *d)
 	steer_config_free(&d->cfg);
 	d->cfg = next;
 	steer_log_set_level(d->cfg.log_level);
-	log_info("reloaded %s: %zu service(s)", d->cfg.config_path[0] ? d->cfg.config_path : "flags",
-		 d->n_svcs);
+	log_info("reloaded %s: %zu service(s)",
+		 d->cfg.config_path[0] ? d->cfg.config_path : "flags", d->n_svcs);
 	publish(d);
 }
 
@@ -858,6 +881,7 @@ int main(int argc, char **argv)
 	if (d.cfg.check_only)
 		return check_config(&d.cfg);
 	steer_log_set_level(d.cfg.log_level);
+	seed_random(&d);
 	install_signals();
 	rc = start(&d);
 	if (rc) {

@@ -9,14 +9,15 @@
  *
  * Prints one CSV row (--header prints the column names first):
  *   label,concurrency,seconds,connections,errors,conns_per_s,p50_us,p99_us,
- *   mean_us,per_conn_us,backends_seen
+ *   mean_us,per_conn_us,backends_seen,attempts
  * Latency is connect() called to the first byte read (CLOCK_MONOTONIC);
  * per_conn_us is the wall time one connection takes in a client thread,
  * socket() to close() included (seconds x concurrency / connections).
  * backends_seen counts distinct first bytes (onebyte writes its listener
  * index), a check that the path spread the load. --cgroup moves this process
  * into that cgroup first, so that the steering programs attached there see
- * its connects. Connections during the warm-up are not counted. --addr-count N
+ * its connects. Connections during the warm-up are not counted, except in
+ * attempts (every connect tried, for CPU-per-connection accounting). --addr-count N
  * spreads the connections round-robin over N consecutive IPv4 addresses from
  * --addr (same port): the client-side balancing anchor.
  */
@@ -43,6 +44,7 @@ struct worker {
 	uint32_t *lat_ns; /* one sample per counted connection */
 	size_t n, cap;
 	uint64_t errors;
+	uint64_t attempts; /* every connection tried, warm-up included */
 	uint64_t seen[256];
 	uint64_t done_ns; /* when this thread stopped */
 	bool oom;
@@ -113,6 +115,7 @@ static void *run(void *arg)
 		unsigned char byte = 0;
 		int64_t lat = one_connection(&target[next++ % (unsigned)n_targets], &byte);
 
+		w->attempts++;
 		if (t < warm_end_ns)
 			continue;
 		if (lat < 0) {
@@ -184,7 +187,7 @@ static void usage(void)
 static void report(const char *label, struct worker *w, int conc, uint64_t start_ns)
 {
 	size_t total = 0, k = 0, i;
-	uint64_t errors = 0, seen[256] = { 0 }, last = start_ns;
+	uint64_t errors = 0, attempts = 0, seen[256] = { 0 }, last = start_ns;
 	uint32_t *all;
 	double secs, sum = 0;
 	int distinct = 0, t;
@@ -192,6 +195,7 @@ static void report(const char *label, struct worker *w, int conc, uint64_t start
 	for (t = 0; t < conc; t++) {
 		total += w[t].n;
 		errors += w[t].errors;
+		attempts += w[t].attempts;
 		last = w[t].done_ns > last ? w[t].done_ns : last;
 		for (i = 0; i < 256; i++)
 			seen[i] += w[t].seen[i];
@@ -211,11 +215,12 @@ static void report(const char *label, struct worker *w, int conc, uint64_t start
 	for (i = 0; i < 256; i++)
 		distinct += seen[i] > 0;
 	secs = (double)(last - start_ns) / 1e9;
-	printf("%s,%d,%.3f,%zu,%llu,%.1f,%.2f,%.2f,%.2f,%.2f,%d\n", label, conc, secs, total,
+	printf("%s,%d,%.3f,%zu,%llu,%.1f,%.2f,%.2f,%.2f,%.2f,%d,%llu\n", label, conc, secs, total,
 	       (unsigned long long)errors, total ? (double)total / secs : 0.0,
 	       percentile_us(all, total, 0.50), percentile_us(all, total, 0.99),
 	       total ? sum / (double)total / 1000.0 : 0.0,
-	       total ? secs * conc * 1e6 / (double)total : 0.0, distinct);
+	       total ? secs * conc * 1e6 / (double)total : 0.0, distinct,
+	       (unsigned long long)attempts);
 	free(all);
 }
 
@@ -283,7 +288,7 @@ int main(int argc, char **argv)
 	}
 	if (header)
 		printf("label,concurrency,seconds,connections,errors,conns_per_s,p50_us,p99_us,"
-		       "mean_us,per_conn_us,backends_seen\n");
+		       "mean_us,per_conn_us,backends_seen,attempts\n");
 	pthread_barrier_init(&start_line, NULL, (unsigned)conc + 1);
 	start = now_ns() + 50000000ULL; /* threads are up by then */
 	warm_end_ns = start + (uint64_t)warm_ms * 1000000ULL;

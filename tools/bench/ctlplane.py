@@ -5,10 +5,13 @@ Called by tools/bench/run.sh inside its private network namespace:
 
     ctlplane.py --build build --tmp DIR --cgroup CG --pin-prefix /sys/fs/bpf/X \\
         --scales 100,1000,5000 --rounds 2 --warmup 3 --cycles 6 \\
-        --samples-csv ctl_cycles.csv --runs-csv ctl_runs.csv
+        --samples-csv ctl_cycles.csv --runs-csv ctl_runs.csv [--grpcmem-csv ctl_grpc.csv]
 
-One fake worker process (tests/fake_worker.py --many MAX) serves GetLoads on
-127.1.0.1, 127.1.0.2, ... port 30000 for the largest scale; a run at scale N
+One fake worker process serves GetLoads on 127.1.0.1, 127.1.0.2, ... port
+30000 for the largest scale: bench/fastworker (gRPC core in C, --worker fast,
+the default) or tests/fake_worker.py --many (--worker python, the reference
+implementation, which is too slow to answer thousands of calls per second
+and then sets the cycle length itself). A run at scale N
 configures the first N of them as backends (traffic address port 8000 on the
 same IP; nothing connects to it), in services of at most 250 backends
 (1,000 backends: 4 services, 5,000: 20), polled every second. Scales are
@@ -17,7 +20,9 @@ with a fresh daemon: after the warm-up, every completed cycle's
 smg_steer_cycle_seconds and smg_steer_publish_seconds are read from /metrics
 (a cycle is seen by smg_steer_table_publishes_total advancing), then VmRSS and
 VmHWM from /proc/PID/status, and the CPU time the daemon and the fake worker
-used over the sampled cycles (/proc/PID/stat). Each daemon removes its pins on
+used over a window of cycles without scrapes (/proc/PID/stat). With
+--grpcmem-csv, bench/grpcmem first measures what the same number of bare
+gRPC channels cost (one GetLoads call each): the memory anchor. Each daemon removes its pins on
 SIGTERM; the caller removes the pin prefix, cgroup and temp dir anyway.
 """
 import argparse
@@ -178,7 +183,7 @@ def sample_gauges(args, port, n_svcs, m):
 
 
 def run_one(args, rnd, n, worker, samples_out, runs_out):
-    tag = f"r{rnd}-{n}"
+    tag = f"{args.worker}-r{rnd}-{n}"
     cfg = os.path.join(args.tmp, f"ctl-{tag}.yaml")
     port = METRICS_PORT
     n_svcs = write_config(cfg, n, port)
@@ -219,19 +224,24 @@ def run_one(args, rnd, n, worker, samples_out, runs_out):
                    f"{int(healthy)},{int(ok1 - ok0)},{int(bad1 - bad0)},{rc}\n")
     samples_out.flush()
     runs_out.flush()
-    print(f"  control plane {n:5d} backends, round {rnd}: {len(samples)} cycles, "
+    print(f"  control plane, {args.worker} worker, {n:5d} backends, round {rnd}: "
+          f"{len(samples)} cycles, "
           f"RSS {rss / 1024:.1f} MiB, exit {rc}", flush=True)
 
 
 def start_worker(args, n):
     state = os.path.join(args.tmp, "fake-many.json")
-    ready = os.path.join(args.tmp, "fake-many.out")
+    ready = os.path.join(args.tmp, f"fake-many-{args.worker}.out")
     out = open(ready, "w")
-    w = spawn([PY, os.path.join(TOP, "tests", "fake_worker.py"), "--many", str(n),
-               "--base", str(LOADS_BASE), "--port", str(LOADS_PORT), "--state", state,
-               "--threads", str(args.worker_threads),
-               "--pb2-dir", os.path.join(args.build, "py")],
-              stdout=out, stderr=subprocess.STDOUT)
+    if args.worker == "python":
+        argv = [PY, os.path.join(TOP, "tests", "fake_worker.py"), "--many", str(n),
+                "--base", str(LOADS_BASE), "--port", str(LOADS_PORT), "--state", state,
+                "--threads", str(args.worker_threads),
+                "--pb2-dir", os.path.join(args.build, "py")]
+    else:
+        argv = [os.path.join(args.build, "bench", "fastworker"), "--many", str(n),
+                "--base", str(LOADS_BASE), "--port", str(LOADS_PORT)]
+    w = spawn(argv, stdout=out, stderr=subprocess.STDOUT)
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
         if w.poll() is not None:
@@ -241,7 +251,22 @@ def start_worker(args, n):
                 return w
         time.sleep(0.2)
     with open(ready) as f:
-        raise RuntimeError(f"fake_worker --many {n} did not start:\n{f.read()[-2000:]}")
+        raise RuntimeError(f"{args.worker} worker --many {n} did not start:\n"
+                           f"{f.read()[-2000:]}")
+
+
+def grpc_anchor(args, scales):
+    """RSS of N bare gRPC channels with one GetLoads call each, per scale."""
+    with open(args.grpcmem_csv, "w") as f:
+        f.write("backends,ok_calls,rss_before_kib,rss_after_kib,kib_per_channel\n")
+        for n in scales:
+            p = subprocess.run([os.path.join(args.build, "bench", "grpcmem"), "--base",
+                                str(LOADS_BASE), "--port", str(LOADS_PORT), "--count", str(n)],
+                               capture_output=True, text=True, timeout=120)
+            if p.returncode != 0:
+                raise RuntimeError(f"grpcmem failed: {p.stderr[-2000:]}")
+            f.write(p.stdout)
+            print(f"  bare gRPC channels: {n}: {p.stdout.strip()}", flush=True)
 
 
 def main():
@@ -254,17 +279,22 @@ def main():
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--warmup", type=float, default=3.0)
     ap.add_argument("--cycles", type=int, default=6)
-    ap.add_argument("--worker-threads", type=int, default=16)
+    ap.add_argument("--worker", choices=("fast", "python"), default="fast",
+                    help="bench/fastworker (C) or tests/fake_worker.py --many")
+    ap.add_argument("--worker-threads", type=int, default=16, help="python worker's threads")
     ap.add_argument("--samples-csv", required=True)
     ap.add_argument("--runs-csv", required=True)
+    ap.add_argument("--grpcmem-csv", help="also measure bare gRPC channels (bench/grpcmem)")
     args = ap.parse_args()
     signal.signal(signal.SIGTERM, stop_all)
     signal.signal(signal.SIGINT, stop_all)
     scales = [int(s) for s in args.scales.split(",")]
     t0 = time.monotonic()
     worker = start_worker(args, max(scales))
-    print(f"  fake worker serving {max(scales)} addresses after "
+    print(f"  {args.worker} worker serving {max(scales)} addresses after "
           f"{time.monotonic() - t0:.1f} s", flush=True)
+    if args.grpcmem_csv:
+        grpc_anchor(args, scales)
     with open(args.samples_csv, "w") as so, open(args.runs_csv, "w") as ro:
         so.write("round,backends,services,cycle,cycle_s,publish_s\n")
         ro.write("round,backends,services,sampled_cycles,quiet_cycles,vmrss_kib,vmhwm_kib,"

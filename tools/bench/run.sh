@@ -12,15 +12,17 @@
 #      one byte, close) and by wrk (HTTP, Connection: close, 64 nginx backends);
 #   2. the kernel's decision cost at 8, 64 and 256 backends (deccost);
 #   3. the control plane: the real smg-steerd at 100, 1,000 and 5,000 backends
-#      against fake workers (ctlplane.py).
+#      against fake workers (ctlplane.py): bench/fastworker (C), then the Python
+#      reference tests/fake_worker.py --many at 100 and 1,000.
 # Raw results go to $STEER_BUILD/bench/results/*.csv, the summary with medians
 # and ratios to summary.md there, which is printed at the end. Every process,
 # pin, cgroup and temp file is removed at exit, also on failure or Ctrl-C.
 #
-# Knobs (environment): BENCH_ROUNDS (5: connbench and deccost rounds),
-# BENCH_CONN_SECONDS (2), BENCH_WRK_ROUNDS (3), BENCH_WRK_SECONDS (5),
+# Knobs (environment): BENCH_ROUNDS (8: connbench and deccost rounds),
+# BENCH_CONN_SECONDS (1.5), BENCH_WRK_ROUNDS (3), BENCH_WRK_SECONDS (5),
 # BENCH_DEC_CONNECTS (5000), BENCH_CTL_SCALES (100,1000,5000), BENCH_CTL_ROUNDS
-# (2), BENCH_PARTS ("conn wrk dec ctl"). The machine is shared and noisy: many
+# (2), BENCH_CTL_PY_SCALES (100,1000: the same against the Python fake worker,
+# one round), BENCH_PARTS ("conn wrk dec ctl"). The machine is shared and noisy: many
 # short interleaved rounds and their medians beat a few long ones.
 set -euo pipefail
 
@@ -31,20 +33,21 @@ BIN=$BUILD/bench
 RES=$BIN/results
 PY=/usr/bin/python3
 
-ROUNDS=${BENCH_ROUNDS:-5}
-CONN_SECONDS=${BENCH_CONN_SECONDS:-2}
+ROUNDS=${BENCH_ROUNDS:-8}
+CONN_SECONDS=${BENCH_CONN_SECONDS:-1.5}
 WRK_ROUNDS=${BENCH_WRK_ROUNDS:-3}
 WRK_SECONDS=${BENCH_WRK_SECONDS:-5}
 DEC_CONNECTS=${BENCH_DEC_CONNECTS:-5000}
 CTL_SCALES=${BENCH_CTL_SCALES:-100,1000,5000}
 CTL_ROUNDS=${BENCH_CTL_ROUNDS:-2}
+CTL_PY_SCALES=${BENCH_CTL_PY_SCALES:-100,1000}
 PARTS=${BENCH_PARTS:-conn wrk dec ctl}
 
 if [ "$(id -u)" != 0 ]; then
 	echo "bench: must run as root (it loads BPF programs and creates a network namespace)" >&2
 	exit 1
 fi
-for b in onebyte connbench vipctl deccost; do
+for b in onebyte connbench vipctl deccost grpcmem fastworker; do
 	[ -x "$BIN/$b" ] || { echo "bench: $BIN/$b missing; run 'make bench'" >&2; exit 1; }
 done
 [ -x "$BUILD/smg-steerd" ] || { echo "bench: $BUILD/smg-steerd missing" >&2; exit 1; }
@@ -66,6 +69,8 @@ tag="smg-steer-bench-$$"
 CG_DP="$cgroot/$tag-dp"   # the VIP path's client
 CG_DEC="$cgroot/$tag-dec" # deccost
 CG_CTL="$cgroot/$tag-ctl" # the control-plane daemons (nobody connects from it)
+CG_CLI="$cgroot/$tag-cli" # the client on the unsteered paths (no programs)
+CG_SRV="$cgroot/$tag-srv" # backends and proxies: their CPU time is read from cpu.stat
 PIN="/sys/fs/bpf/$tag"    # prefix: $PIN-dp, $PIN-dec, $PIN-ctl-*
 TMP=$(mktemp -d "/tmp/$tag.XXXXXX")
 PIDS=()
@@ -86,7 +91,7 @@ cleanup() {
 	done
 	# Pinned links keep programs attached: removing the pins releases them.
 	rm -rf "$PIN"-* 2>/dev/null || true
-	for cg in "$CG_DP" "$CG_DEC" "$CG_CTL"; do
+	for cg in "$CG_DP" "$CG_DEC" "$CG_CTL" "$CG_CLI" "$CG_SRV"; do
 		[ -d "$cg" ] && rmdir "$cg" 2>/dev/null || true
 	done
 	rm -rf "$TMP"
@@ -95,7 +100,7 @@ trap cleanup EXIT
 trap 'echo "bench: interrupted" >&2; exit 130' INT
 trap 'exit 143' TERM
 
-mkdir -p "$RES" "$CG_DP" "$CG_DEC" "$CG_CTL"
+mkdir -p "$RES" "$CG_DP" "$CG_DEC" "$CG_CTL" "$CG_CLI" "$CG_SRV"
 rm -f "$RES"/*.csv "$RES"/summary.md "$RES"/machine.md "$RES"/load.txt
 
 log() { printf '[%s] %s\n' "$(date +%T)" "$*"; }
@@ -104,6 +109,16 @@ log() { printf '[%s] %s\n' "$(date +%T)" "$*"; }
 bg() {
 	"$@" &
 	PIDS+=("$!")
+}
+
+# The same, in a cgroup (the shell execs the command: the PID stays).
+bg_in() { # cgroup command...
+	bg sh -c 'echo $$ >"$1/cgroup.procs" && shift && exec "$@"' sh "$@"
+}
+
+# CPU time used by everything in a cgroup so far, microseconds (cgroup2 cpu.stat).
+cg_usec() {
+	awk '$1 == "usage_usec" { print $2 }' "$1/cpu.stat"
 }
 
 # Run a command in the background and wait for it, so that a signal reaches
@@ -163,7 +178,8 @@ machine() {
 		"grpc: $(dpkg-query -W -f='${Version}' libgrpc29 2>/dev/null || echo '?')"
 	echo "- smg-steer: $(git -C "$top" describe --always --dirty 2>/dev/null || echo '?')"
 	echo "- knobs: rounds $ROUNDS, connbench $CONN_SECONDS s, wrk $WRK_ROUNDS x $WRK_SECONDS s," \
-		"decision connects $DEC_CONNECTS, control-plane scales $CTL_SCALES x $CTL_ROUNDS rounds"
+		"decision connects $DEC_CONNECTS, control-plane scales $CTL_SCALES x $CTL_ROUNDS rounds" \
+		"(Python worker: $CTL_PY_SCALES x 1)"
 }
 
 # ---- backends, anchors and the VIP --------------------------------------------------------
@@ -256,17 +272,17 @@ EOF
 
 start_dataplane_paths() {
 	log "starting 64 onebyte backends, 64 nginx HTTP backends, the VIP, HAProxy, nginx stream"
-	bg "$BIN/onebyte" --base $ONE --port 9000 --count $NB >"$TMP/onebyte.out" 2>&1
+	bg_in "$CG_SRV" "$BIN/onebyte" --base $ONE --port 9000 --count $NB >"$TMP/onebyte.out" 2>&1
 	wait_ready "$TMP/onebyte.out" onebyte
 	mkdir -p "$TMP/nginx-http" "$TMP/nginx-stream"
 	nginx_http_conf >"$TMP/nginx-http/nginx.conf"
-	bg nginx -p "$TMP/nginx-http" -e "$TMP/nginx-http/error.log" -c "$TMP/nginx-http/nginx.conf" \
-		-g 'daemon off;'
+	bg_in "$CG_SRV" nginx -p "$TMP/nginx-http" -e "$TMP/nginx-http/error.log" \
+		-c "$TMP/nginx-http/nginx.conf" -g 'daemon off;'
 	nginx_stream_conf >"$TMP/nginx-stream/nginx.conf"
-	bg nginx -p "$TMP/nginx-stream" -e "$TMP/nginx-stream/error.log" \
+	bg_in "$CG_SRV" nginx -p "$TMP/nginx-stream" -e "$TMP/nginx-stream/error.log" \
 		-c "$TMP/nginx-stream/nginx.conf" -g 'daemon off;'
 	haproxy_conf >"$TMP/haproxy.cfg"
-	bg haproxy -f "$TMP/haproxy.cfg" -db >"$TMP/haproxy.log" 2>&1
+	bg_in "$CG_SRV" haproxy -f "$TMP/haproxy.cfg" -db >"$TMP/haproxy.log" 2>&1
 	bg "$BIN/vipctl" --pin "$PIN-dp" --cgroup "$CG_DP" \
 		--service "$VIP:8000=$ONE:9000*$NB" --service "$VIP:8080=$HTTP:8080*$NB" \
 		>"$TMP/vipctl.out" 2>&1
@@ -290,14 +306,18 @@ path_addr() {
 CONN_PATHS="direct direct64 vip haproxy nginx"
 WRK_PATHS="direct vip haproxy nginx"
 
+# The client's cgroup on a path: the steered one for vip.
+client_cg() {
+	if [ "$1" = vip ]; then echo "$CG_DP"; else echo "$CG_CLI"; fi
+}
+
 # connbench on one path: path concurrency seconds [extra args]
 connbench_path() {
-	local p=$1 conc=$2 secs=$3 port=8000 extra=()
+	local p=$1 conc=$2 secs=$3 port=8000 extra=(--cgroup "$(client_cg "$1")")
 	shift 3
 	case $p in
 	direct) port=9000 ;;
-	direct64) port=9000 extra=(--addr-count "$NB") ;;
-	vip) extra=(--cgroup "$CG_DP") ;;
+	direct64) port=9000 extra+=(--addr-count "$NB") ;;
 	esac
 	fg_wait "$BIN/connbench" --addr "$(path_addr "$p"):$port" --seconds "$secs" \
 		--concurrency "$conc" --label "$p" "${extra[@]}" "$@"
@@ -310,8 +330,8 @@ loadavg() { # what
 # ---- 1a. connbench ------------------------------------------------------------------------
 
 conn_part() {
-	local out=$RES/conn.csv conc r p
-	echo "round,path,concurrency,seconds,connections,errors,conns_per_s,p50_us,p99_us,mean_us,per_conn_us,backends_seen" >"$out"
+	local out=$RES/conn.csv conc r p row c0 s0
+	echo "round,path,concurrency,seconds,connections,errors,conns_per_s,p50_us,p99_us,mean_us,per_conn_us,backends_seen,attempts,client_cpu_us,server_cpu_us" >"$out"
 	for conc in 1 4; do
 		log "connbench: concurrency $conc, warm-up (not counted)"
 		for p in $CONN_PATHS; do
@@ -321,8 +341,9 @@ conn_part() {
 		for r in $(seq "$ROUNDS"); do
 			log "connbench: concurrency $conc, round $r of $ROUNDS"
 			for p in $CONN_PATHS; do
-				printf '%s,' "$r" >>"$out"
-				connbench_path "$p" "$conc" "$CONN_SECONDS" >>"$out"
+				c0=$(cg_usec "$(client_cg $p)") s0=$(cg_usec "$CG_SRV")
+				row=$(connbench_path "$p" "$conc" "$CONN_SECONDS")
+				echo "$r,$row,$(($(cg_usec "$(client_cg $p)") - c0)),$(($(cg_usec "$CG_SRV") - s0))" >>"$out"
 			done
 		done
 	done
@@ -348,8 +369,8 @@ wrk_parse() {
 }
 
 wrk_part() {
-	local out=$RES/wrk.csv r p addr url
-	echo "round,path,threads,connections,seconds,requests_per_s,p50_ms,p99_ms,requests,errors" >"$out"
+	local out=$RES/wrk.csv r p addr url c0 s0
+	echo "round,path,threads,connections,seconds,requests_per_s,p50_ms,p99_ms,requests,errors,client_cpu_us,server_cpu_us" >"$out"
 	loadavg "wrk start"
 	for r in $(seq "$WRK_ROUNDS"); do
 		log "wrk: round $r of $WRK_ROUNDS"
@@ -357,15 +378,11 @@ wrk_part() {
 			addr=$(path_addr $p)
 			[ $p = direct ] && addr=$HTTP
 			url="http://$addr:8080/"
-			if [ $p = vip ]; then
-				fg_wait sh -c 'echo $$ >"$1/cgroup.procs" && shift && exec "$@"' sh "$CG_DP" \
-					wrk -t2 -c16 -d"${WRK_SECONDS}s" --latency -H "Connection: close" "$url" \
-					>"$TMP/wrk.txt" 2>&1
-			else
-				fg_wait wrk -t2 -c16 -d"${WRK_SECONDS}s" --latency -H "Connection: close" \
-					"$url" >"$TMP/wrk.txt" 2>&1
-			fi
-			echo "$r,$p,2,16,$WRK_SECONDS,$(wrk_parse <"$TMP/wrk.txt")" >>"$out"
+			c0=$(cg_usec "$(client_cg $p)") s0=$(cg_usec "$CG_SRV")
+			fg_wait sh -c 'echo $$ >"$1/cgroup.procs" && shift && exec "$@"' sh \
+				"$(client_cg $p)" wrk -t2 -c16 -d"${WRK_SECONDS}s" --latency \
+				-H "Connection: close" "$url" >"$TMP/wrk.txt" 2>&1
+			echo "$r,$p,2,16,$WRK_SECONDS,$(wrk_parse <"$TMP/wrk.txt"),$(($(cg_usec "$(client_cg $p)") - c0)),$(($(cg_usec "$CG_SRV") - s0))" >>"$out"
 		done
 	done
 	loadavg "wrk end"
@@ -398,11 +415,16 @@ dec_part() {
 # ---- 3. control plane -----------------------------------------------------------------------
 
 ctl_part() {
-	log "control plane: smg-steerd at $CTL_SCALES backends, $CTL_ROUNDS rounds"
+	log "control plane: smg-steerd at $CTL_SCALES backends, $CTL_ROUNDS rounds, C fake worker"
 	loadavg "control plane start"
 	fg_wait "$PY" "$here/ctlplane.py" --build "$BUILD" --tmp "$TMP" --cgroup "$CG_CTL" \
-		--pin-prefix "$PIN" --scales "$CTL_SCALES" --rounds "$CTL_ROUNDS" \
-		--samples-csv "$RES/ctl_cycles.csv" --runs-csv "$RES/ctl_runs.csv"
+		--pin-prefix "$PIN" --scales "$CTL_SCALES" --rounds "$CTL_ROUNDS" --worker fast \
+		--samples-csv "$RES/ctl_cycles.csv" --runs-csv "$RES/ctl_runs.csv" \
+		--grpcmem-csv "$RES/ctl_grpc.csv"
+	log "control plane: smg-steerd at $CTL_PY_SCALES backends, 1 round, Python fake worker"
+	fg_wait "$PY" "$here/ctlplane.py" --build "$BUILD" --tmp "$TMP" --cgroup "$CG_CTL" \
+		--pin-prefix "$PIN" --scales "$CTL_PY_SCALES" --rounds 1 --worker python \
+		--samples-csv "$RES/ctl_py_cycles.csv" --runs-csv "$RES/ctl_py_runs.csv"
 	loadavg "control plane end"
 }
 
@@ -424,7 +446,8 @@ machine >"$RES/machine.md"
 	echo "connbench --addr ADDR:PORT --seconds $CONN_SECONDS --concurrency {1,4} [--cgroup CG] [--addr-count 64]"
 	echo "wrk -t2 -c16 -d${WRK_SECONDS}s --latency -H 'Connection: close' http://ADDR:8080/"
 	echo "deccost --pin PIN --cgroup CG --first 127.0.3.1:9000 --sizes 8,64,256 --connects $DEC_CONNECTS --rounds $ROUNDS"
-	echo "ctlplane.py --scales $CTL_SCALES --rounds $CTL_ROUNDS   # smg-steerd --config ... vs fake_worker.py --many"
+	echo "ctlplane.py --scales $CTL_SCALES --rounds $CTL_ROUNDS --worker fast   # smg-steerd --config ... vs fastworker --many"
+	echo "ctlplane.py --scales $CTL_PY_SCALES --rounds 1 --worker python     # vs tests/fake_worker.py --many"
 	echo '```'
 } >>"$RES/machine.md"
 cat "$RES/machine.md"

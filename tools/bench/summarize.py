@@ -39,56 +39,81 @@ def verdict(value, limit):
     return f"met (<= {limit:g})" if value <= limit else f"MISSED (> {limit:g})"
 
 
-def paired(rows, key, num, den):
-    """min-max over rounds of num/den of key, pairing rows of the same round."""
+def paired_ratios(rows, key, num, den):
+    """num/den of key per round (rows of the same round paired)."""
     by = {}
     for r in rows:
         by.setdefault(r["round"], {})[r["path"]] = float(r[key])
-    ratios = [v[num] / v[den] for v in by.values() if num in v and den in v and v[den] > 0]
+    return [v[num] / v[den] for v in by.values() if num in v and den in v and v[den] > 0]
+
+
+def paired(rows, key, num, den):
+    """'median (min-max)' of the per-round ratios num/den."""
+    ratios = paired_ratios(rows, key, num, den)
     if not ratios:
         return "-"
-    return f"{min(ratios):.3f}-{max(ratios):.3f}"
+    return f"{statistics.median(ratios):.3f} ({min(ratios):.3f}-{max(ratios):.3f})"
+
+
+def add_cpu_per(rows, count_key, out_key):
+    """CPU time of the client's and the servers' cgroups per connection or request."""
+    for r in rows:
+        n = float(r.get(count_key) or 0)
+        if "client_cpu_us" in r and n > 0:
+            r[out_key] = (float(r["client_cpu_us"]) + float(r["server_cpu_us"])) / n
+        else:
+            r[out_key] = "nan"
 
 
 def conn_section(res):
     rows = read(os.path.join(res, "conn.csv"))
     if not rows:
         return
+    add_cpu_per(rows, "attempts", "cpu_us_per_conn")
     print("## 1a. Short connections, connbench (connect, read 1 byte, close)\n")
     print("Paths: **direct** = one backend, no BPF; **direct64** = the client itself "
           "round-robins over the same 64 backends, no BPF (an extra anchor that separates "
           "the fan-out from the steering); **vip** = virtual address steered by the "
           "real BPF programs over 64 backends, client in the attached cgroup; **haproxy** = "
           "HAProxy mode tcp, balance leastconn, 64 servers; **nginx** = nginx stream, "
-          "least_conn, 64 servers. Latency = connect() to first byte.\n")
+          "least_conn, 64 servers. Latency = connect() to first byte. CPU per connection = "
+          "CPU time (cgroup cpu.stat) of the client plus every backend and proxy process, "
+          "divided by the connections made: less sensitive to the neighbours on a shared "
+          "machine than wall time.\n")
     for conc in sorted({r["concurrency"] for r in rows}, key=int):
         sub = [r for r in rows if r["concurrency"] == conc]
         paths = list(dict.fromkeys(r["path"] for r in sub))
         n_rounds = len({r["round"] for r in sub})
         print(f"### Concurrency {conc} ({'sequential' if conc == '1' else conc + ' threads'}), "
               f"median of {n_rounds} rounds\n")
-        print("| path | conns/s | p50 us | p99 us | per-connection us | backends reached | "
-              "errors | per-conn time vs direct |")
-        print("|---|---:|---:|---:|---:|---:|---:|---:|")
+        print("| path | conns/s | p50 us | p99 us | per-connection us | CPU us per connection | "
+              "backends reached | errors | per-conn time vs direct |")
+        print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
         base = med([r for r in sub if r["path"] == "direct"], "per_conn_us")
         m = {}
         for p in paths:
             pr = [r for r in sub if r["path"] == p]
             m[p] = med(pr, "per_conn_us")
             print(f"| {p} | {med(pr, 'conns_per_s'):.0f} | {med(pr, 'p50_us'):.1f} | "
-                  f"{med(pr, 'p99_us'):.1f} | {m[p]:.2f} | "
+                  f"{med(pr, 'p99_us'):.1f} | {m[p]:.2f} | {med(pr, 'cpu_us_per_conn'):.1f} | "
                   f"{int(med(pr, 'backends_seen'))} | "
                   f"{sum(int(r['errors']) for r in pr)} | {m[p] / base:.3f} |")
         print()
-        print("| ratio (per-connection time) | of medians | per round (min-max) | target |")
-        print("|---|---:|---:|---|")
+        print("| ratio | per-connection time, ratio of medians | per-connection time, "
+              "per-round ratios: median (min-max) | p50 latency, per-round ratios | CPU per "
+              "connection, per-round ratios | target (judged on the per-round median of "
+              "per-connection time) |")
+        print("|---|---:|---:|---:|---:|---|")
         for den, key in (("direct", "vip/direct per-connection time"), ("direct64", None),
                          ("haproxy", "vip/haproxy per-connection time"), ("nginx", None)):
             if "vip" not in m or den not in m:
                 continue
-            r = m["vip"] / m[den]
-            tgt = verdict(r, TARGETS[key]) if key else "-"
-            print(f"| vip/{den} | {r:.3f} | {paired(sub, 'per_conn_us', 'vip', den)} | {tgt} |")
+            pr = paired_ratios(sub, "per_conn_us", "vip", den)
+            tgt = verdict(statistics.median(pr), TARGETS[key]) if key and pr else "-"
+            print(f"| vip/{den} | {m['vip'] / m[den]:.3f} | "
+                  f"{paired(sub, 'per_conn_us', 'vip', den)} | "
+                  f"{paired(sub, 'p50_us', 'vip', den)} | "
+                  f"{paired(sub, 'cpu_us_per_conn', 'vip', den)} | {tgt} |")
         print()
 
 
@@ -96,11 +121,13 @@ def wrk_section(res):
     rows = read(os.path.join(res, "wrk.csv"))
     if not rows:
         return
+    add_cpu_per(rows, "requests", "cpu_us_per_req")
     print("## 1b. HTTP requests over short connections, wrk (Connection: close)\n")
     print("wrk -t2 -c16 against 64 nginx HTTP backends (`return 200 \"ok\"`): direct = one "
           "backend; vip, haproxy, nginx stream as above.\n")
-    print("| path | requests/s | p50 ms | p99 ms | errors | time per request vs direct |")
-    print("|---|---:|---:|---:|---:|---:|")
+    print("| path | requests/s | p50 ms | p99 ms | CPU us per request | errors | time per request "
+          "vs direct |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
     m = {}
     paths = list(dict.fromkeys(r["path"] for r in rows))
     for p in paths:
@@ -109,15 +136,18 @@ def wrk_section(res):
     for p in paths:
         pr = [r for r in rows if r["path"] == p]
         print(f"| {p} | {m[p]:.0f} | {med(pr, 'p50_ms'):.3f} | {med(pr, 'p99_ms'):.3f} | "
-              f"{sum(int(r['errors']) for r in pr)} | {m['direct'] / m[p]:.3f} |")
+              f"{med(pr, 'cpu_us_per_req'):.1f} | {sum(int(r['errors']) for r in pr)} | "
+              f"{m['direct'] / m[p]:.3f} |")
     print()
-    print("| ratio (time per request = inverse requests/s) | of medians | per round (min-max) |")
-    print("|---|---:|---:|")
+    print("| ratio (time per request = inverse requests/s) | of medians | per-round ratios: "
+          "median (min-max) | CPU per request, per-round ratios |")
+    print("|---|---:|---:|---:|")
     for den in ("direct", "haproxy", "nginx"):
         if "vip" in m and den in m:
             # time ratio vip/den = rps(den) / rps(vip); paired() takes num/den of the key
             print(f"| vip/{den} | {m[den] / m['vip']:.3f} | "
-                  f"{paired(rows, 'requests_per_s', den, 'vip')} |")
+                  f"{paired(rows, 'requests_per_s', den, 'vip')} | "
+                  f"{paired(rows, 'cpu_us_per_req', 'vip', den)} |")
     print()
 
 
@@ -168,19 +198,8 @@ def dec_section(res):
               f"(spread - passthrough): **{c['spread'] - c['passthrough']:.0f} ns**.\n")
 
 
-def ctl_section(res):
-    cycles = read(os.path.join(res, "ctl_cycles.csv"))
-    runs = read(os.path.join(res, "ctl_runs.csv"))
-    if not runs:
-        return
-    print("## 3. Control plane: smg-steerd (release) against fake workers, interval 1 s\n")
-    print("Services of at most 250 backends; one Python fake worker process "
-          "(tests/fake_worker.py --many) answers every GetLoads. cycle = GetLoads sent to "
-          "tables published (smg_steer_cycle_seconds); publish = scoring, publishing and "
-          "draining (smg_steer_publish_seconds), the daemon's own part. Daemon CPU is user + "
-          "system time of all its threads per cycle, over a window of cycles with no "
-          "/metrics scrapes (rendering /metrics costs the daemon CPU too: its time per scrape "
-          "is the last column but one).\n")
+def ctl_table(cycles, runs):
+    """One row per scale; returns {backends: (median cycle ms, median RSS MiB)}."""
     print("| backends | services | cycle ms median (max) | publish ms median (max) | VmRSS MiB | "
           "VmHWM MiB | daemon CPU ms/cycle (user+sys) | fake worker CPU % | mean poll ms | "
           "failed polls | scrape ms | healthy at end |")
@@ -206,6 +225,43 @@ def ctl_section(res):
               f"{bad} of {ok + bad} ({100 * bad / max(ok + bad, 1):.1f}%) | "
               f"{med(rr, 'scrape_ms'):.1f} | {int(med(rr, 'healthy'))} |")
     print()
+    return res_by
+
+
+def ctl_section(res):
+    cycles = read(os.path.join(res, "ctl_cycles.csv"))
+    runs = read(os.path.join(res, "ctl_runs.csv"))
+    if not runs:
+        return
+    print("## 3. Control plane: smg-steerd (release) against fake workers, interval 1 s\n")
+    print("Services of at most 250 backends; one fake worker process answers every GetLoads "
+          "on N loopback addresses. cycle = GetLoads sent to "
+          "tables published (smg_steer_cycle_seconds); publish = scoring, publishing and "
+          "draining (smg_steer_publish_seconds), the daemon's own part. Daemon CPU is user + "
+          "system time of all its threads per cycle, over a window of cycles with no "
+          "/metrics scrapes (rendering /metrics costs the daemon CPU too: its time per scrape "
+          "is the last column but one).\n")
+    print("### With bench/fastworker (gRPC core in C, one thread)\n")
+    res_by = ctl_table(cycles, runs)
+    py_runs = read(os.path.join(res, "ctl_py_runs.csv"))
+    if py_runs:
+        print("### With tests/fake_worker.py --many (Python, the reference worker)\n")
+        ctl_table(read(os.path.join(res, "ctl_py_cycles.csv")), py_runs)
+    grpc = {int(r["backends"]): r for r in read(os.path.join(res, "ctl_grpc.csv"))}
+    if grpc:
+        print("Memory anchor: **bare gRPC** = bench/grpcmem, N insecure gRPC channels with one "
+              "GetLoads call each against the same fake workers, nothing else (RSS after the "
+              "calls).\n")
+        print("| backends | smg-steerd VmRSS MiB | bare gRPC channels RSS MiB | gRPC KiB per "
+              "channel | smg-steerd / bare gRPC |")
+        print("|---:|---:|---:|---:|---:|")
+        for n in sorted(grpc):
+            g = grpc[n]
+            g_mib = int(g["rss_after_kib"]) / 1024
+            d_mib = res_by.get(n, (0, float("nan")))[1]
+            print(f"| {n} | {d_mib:.1f} | {g_mib:.1f} | {float(g['kib_per_channel']):.1f} | "
+                  f"{d_mib / g_mib:.2f} |")
+        print()
     if 1000 in res_by and 100 in res_by:
         cyc, rss = res_by[1000]
         print("| at 1,000 backends | value | target |")

@@ -70,7 +70,7 @@ struct worker {
 	double queued_tokens;
 	/* The request in prefill, or NONE. */
 	int32_t cur;
-	double cur_start, cur_end;
+	double cur_end;
 	/* Decoding requests, oldest first. */
 	int32_t run_head, run_tail;
 	uint32_t running;
@@ -336,7 +336,6 @@ static int try_start_prefill(struct sim *s, uint32_t wi, double t)
 	w->kv_used += r->work;
 	r->kv_held = r->work;
 	w->cur = i;
-	w->cur_start = t;
 	w->cur_end = t + r->work / w->rate;
 	return heap_push(s, w->cur_end, EV_PREFILL_DONE, wi, 0);
 }

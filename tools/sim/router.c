@@ -292,10 +292,14 @@ static void steer_rebuild(struct sim_router *r, const struct sim_observation *ob
 			.ns_per_token = sc[i].ns_per_token_u,
 			.slot = i,
 		};
-		if (r->jitter)
+		if (r->jitter) /* ablation: a phase even with one peer router */
 			t->e[i].base_wait_ns = steer_sat_add(
 				t->e[i].base_wait_ns,
 				random_phase_ns(r, t->credit_tokens, sc[i].ns_per_token_u));
+		else if (r->knobs.peer_routers > 1) { /* what smg-steerd does */
+			steer_policy_add_phase(&r->knobs, &sc[i], sim_rng_uniform(&r->rng));
+			t->e[i].base_wait_ns = sc[i].base_wait_ns;
+		}
 	}
 	sort_entries(t->e, r->n);
 	r->table_stale = false;

@@ -47,10 +47,11 @@ END {
 				ratio(get("headline-seed", "steer", "base", 1, s, 1), get("headline-seed", "jsq", "base", 1, s, 1)),
 				ratio(get("headline-seed", "steer", "base", 1, s, 1), get("headline-seed", "reqcount", "base", 1, s, 1)),
 				ratio(get("headline-seed", "steer", "base", 1, s, 1), get("headline-seed", "oracle", "base", 1, s, 1)))
-	if (has("routers", "steer-peers", "jitter", 16, 1, 1))
-		printf("\nProposed fix --steer-jitter (routers sweep): steer-peers at 16 routers / steer at 1 router = %.2f (%.2f without).\n",
-			ratio(get("routers", "steer-peers", "jitter", 16, 1, 1), get("routers", "steer", "base", 1, 1, 1)),
-			ratio(get("routers", "steer-peers", "base", 16, 1, 1), get("routers", "steer", "base", 1, 1, 1)))
+	if (has("routers", "steer", "jitter", 16, 1, 1))
+		printf("\nRouters sweep, 16 routers / 1 router: steer-peers %.2f (credit x 16 and the phase); steer with the phase forced at --peer-routers 1 (--steer-jitter) %.2f; steer as is %.2f.\n",
+			ratio(get("routers", "steer-peers", "base", 16, 1, 1), get("routers", "steer", "base", 1, 1, 1)),
+			ratio(get("routers", "steer", "jitter", 16, 1, 1), get("routers", "steer", "base", 1, 1, 1)),
+			ratio(get("routers", "steer", "base", 16, 1, 1), get("routers", "steer", "base", 1, 1, 1)))
 	if (has("poll", "steer", "running", 1, 1, 1))
 		printf("\nAblations (poll sweep), steer / oracle at 1 s: %.2f as is, %.2f with the running prefill reported, %.2f with the real prompt credited as well; at 0.1 s: %.2f, %.2f, %.2f.\n",
 			ratio(get("poll", "steer", "base", 1, 1, 1), get("poll", "oracle", "base", 1, 1, 1)),
