@@ -330,7 +330,7 @@ loadavg() { # what
 # ---- 1a. connbench ------------------------------------------------------------------------
 
 conn_part() {
-	local out=$RES/conn.csv conc r p row c0 s0
+	local out=$RES/conn.csv conc r p c0 s0
 	echo "round,path,concurrency,seconds,connections,errors,conns_per_s,p50_us,p99_us,mean_us,per_conn_us,backends_seen,attempts,client_cpu_us,server_cpu_us" >"$out"
 	for conc in 1 4; do
 		log "connbench: concurrency $conc, warm-up (not counted)"
@@ -342,8 +342,9 @@ conn_part() {
 			log "connbench: concurrency $conc, round $r of $ROUNDS"
 			for p in $CONN_PATHS; do
 				c0=$(cg_usec "$(client_cg $p)") s0=$(cg_usec "$CG_SRV")
-				row=$(connbench_path "$p" "$conc" "$CONN_SECONDS")
-				echo "$r,$row,$(($(cg_usec "$(client_cg $p)") - c0)),$(($(cg_usec "$CG_SRV") - s0))" >>"$out"
+				# Not in $(...): a subshell would hide the client from cleanup.
+				connbench_path "$p" "$conc" "$CONN_SECONDS" >"$TMP/row"
+				echo "$r,$(cat "$TMP/row"),$(($(cg_usec "$(client_cg $p)") - c0)),$(($(cg_usec "$CG_SRV") - s0))" >>"$out"
 			done
 		done
 	done

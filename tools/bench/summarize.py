@@ -156,8 +156,9 @@ def dec_section(res):
     if not rows:
         return
     print("## 2. Kernel decision cost (connect4 program, run_time_ns / run_cnt)\n")
-    print("Shapes: **passthrough** = connect to a non-virtual address from the cgroup (the "
-          "floor every connect pays); **spread** = base waits 100 ms apart, in-flight drained "
+    print("Shapes: **passthrough** = connect from the cgroup to a backend directly, on a port "
+          "no virtual address uses (the program leaves at its port filter: the floor every "
+          "other connect in the cgroup pays); **spread** = base waits 100 ms apart, in-flight drained "
           "every 4 connects (the early exit stops after a few entries); **equal** = all base "
           "waits equal, every backend credited (every decision scans the whole table). "
           "**empty program** = a 2-instruction connect4 program attached alongside: what the "
