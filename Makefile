@@ -162,7 +162,7 @@ demo: deps deps-test
 
 # ---- misc -----------------------------------------------------------------------
 
-FORMAT_FILES = bpf/*.c bpf/*.h user/*.c user/*.h tests/*.c tests/*.h tools/*.c $(wildcard tools/sim/*.c tools/sim/*.h)
+FORMAT_FILES = bpf/*.c bpf/*.h user/*.c user/*.h tests/*.c tests/*.h tools/*.c $(wildcard tools/sim/*.c tools/sim/*.h tools/bench/*.c tools/bench/*.h)
 
 format:
 	clang-format -i $(FORMAT_FILES)

@@ -9,7 +9,7 @@ protobuf-c-compiler libprotobuf-c-dev libgrpc-dev libyaml-dev libmicrohttpd-dev 
 protobuf-compiler"
 set_test="python3-grpcio python3-protobuf python3-yaml python3-prometheus-client
 iproute2 util-linux procps libclang-rt-14-dev curl"
-set_bench="haproxy nginx wrk gnuplot-nox"
+set_bench="haproxy nginx libnginx-mod-stream wrk gnuplot-nox"
 
 want="$set_build"
 case "${1:-build}" in

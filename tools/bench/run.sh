@@ -15,7 +15,8 @@
 #      against fake workers (ctlplane.py): bench/fastworker (C), then the Python
 #      reference tests/fake_worker.py --many at 100 and 1,000.
 # Raw results go to $STEER_BUILD/bench/results/*.csv, the summary with medians
-# and ratios to summary.md there, which is printed at the end. Every process,
+# and ratios to summary.md there, which is printed at the end; they replace the
+# previous results only when the run completes. Every process,
 # pin, cgroup and temp file is removed at exit, also on failure or Ctrl-C.
 #
 # Knobs (environment): BENCH_ROUNDS (8: connbench and deccost rounds),
@@ -30,7 +31,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../.." && pwd)
 BUILD=${STEER_BUILD:-$top/build}
 BIN=$BUILD/bench
-RES=$BIN/results
+RESULTS=$BIN/results # replaced only when a run completes
 PY=/usr/bin/python3
 
 ROUNDS=${BENCH_ROUNDS:-8}
@@ -73,6 +74,7 @@ CG_CLI="$cgroot/$tag-cli" # the client on the unsteered paths (no programs)
 CG_SRV="$cgroot/$tag-srv" # backends and proxies: their CPU time is read from cpu.stat
 PIN="/sys/fs/bpf/$tag"    # prefix: $PIN-dp, $PIN-dec, $PIN-ctl-*
 TMP=$(mktemp -d "/tmp/$tag.XXXXXX")
+RES=$TMP/results # this run's results, moved to $RESULTS at the end
 PIDS=()
 
 cleanup() {
@@ -101,7 +103,6 @@ trap 'echo "bench: interrupted" >&2; exit 130' INT
 trap 'exit 143' TERM
 
 mkdir -p "$RES" "$CG_DP" "$CG_DEC" "$CG_CTL" "$CG_CLI" "$CG_SRV"
-rm -f "$RES"/*.csv "$RES"/summary.md "$RES"/machine.md "$RES"/load.txt
 
 log() { printf '[%s] %s\n' "$(date +%T)" "$*"; }
 
@@ -464,7 +465,10 @@ esac
 case " $PARTS " in *" dec "*) dec_part ;; esac
 case " $PARTS " in *" ctl "*) ctl_part ;; esac
 
-log "done in $(($(date +%s) - t_start)) s; writing $RES/summary.md"
+log "done in $(($(date +%s) - t_start)) s; writing $RESULTS/summary.md"
 "$PY" "$here/summarize.py" "$RES" >"$RES/summary.md"
+rm -rf "$RESULTS"
+mkdir -p "$RESULTS"
+cp "$RES"/* "$RESULTS"/
 echo
-cat "$RES/summary.md"
+cat "$RESULTS/summary.md"
