@@ -170,7 +170,9 @@ static __always_inline int choose(struct steer_table *t, struct steer_dest *dest
 	struct steer_svc_stats *svc;
 	struct steer_slot *s;
 	__u32 svc_id = t->svc_id;
-	int stale = bpf_ktime_get_ns() > t->expires_ns;
+	/* The coarse read of CLOCK_MONOTONIC (one tick of resolution) costs a
+	 * fraction of a precise one; expiry is seconds away from any tick. */
+	int stale = bpf_ktime_get_coarse_ns() > t->expires_ns;
 
 	svc = bpf_map_lookup_elem(&steer_svcst, &svc_id);
 	if (stale) {

@@ -103,7 +103,7 @@ struct steer_entry {
  * either the old table or the new one, never a mix.
  */
 struct steer_table {
-	__u64 expires_ns;    /* CLOCK_MONOTONIC ns (bpf_ktime_get_ns); after it: round robin */
+	__u64 expires_ns;    /* CLOCK_MONOTONIC ns, read coarse in BPF; after it: round robin */
 	__u64 published_ns;  /* CLOCK_MONOTONIC ns of the publish, for observability */
 	__u64 generation;    /* publish sequence number, for observability */
 	__u32 svc_id;	     /* index into steer_svcst */

@@ -34,8 +34,21 @@ CTL = os.path.join(BUILD, "smg-steerctl")
 MAN = os.path.join(DOCS, "man", "smg-steerd.8")
 # Long options of other tools that the docs show: kubectl (--dry-run, --from-file),
 # setpriv (--bounding-set, --inh-caps), systemctl (--now).
-# tools/sim/run.sh takes --quick.
-FOREIGN_FLAGS = {"--dry-run", "--from-file", "--bounding-set", "--inh-caps", "--now", "--quick"}
+# tools/sim/run.sh takes --quick; wrk --latency.
+FOREIGN_FLAGS = {"--dry-run", "--from-file", "--bounding-set", "--inh-caps", "--now", "--quick",
+                 "--latency"}
+
+
+def source_flags():
+    """Long options the benchmark tools and the fake worker define in their
+    sources (getopt_long tables, argparse): they are not built by make test."""
+    flags = set()
+    for path in glob.glob(os.path.join(TOP, "tools", "bench", "*.c")):
+        flags |= {"--" + m for m in re.findall(r'\{\s*"([a-z][a-z0-9-]*)"\s*,', read(path))}
+    for path in glob.glob(os.path.join(TOP, "tools", "bench", "*.py")) + \
+            [os.path.join(TOP, "tests", "fake_worker.py")]:
+        flags |= set(re.findall(r'add_argument\(\s*"(--[a-z][a-z0-9-]*)"', read(path)))
+    return flags
 
 t = Tap()
 
@@ -389,7 +402,7 @@ def doc_files():
 
 with t.case("every flag the docs mention exists (smg-steerd/smg-steerctl --help, or a named tool)"):
     known = help_flags(STEERD) | help_flags(CTL) | help_flags(sys.executable, RENDER) | \
-        help_flags(os.path.join(BUILD, "steer-sim")) | FOREIGN_FLAGS
+        help_flags(os.path.join(BUILD, "steer-sim")) | source_flags() | FOREIGN_FLAGS
     t.check({"--keep-pinned", "--pin-path", "--output"} <= known, "help texts look wrong")
     stale = {}
     files = doc_files()

@@ -59,8 +59,8 @@ set xtics (1, 2, 4, 8, 16)
 plot for [p in "jsq p2c reqcount steer steer-peers oracle"] series("routers", p, "base", "$6") \
 	with linespoints lw width_of(p) lc rgb color_of(p) pt 7 ps 0.8 \
 	title (p eq "steer-peers" ? "smg-steer, --peer-routers = routers" : title_of(p)), \
-	series("routers", "steer-peers", "jitter", "$6") with linespoints dt 2 lw 2 lc rgb "#9467bd" pt 6 \
-	title "smg-steer peers + jitter (proposed)"
+	series("routers", "steer", "jitter", "$6") with linespoints dt 2 lw 2 lc rgb "#d62728" pt 6 \
+	title "smg-steer, --peer-routers 1, phase forced (ablation)"
 unset logscale x
 set autoscale x
 set xtics autofreq
