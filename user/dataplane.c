@@ -1442,6 +1442,19 @@ int steer_dp_view(const struct steer_dp *dp, struct steer_view *out, char *err, 
 	return rc;
 }
 
+int steer_dp_service_stats(const struct steer_dp *dp, const struct steer_addr *vip,
+			   struct steer_svc_stats *out)
+{
+	int i;
+
+	for (i = 0; i < STEER_MAX_SERVICES; i++)
+		if (dp->svc_used[i] && steer_addr_equal(&dp->svc_vip[i], vip)) {
+			memcpy(out, &dp->svcst[i], sizeof(*out));
+			return 0;
+		}
+	return -ENOENT;
+}
+
 void steer_view_free(struct steer_view *v)
 {
 	size_t i;

@@ -140,6 +140,9 @@ struct steer_view {
 };
 
 int steer_dp_view(const struct steer_dp *dp, struct steer_view *out, char *err, size_t errlen);
+/* A registered service's kernel counters (cheap: no table is read), or -ENOENT. */
+int steer_dp_service_stats(const struct steer_dp *dp, const struct steer_addr *vip,
+			   struct steer_svc_stats *out);
 void steer_view_free(struct steer_view *v);
 
 /* ---- Addresses and helpers ----------------------------------------------- */

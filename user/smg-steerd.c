@@ -695,9 +695,7 @@ static void fill_metrics_backend(struct daemon *d, const struct service *s, cons
 static void update_metrics(struct daemon *d)
 {
 	struct steer_metrics_snapshot snap = { 0 };
-	struct steer_view v = { 0 };
 	size_t i, j, nb = 0;
-	char err[256];
 
 	if (!d->metrics)
 		return;
@@ -707,22 +705,20 @@ static void update_metrics(struct daemon *d)
 	snap.backends = calloc(nb ? nb : 1, sizeof(*snap.backends));
 	if (!snap.services || !snap.backends)
 		goto out;
-	if (steer_dp_view(d->dp, &v, err, sizeof(err)) != 0)
-		memset(&v, 0, sizeof(v));
 	for (i = 0; i < d->n_svcs; i++) {
 		struct service *s = &d->svcs[i];
 		struct steer_metrics_service *ms = &snap.services[snap.n_services++];
+		struct steer_svc_stats st = { 0 };
 
 		snprintf(ms->vip, sizeof(ms->vip), "%s", s->vip_str);
 		ms->table_publishes_total = s->publishes;
 		memcpy(ms->poll_buckets, s->poll_buckets, sizeof(ms->poll_buckets));
 		ms->poll_count = s->poll_count;
 		ms->poll_sum_s = s->poll_sum_s;
-		for (j = 0; j < v.n_services; j++)
-			if (steer_addr_equal(&v.services[j].vip, &s->vip)) {
-				ms->fallback_connections_total = v.services[j].stats.fallbacks;
-				ms->refused_connections_total = v.services[j].stats.refused;
-			}
+		if (steer_dp_service_stats(d->dp, &s->vip, &st) == 0) {
+			ms->fallback_connections_total = st.fallbacks;
+			ms->refused_connections_total = st.refused;
+		}
 		for (j = 0; j < s->n; j++)
 			fill_metrics_backend(d, s, s->b[j], &snap.backends[snap.n_backends++]);
 	}
@@ -732,7 +728,6 @@ static void update_metrics(struct daemon *d)
 	snap.healthy_within_ns = 3 * d->cfg.interval_ns;
 	steer_metrics_update(d->metrics, &snap);
 out:
-	steer_view_free(&v);
 	free(snap.services);
 	free(snap.backends);
 }
