@@ -195,6 +195,13 @@ static grpc_channel *open_channel(const char *target, uint32_t max_backoff_ms)
 		  .value.integer = max_backoff },
 		/* A failed poll is reported, not retried: the next interval is the retry. */
 		{ .type = GRPC_ARG_INTEGER, .key = GRPC_ARG_ENABLE_RETRIES, .value.integer = 0 },
+		/* Responses are a few hundred bytes: bandwidth probing only adds a
+		 * PING and its ack to every call. */
+		{ .type = GRPC_ARG_INTEGER, .key = GRPC_ARG_HTTP2_BDP_PROBE, .value.integer = 0 },
+		{ .type = GRPC_ARG_INTEGER, .key = GRPC_ARG_ENABLE_CHANNELZ, .value.integer = 0 },
+		{ .type = GRPC_ARG_INTEGER,
+		  .key = GRPC_ARG_MAX_CHANNEL_TRACE_EVENT_MEMORY_PER_NODE,
+		  .value.integer = 0 },
 	};
 	grpc_channel_args chargs = { .num_args = sizeof(args) / sizeof(args[0]), .args = args };
 	grpc_channel_credentials *creds = grpc_insecure_credentials_create();
