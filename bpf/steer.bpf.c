@@ -50,7 +50,7 @@ struct {
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(map_flags, BPF_F_MMAPABLE);
-	__uint(max_entries, STEER_MAX_SLOTS);
+	__uint(max_entries, STEER_SLOT_IDS);
 	__type(key, __u32);
 	__type(value, struct steer_slot);
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
@@ -59,7 +59,7 @@ struct {
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(map_flags, BPF_F_MMAPABLE);
-	__uint(max_entries, STEER_MAX_SERVICES);
+	__uint(max_entries, STEER_SVC_IDS);
 	__type(key, __u32);
 	__type(value, struct steer_svc_stats);
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
@@ -77,7 +77,7 @@ struct {
  * this object so that they are created, typed and pinned with the others. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, STEER_MAX_SERVICES);
+	__uint(max_entries, STEER_SVC_IDS);
 	__type(key, struct steer_addr);
 	__type(value, __u32);
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
@@ -85,7 +85,7 @@ struct {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, STEER_MAX_SLOTS);
+	__uint(max_entries, STEER_SLOT_IDS);
 	__type(key, struct steer_bk_key);
 	__type(value, __u32);
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
@@ -119,7 +119,7 @@ struct {
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(map_flags, BPF_F_MMAPABLE);
-	__uint(max_entries, STEER_MAX_SLOTS);
+	__uint(max_entries, STEER_SLOT_IDS);
 	__type(key, __u32);
 	__type(value, struct steer_bk_info);
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
@@ -336,41 +336,53 @@ int steer_getpeername6(struct bpf_sock_addr *ctx)
 	return 1;
 }
 
-/* Live connection accounting: +1 when a steered connect is established,
- * -1 once when it closes, on the slot it was steered to. */
+/*
+ * Live connection accounting: +1 when a steered connect is established,
+ * -1 once when it closes, on the slot it was steered to. State callbacks are
+ * enabled from the start of the active open, so that a connect that fails
+ * (or a socket closed before it was established) is seen too: its storage is
+ * cleared, and a later connect of the same socket elsewhere is not mistaken
+ * for a steered one.
+ */
+static __always_inline void want_state_changes(struct bpf_sock_ops *skops)
+{
+	bpf_sock_ops_cb_flags_set(skops, skops->bpf_sock_ops_cb_flags | BPF_SOCK_OPS_STATE_CB_FLAG);
+}
+
 SEC("sockops")
 int steer_sockops(struct bpf_sock_ops *skops)
 {
 	struct bpf_sock *sk = skops->sk;
 	struct steer_slot *s;
 	struct steer_sk *st;
+	__u32 op = skops->op;
 
 	if (!sk)
 		return 1;
-	if (skops->op != BPF_SOCK_OPS_ACTIVE_ESTABLISHED_CB && skops->op != BPF_SOCK_OPS_STATE_CB)
+	if (op != BPF_SOCK_OPS_TCP_CONNECT_CB && op != BPF_SOCK_OPS_ACTIVE_ESTABLISHED_CB &&
+	    op != BPF_SOCK_OPS_STATE_CB)
 		return 1;
 	st = bpf_sk_storage_get(&steer_sk, sk, 0, 0);
 	if (!st || !(st->flags & STEER_SK_STEERED))
 		return 1;
-	s = slot_lookup(0, st->slot);
-	if (!s)
+	if (op == BPF_SOCK_OPS_TCP_CONNECT_CB) {
+		want_state_changes(skops);
 		return 1;
-
-	if (skops->op == BPF_SOCK_OPS_ACTIVE_ESTABLISHED_CB) {
-		if (st->flags & STEER_SK_LIVE)
+	}
+	s = slot_lookup(0, st->slot);
+	if (op == BPF_SOCK_OPS_ACTIVE_ESTABLISHED_CB) {
+		want_state_changes(skops); /* also for a connect older than this program */
+		/* A slot handed to another backend meanwhile is not this one's. */
+		if (!s || (st->flags & STEER_SK_LIVE) || s->gen != st->slot_gen)
 			return 1;
 		st->flags |= STEER_SK_LIVE;
 		__sync_fetch_and_add(&s->live, 1);
-		/* Ask for state changes so that the close is seen. */
-		bpf_sock_ops_cb_flags_set(skops, skops->bpf_sock_ops_cb_flags |
-							 BPF_SOCK_OPS_STATE_CB_FLAG);
 		return 1;
 	}
-	if (skops->args[1] == BPF_TCP_CLOSE && (st->flags & STEER_SK_LIVE)) {
-		st->flags &= ~STEER_SK_LIVE;
-		/* A slot handed to another backend since then starts from zero. */
-		if (s->gen == st->slot_gen)
-			__sync_fetch_and_add(&s->live, -1);
-	}
+	if (skops->args[1] != BPF_TCP_CLOSE)
+		return 1;
+	if ((st->flags & STEER_SK_LIVE) && s && s->gen == st->slot_gen)
+		__sync_fetch_and_add(&s->live, -1);
+	st->flags &= ~(STEER_SK_LIVE | STEER_SK_STEERED);
 	return 1;
 }

@@ -21,9 +21,17 @@
 
 /* ---- Capacity -------------------------------------------------------- */
 
-#define STEER_MAX_SERVICES 64  /* virtual addresses */
-#define STEER_MAX_BACKENDS 256 /* backends per service table */
-#define STEER_MAX_SLOTS (STEER_MAX_SERVICES * STEER_MAX_BACKENDS)
+#define STEER_MAX_SERVICES 64					  /* virtual addresses */
+#define STEER_MAX_BACKENDS 256					  /* backends per service table */
+#define STEER_MAX_SLOTS (STEER_MAX_SERVICES * STEER_MAX_BACKENDS) /* backends in all */
+/*
+ * Id spaces: twice the limits above. A publish registers the new services
+ * and backends before the swap and releases the removed ones only after it
+ * (a connect may still be reading the old tables until then), so for a moment
+ * both are registered: at full capacity, replacing everything still fits.
+ */
+#define STEER_SVC_IDS (2 * STEER_MAX_SERVICES)
+#define STEER_SLOT_IDS (2 * STEER_MAX_SLOTS)
 #define STEER_MAX_DRAINED 4096 /* persisted drained backend addresses */
 
 /* ---- Defaults (the same names and values as smg's least_load) --------- */

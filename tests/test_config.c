@@ -1120,6 +1120,32 @@ static void cleanup(void)
 	rmdir(tmpdir);
 }
 
+/* A max age not above the interval would expire every table between publishes. */
+static void test_max_age_must_exceed_the_interval(void)
+{
+	struct steer_config c;
+	char err[512];
+	char *a1[] = { "smg-steerd",   "--vip",
+		       "127.0.0.1:80", "--backend",
+		       "127.0.0.2:80", "--load-check-interval",
+		       "2s",	       "--snapshot-max-age",
+		       "2s",	       NULL };
+	char *a2[] = { "smg-steerd",   "--vip",
+		       "127.0.0.1:80", "--backend",
+		       "127.0.0.2:80", "--load-check-interval",
+		       "2s",	       "--snapshot-max-age",
+		       "2500ms",       NULL };
+	int rc;
+
+	rc = steer_config_load(9, a1, &c, err, sizeof(err));
+	CHECK(rc == STEER_CONFIG_USAGE && strstr(err, "--snapshot-max-age") &&
+		      strstr(err, "load-check-interval"),
+	      "rc=%d err=%s", rc, err);
+	rc = steer_config_load(9, a2, &c, err, sizeof(err));
+	CHECK(rc == STEER_CONFIG_OK, "rc=%d err=%s", rc, err);
+	steer_config_free(&c);
+}
+
 int main(void)
 {
 	if (!mkdtemp(tmpdir)) {
@@ -1152,5 +1178,6 @@ int main(void)
 	TAP_RUN(test_yaml_too_large);
 	TAP_RUN(test_yaml_service_limit);
 	TAP_RUN(test_yaml_reload);
+	TAP_RUN(test_max_age_must_exceed_the_interval);
 	return tap_done();
 }

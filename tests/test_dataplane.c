@@ -480,6 +480,45 @@ static void test_drained_backend_gets_nothing(void)
 	steer_dp_set_drained(dp, &addr4[11], false, err, sizeof(err));
 }
 
+/* A steered connect that fails leaves nothing behind: the same socket, then
+ * connected to a plain address, reports that address, and no live
+ * connection is counted for the dead backend. */
+static void test_failed_steered_connect_leaves_no_trace(void)
+{
+	struct steer_addr cfg[2] = { addr4[0] }, dead;
+	struct steer_dp_cost cost = { .ns_per_token = 1000 };
+	struct steer_dp_service s = { .vip = vip4,
+				      .configured = cfg,
+				      .n_configured = 2,
+				      .table = &cost,
+				      .n_table = 1,
+				      .ttl_ns = TTL_LONG };
+	struct sockaddr_storage ss, peer;
+	socklen_t len, plen = sizeof(peer);
+	uint32_t slot = UINT32_MAX;
+	char p[64], byte;
+	int fd, rc;
+
+	steer_addr_parse("127.0.0.60:9060", &dead, err, sizeof(err)); /* nothing listens */
+	cfg[1] = dead;
+	cost.addr = dead;
+	CHECK(steer_dp_publish_one(dp, &s, err, sizeof(err)) == 0, "publish: %s", err);
+	CHECK(steer_dp_slot(dp, &vip4, &dead, &slot) == 0, "slot");
+	test_sockaddr(VIP4, &ss, &len);
+	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	rc = connect(fd, (struct sockaddr *)&ss, len);
+	CHECK(rc != 0 && errno == ECONNREFUSED, "steered connect to a dead backend: rc=%d", rc);
+	test_sockaddr("127.0.0.50:9050", &ss, &len);
+	CHECK(connect(fd, (struct sockaddr *)&ss, len) == 0, "reconnect: %s", strerror(errno));
+	CHECK(getpeername(fd, (struct sockaddr *)&peer, &plen) == 0, "getpeername");
+	test_fmt_sockaddr(&peer, p, sizeof(p));
+	CHECK(read(fd, &byte, 1) == 1, "read");
+	close(fd);
+	CHECK(strcmp(p, "127.0.0.50:9050") == 0, "getpeername after a failed steer says %s", p);
+	CHECK(steer_dp_live(dp, slot) == 0, "dead backend has %lld live",
+	      (long long)steer_dp_live(dp, slot));
+}
+
 static int expect_publish_error(struct steer_dp_service *s, const char *needle)
 {
 	int rc = steer_dp_publish_one(dp, s, err, sizeof(err));
@@ -672,6 +711,95 @@ static void test_second_process_adopts_without_a_gap(void)
 	CHECK(slot4(14) == slot_before, "slot changed across adoption");
 }
 
+/* A reader's view of the registry: what smg-steerctl would see. */
+static int registered_services(size_t *n, struct steer_addr *first)
+{
+	struct steer_dp_opts o = { .pin_dir = testenv_pin_dir(), .cgroup = testenv_cgroup() };
+	struct steer_dp *reader = NULL;
+	struct steer_view v;
+
+	CHECK_RC(steer_dp_open(&o, &reader, err, sizeof(err)) == 0, "reader: %s", err);
+	CHECK_RC(steer_dp_view(reader, &v, err, sizeof(err)) == 0, "view: %s", err);
+	*n = v.n_services;
+	if (first && v.n_services)
+		*first = v.services[0].vip;
+	steer_view_free(&v);
+	steer_dp_close(reader);
+	return 0;
+}
+
+static void test_changing_a_vip_many_times_leaks_nothing(void)
+{
+	struct steer_dp_cost cost = { .addr = addr4[0], .base_wait_ns = 0, .ns_per_token = 1000 };
+	struct steer_dp_service s = { .configured = addr4,
+				      .n_configured = 1,
+				      .table = &cost,
+				      .n_table = 1,
+				      .ttl_ns = TTL_LONG };
+	struct steer_addr last;
+	char a[64], name[32];
+	size_t n = 0;
+	int i;
+
+	for (i = 0; i < 3 * STEER_SVC_IDS; i++) {
+		snprintf(a, sizeof(a), "127.0.0.100:%d", 20000 + i);
+		steer_addr_parse(a, &s.vip, err, sizeof(err));
+		CHECK(steer_dp_publish(dp, &s, 1, err, sizeof(err)) == 0, "publish %d: %s", i, err);
+	}
+	CHECK(registered_services(&n, &last) == 0, "reader");
+	CHECK(n == 1 && steer_addr_equal(&last, &s.vip), "%zu services registered, want 1", n);
+	CHECK(test_connect(a, false, name, sizeof(name), NULL, NULL) == 0 &&
+		      strcmp(name, "b0") == 0,
+	      "the last vip does not steer: %s", name);
+}
+
+static void test_full_capacity_can_still_be_replaced(void)
+{
+	static struct steer_dp_service svcs[STEER_MAX_SERVICES];
+	static struct steer_addr cfg[STEER_MAX_SERVICES][STEER_MAX_BACKENDS];
+	static struct steer_dp_cost cost[STEER_MAX_SERVICES];
+	size_t n = 0;
+	char a[64];
+	int i, j;
+
+	for (i = 0; i < STEER_MAX_SERVICES; i++) {
+		snprintf(a, sizeof(a), "127.0.0.100:%d", 30000 + i);
+		steer_addr_parse(a, &svcs[i].vip, err, sizeof(err));
+		for (j = 0; j < STEER_MAX_BACKENDS; j++) {
+			snprintf(a, sizeof(a), "127.0.%d.%d:9000", 64 + i, j);
+			steer_addr_parse(a, &cfg[i][j], err, sizeof(err));
+		}
+		cost[i] = (struct steer_dp_cost){ .addr = cfg[i][0], .ns_per_token = 1000 };
+		svcs[i] = (struct steer_dp_service){ .vip = svcs[i].vip,
+						     .configured = cfg[i],
+						     .n_configured = STEER_MAX_BACKENDS,
+						     .table = &cost[i],
+						     .n_table = 1,
+						     .ttl_ns = TTL_LONG };
+	}
+	CHECK(steer_dp_publish(dp, svcs, STEER_MAX_SERVICES, err, sizeof(err)) == 0, "64 x 256: %s",
+	      err);
+	/* One backend replaced, and one service moved to another address. */
+	steer_addr_parse("127.0.200.1:9000", &cfg[3][7], err, sizeof(err));
+	steer_addr_parse("127.0.0.100:31000", &svcs[5].vip, err, sizeof(err));
+	CHECK(steer_dp_publish(dp, svcs, STEER_MAX_SERVICES, err, sizeof(err)) == 0,
+	      "replacing at full capacity: %s", err);
+	/* Every backend replaced at once: still within the id space. */
+	for (i = 0; i < STEER_MAX_SERVICES; i++)
+		for (j = 0; j < STEER_MAX_BACKENDS; j++)
+			cfg[i][j].port = htons(9001);
+	for (i = 0; i < STEER_MAX_SERVICES; i++)
+		cost[i].addr = cfg[i][0];
+	CHECK(steer_dp_publish(dp, svcs, STEER_MAX_SERVICES, err, sizeof(err)) == 0,
+	      "replacing everything: %s", err);
+	CHECK(registered_services(&n, NULL) == 0 && n == STEER_MAX_SERVICES, "%zu services", n);
+	/* Over the limits: refused, nothing changed. */
+	cfg[0][0] = cfg[0][1];
+	CHECK(steer_dp_publish(dp, svcs, STEER_MAX_SERVICES, err, sizeof(err)) < 0 &&
+		      strstr(err, "duplicate"),
+	      "duplicate accepted: %s", err);
+}
+
 static void test_detach_removes_everything(void)
 {
 	struct stat st;
@@ -736,10 +864,13 @@ int main(void)
 	TAP_RUN(test_other_destinations_pass_through);
 	TAP_RUN(test_live_connections_are_counted);
 	TAP_RUN(test_drained_backend_gets_nothing);
+	TAP_RUN(test_failed_steered_connect_leaves_no_trace);
 	TAP_RUN(test_invalid_input_publishes_nothing);
 	TAP_RUN(test_pins_names_permissions_and_bpftool);
 	TAP_RUN(test_second_owner_is_refused);
 	TAP_RUN(test_second_process_adopts_without_a_gap);
+	TAP_RUN(test_changing_a_vip_many_times_leaks_nothing);
+	TAP_RUN(test_full_capacity_can_still_be_replaced);
 	TAP_RUN(test_detach_removes_everything);
 	if (dp)
 		steer_dp_close(dp);

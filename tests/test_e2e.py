@@ -309,6 +309,19 @@ with t.case("--keep-pinned: a restarted daemon adopts without a gap"):
     t.check(rc == 0, f"exit {rc}")
     t.check(os.path.exists(os.path.join(env.pin, "steer_gen")), "pins removed despite --keep-pinned")
     time.sleep(0.5)
+    # A daemon that cannot start (its metrics port is taken) must leave the
+    # adopted data plane alone, even without --keep-pinned.
+    blocker = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    blocker.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    blocker.bind(("127.0.0.1", 9464))
+    blocker.listen(1)
+    bad = L.Daemon(env, ["--config", cfg])
+    bad.start(wait_publish=False)
+    rc_bad = bad.proc.wait(10)
+    blocker.close()
+    t.check(rc_bad == 1, f"a daemon without its metrics port exited {rc_bad}")
+    t.check(os.path.exists(os.path.join(env.pin, "steer_gen")),
+            "a failed start removed the adopted pins")
     d4 = L.Daemon(env, ["--config", cfg])
     d4.start()
     d4.wait_publishes(1)

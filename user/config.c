@@ -1262,14 +1262,42 @@ static int timeout_check(struct ctx *c)
 		    c->config_path, c->top.line[OPT_TIMEOUT], i, t);
 }
 
+/*
+ * Every table expires --snapshot-max-age after its publish, and the next
+ * publish comes one interval plus the poll later: a max age not above the
+ * interval would let every table expire between publishes, and steering fall
+ * back to round robin every cycle.
+ */
+static int max_age_check(struct ctx *c)
+{
+	char a[32], i[32];
+
+	if (c->out.max_age_ns > c->out.interval_ns)
+		return STEER_CONFIG_OK;
+	duration_text(c->out.max_age_ns, a, sizeof(a));
+	duration_text(c->out.interval_ns, i, sizeof(i));
+	if (c->flags.set[OPT_MAX_AGE])
+		return fail(c, "--snapshot-max-age: must be > the load-check-interval (%s), got %s",
+			    i, a);
+	if (c->top.set[OPT_MAX_AGE])
+		return fail(
+			c,
+			"%s:%d: snapshot-max-age: must be > the load-check-interval (%s), got %s",
+			c->config_path, c->top.line[OPT_MAX_AGE], i, a);
+	return fail(c, "--load-check-interval: %s is not below --snapshot-max-age (%s)", i, a);
+}
+
 static int globals_resolve(struct ctx *c)
 {
+	int rc;
+
 	defaults_set(&c->out);
 	layer_apply(&c->out, &c->top);
 	layer_apply(&c->out, &c->flags);
 	derived_defaults_set(c);
 	memcpy(c->out.config_path, c->config_path, sizeof(c->out.config_path));
-	return timeout_check(c);
+	rc = timeout_check(c);
+	return rc ? rc : max_age_check(c);
 }
 
 /* The flags' service joins the file's, replacing one with the same vip. */
@@ -1416,7 +1444,8 @@ void steer_config_usage(FILE *f)
 	      "Load polling (durations like 250ms, 2s, 1.5s, 1m; also ns, us, h):\n"
 	      "  --load-check-interval DUR   poll each backend this often (default 1s)\n"
 	      "  --load-timeout DUR          at most the interval (default min(interval/2, 1s))\n"
-	      "  --snapshot-max-age DUR      older loads are stale (default 3 x interval)\n"
+	      "  --snapshot-max-age DUR      older loads are stale, > interval (default 3 x "
+	      "interval)\n"
 	      "  --unhealthy-after N         failed polls to turn unhealthy, >= 1 (default 3)\n"
 	      "  --healthy-after N           good polls to turn healthy, >= 1 (default 2)\n"
 	      "\n"

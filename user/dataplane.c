@@ -33,8 +33,8 @@
 #include "steer.skel.h"
 
 #define NO_SLOT UINT32_MAX
-#define STEER_PIN_DIR_MAX 200	       /* leaves room for the object names in PATH_MAX */
-#define HASH_CAP (2 * STEER_MAX_SLOTS) /* power of two, load factor <= 1/2 */
+#define STEER_PIN_DIR_MAX 200	      /* leaves room for the object names in PATH_MAX */
+#define HASH_CAP (2 * STEER_SLOT_IDS) /* power of two, load factor <= 1/2 */
 
 struct steer_dp {
 	char pin_dir[STEER_PIN_DIR_MAX];
@@ -43,6 +43,7 @@ struct steer_dp {
 	int lock_fd;
 	struct steer_bpf *skel; /* owner only */
 	struct bpf_link *links[5];
+	bool adopted; /* the links were pinned already: a previous owner left them */
 
 	int gen_fd, slots_fd, svcst_fd, sk_fd, svcid_fd, bkslot_fd, drain_fd, bkinfo_fd;
 	struct steer_slot *slots;
@@ -61,10 +62,10 @@ struct steer_dp {
 	uint64_t generation;
 
 	/* In-memory copy of the registries (steer_svcid, steer_bkslot). */
-	bool svc_used[STEER_MAX_SERVICES];
-	struct steer_addr svc_vip[STEER_MAX_SERVICES];
-	bool slot_used[STEER_MAX_SLOTS];
-	struct steer_bk_key slot_key[STEER_MAX_SLOTS];
+	bool svc_used[STEER_SVC_IDS];
+	struct steer_addr svc_vip[STEER_SVC_IDS];
+	bool slot_used[STEER_SLOT_IDS];
+	struct steer_bk_key slot_key[STEER_SLOT_IDS];
 	uint32_t slot_hash[HASH_CAP]; /* open addressing: slot number or NO_SLOT */
 };
 
@@ -198,6 +199,11 @@ int steer_cgroup2_root(char *buf, size_t len)
 	return rc;
 }
 
+bool steer_dp_adopted(const struct steer_dp *dp)
+{
+	return dp->adopted;
+}
+
 const char *steer_dp_pin_dir(const struct steer_dp *dp)
 {
 	return dp->pin_dir;
@@ -232,7 +238,7 @@ static void hash_rebuild(struct steer_dp *dp)
 
 	for (s = 0; s < HASH_CAP; s++)
 		dp->slot_hash[s] = NO_SLOT;
-	for (s = 0; s < STEER_MAX_SLOTS; s++) {
+	for (s = 0; s < STEER_SLOT_IDS; s++) {
 		uint32_t h;
 
 		if (!dp->slot_used[s])
@@ -280,6 +286,19 @@ static void generation_load(struct steer_dp *dp)
 	free(t);
 }
 
+/* Does the generation map gen hold a table for vip with service id id? */
+static bool published_with_id(int gen, const struct steer_addr *vip, __u32 id)
+{
+	struct steer_table *t;
+	bool yes;
+
+	if (gen < 0 || !(t = malloc(sizeof(*t))))
+		return false;
+	yes = bpf_map_lookup_elem(gen, vip, t) == 0 && t->svc_id == id;
+	free(t);
+	return yes;
+}
+
 static int registry_load(struct steer_dp *dp, char *err, size_t errlen)
 {
 	struct steer_addr vip, next_vip;
@@ -287,18 +306,26 @@ static int registry_load(struct steer_dp *dp, char *err, size_t errlen)
 	void *prev;
 	__u32 v;
 
+	int cur = current_generation_fd(dp);
+
 	memset(dp->svc_used, 0, sizeof(dp->svc_used));
 	memset(dp->slot_used, 0, sizeof(dp->slot_used));
 	for (prev = NULL; bpf_map_get_next_key(dp->svcid_fd, prev, &next_vip) == 0; prev = &vip) {
 		vip = next_vip;
-		if (bpf_map_lookup_elem(dp->svcid_fd, &vip, &v) == 0 && v < STEER_MAX_SERVICES) {
-			dp->svc_used[v] = true;
-			dp->svc_vip[v] = vip;
-		}
+		if (bpf_map_lookup_elem(dp->svcid_fd, &vip, &v) != 0 || v >= STEER_SVC_IDS)
+			continue;
+		/* An id registered twice (left by an older version): keep the
+		 * address whose table carries that id. */
+		if (dp->svc_used[v] && !published_with_id(cur, &vip, v))
+			continue;
+		dp->svc_used[v] = true;
+		dp->svc_vip[v] = vip;
 	}
+	if (cur >= 0)
+		close(cur);
 	for (prev = NULL; bpf_map_get_next_key(dp->bkslot_fd, prev, &next_k) == 0; prev = &k) {
 		k = next_k;
-		if (bpf_map_lookup_elem(dp->bkslot_fd, &k, &v) == 0 && v < STEER_MAX_SLOTS) {
+		if (bpf_map_lookup_elem(dp->bkslot_fd, &k, &v) == 0 && v < STEER_SLOT_IDS) {
 			dp->slot_used[v] = true;
 			dp->slot_key[v] = k;
 		}
@@ -521,6 +548,7 @@ static int attach_or_adopt_links(struct steer_dp *dp, char *err, size_t errlen)
 				break;
 			}
 			dp->links[i] = l;
+			dp->adopted = true;
 			continue;
 		}
 		l = bpf_program__attach_cgroup(link_prog(dp, i), cg_fd);
@@ -611,13 +639,13 @@ static int open_maps(struct steer_dp *dp, char *err, size_t errlen)
 		if (rc)
 			return rc;
 	}
-	dp->slots_len = page_round(sizeof(struct steer_slot) * STEER_MAX_SLOTS);
-	dp->svcst_len = page_round(sizeof(struct steer_svc_stats) * STEER_MAX_SERVICES);
+	dp->slots_len = page_round(sizeof(struct steer_slot) * STEER_SLOT_IDS);
+	dp->svcst_len = page_round(sizeof(struct steer_svc_stats) * STEER_SVC_IDS);
 	rc = map_mmap(dp->slots_fd, dp->slots_len, (void **)&dp->slots, err, errlen,
 		      STEER_MAP_SLOTS);
 	if (rc)
 		return rc;
-	dp->bkinfo_len = page_round(sizeof(struct steer_bk_info) * STEER_MAX_SLOTS);
+	dp->bkinfo_len = page_round(sizeof(struct steer_bk_info) * STEER_SLOT_IDS);
 	rc = map_mmap(dp->bkinfo_fd, dp->bkinfo_len, (void **)&dp->bkinfo, err, errlen,
 		      STEER_MAP_BKINFO);
 	if (rc)
@@ -816,17 +844,17 @@ int steer_dp_slot(const struct steer_dp *dp, const struct steer_addr *vip,
 
 const struct steer_slot *steer_dp_slot_counters(const struct steer_dp *dp, uint32_t slot)
 {
-	return slot < STEER_MAX_SLOTS ? &dp->slots[slot] : NULL;
+	return slot < STEER_SLOT_IDS ? &dp->slots[slot] : NULL;
 }
 
 struct steer_bk_info *steer_dp_bk_info(const struct steer_dp *dp, uint32_t slot)
 {
-	return slot < STEER_MAX_SLOTS ? &dp->bkinfo[slot] : NULL;
+	return slot < STEER_SLOT_IDS ? &dp->bkinfo[slot] : NULL;
 }
 
 uint64_t steer_dp_inflight_read(const struct steer_dp *dp, uint32_t slot)
 {
-	if (slot >= STEER_MAX_SLOTS)
+	if (slot >= STEER_SLOT_IDS)
 		return 0;
 	return __atomic_load_n(&dp->slots[slot].inflight_tokens, __ATOMIC_ACQUIRE);
 }
@@ -835,7 +863,7 @@ void steer_dp_inflight_sub(struct steer_dp *dp, uint32_t slot, uint64_t tokens)
 {
 	__u64 *ctr, cur, next;
 
-	if (slot >= STEER_MAX_SLOTS || !tokens)
+	if (slot >= STEER_SLOT_IDS || !tokens)
 		return;
 	ctr = &dp->slots[slot].inflight_tokens;
 	cur = __atomic_load_n(ctr, __ATOMIC_ACQUIRE);
@@ -850,7 +878,7 @@ void steer_dp_inflight_sub(struct steer_dp *dp, uint32_t slot, uint64_t tokens)
 
 uint64_t steer_dp_inflight_exchange(struct steer_dp *dp, uint32_t slot)
 {
-	if (slot >= STEER_MAX_SLOTS)
+	if (slot >= STEER_SLOT_IDS)
 		return 0;
 	return __atomic_exchange_n(&dp->slots[slot].inflight_tokens, 0, __ATOMIC_ACQ_REL);
 }
@@ -859,7 +887,7 @@ int64_t steer_dp_live(const struct steer_dp *dp, uint32_t slot)
 {
 	int64_t v;
 
-	if (slot >= STEER_MAX_SLOTS)
+	if (slot >= STEER_SLOT_IDS)
 		return 0;
 	v = __atomic_load_n(&dp->slots[slot].live, __ATOMIC_ACQUIRE);
 	return v < 0 ? 0 : v; /* a close racing a slot reset can leave -1 */
@@ -895,7 +923,7 @@ int steer_dp_set_drained(struct steer_dp *dp, const struct steer_addr *backend, 
 		return seterr(err, errlen, errno, "cannot clear the drain: %s", strerror(errno));
 	}
 	/* Takes effect at once: the kernel skips drained slots. */
-	for (s = 0; s < STEER_MAX_SLOTS; s++)
+	for (s = 0; s < STEER_SLOT_IDS; s++)
 		if (dp->slot_used[s] && steer_addr_equal(&dp->slot_key[s].backend, backend))
 			slot_apply_drain(dp, s, drained);
 	return 0;
@@ -905,14 +933,14 @@ int steer_dp_set_drained(struct steer_dp *dp, const struct steer_addr *backend, 
 
 /* A publish under construction: the registry as it will be, and the tables. */
 struct plan {
-	bool svc_used[STEER_MAX_SERVICES];
-	struct steer_addr svc_vip[STEER_MAX_SERVICES];
-	bool slot_used[STEER_MAX_SLOTS];
-	struct steer_bk_key slot_key[STEER_MAX_SLOTS];
-	bool slot_new[STEER_MAX_SLOTS];
-	bool svc_new[STEER_MAX_SERVICES];
-	bool svc_keep[STEER_MAX_SERVICES]; /* untouched by this publish (publish_one) */
-	struct steer_table *tables[STEER_MAX_SERVICES]; /* new tables by svc id, or NULL */
+	bool svc_used[STEER_SVC_IDS];
+	struct steer_addr svc_vip[STEER_SVC_IDS];
+	bool slot_used[STEER_SLOT_IDS];
+	struct steer_bk_key slot_key[STEER_SLOT_IDS];
+	bool slot_new[STEER_SLOT_IDS];
+	bool svc_new[STEER_SVC_IDS];
+	bool svc_keep[STEER_SVC_IDS];		   /* untouched by this publish (publish_one) */
+	struct steer_table *tables[STEER_SVC_IDS]; /* new tables by svc id, or NULL */
 };
 
 struct sort_item {
@@ -1006,12 +1034,14 @@ static int plan_service(struct steer_dp *dp, struct plan *p, const struct steer_
 	int id = -1, i;
 	size_t k;
 
-	for (i = 0; i < STEER_MAX_SERVICES; i++)
+	for (i = 0; i < STEER_SVC_IDS; i++)
 		if (p->svc_used[i] && steer_addr_equal(&p->svc_vip[i], &s->vip))
 			id = i;
 	if (id < 0) {
-		for (i = 0; i < STEER_MAX_SERVICES && id < 0; i++)
-			if (!p->svc_used[i])
+		/* Like slots, an id freed by this plan is not reused before the swap:
+		 * its old address stays registered until the commit. */
+		for (i = 0; i < STEER_SVC_IDS && id < 0; i++)
+			if (!p->svc_used[i] && !dp->svc_used[i])
 				id = i;
 		if (id < 0)
 			return seterr(err, errlen, E2BIG, "more than %d services",
@@ -1026,7 +1056,7 @@ static int plan_service(struct steer_dp *dp, struct plan *p, const struct steer_
 	p->svc_keep[id] = false;
 
 	/* Slots: keep the ones of configured backends, free the others. */
-	for (k = 0; k < STEER_MAX_SLOTS; k++)
+	for (k = 0; k < STEER_SLOT_IDS; k++)
 		if (p->slot_used[k] && steer_addr_equal(&p->slot_key[k].vip, &s->vip)) {
 			bool still = false;
 			size_t j;
@@ -1049,10 +1079,10 @@ static int plan_service(struct steer_dp *dp, struct plan *p, const struct steer_
 		}
 		/* A slot freed by this plan is not reused before the swap completes:
 		 * an old table still in use could point at it. */
-		while (next_free < STEER_MAX_SLOTS &&
+		while (next_free < STEER_SLOT_IDS &&
 		       (p->slot_used[next_free] || dp->slot_used[next_free]))
 			next_free++;
-		if (next_free >= STEER_MAX_SLOTS)
+		if (next_free >= STEER_SLOT_IDS)
 			return seterr(err, errlen, E2BIG, "more than %d backends in all services",
 				      STEER_MAX_SLOTS);
 		p->slot_used[next_free] = true;
@@ -1102,7 +1132,7 @@ static void plan_free(struct plan *p)
 {
 	int i;
 
-	for (i = 0; i < STEER_MAX_SERVICES; i++)
+	for (i = 0; i < STEER_SVC_IDS; i++)
 		free(p->tables[i]);
 	free(p);
 }
@@ -1127,7 +1157,7 @@ static int registry_add(struct steer_dp *dp, const struct plan *p, char *err, si
 {
 	uint32_t i;
 
-	for (i = 0; i < STEER_MAX_SERVICES; i++) {
+	for (i = 0; i < STEER_SVC_IDS; i++) {
 		if (!p->svc_new[i])
 			continue;
 		if (bpf_map_update_elem(dp->svcid_fd, &p->svc_vip[i], &i, BPF_ANY) != 0)
@@ -1135,7 +1165,7 @@ static int registry_add(struct steer_dp *dp, const struct plan *p, char *err, si
 				      strerror(errno));
 		memset(&dp->svcst[i], 0, sizeof(dp->svcst[i]));
 	}
-	for (i = 0; i < STEER_MAX_SLOTS; i++) {
+	for (i = 0; i < STEER_SLOT_IDS; i++) {
 		if (!p->slot_new[i])
 			continue;
 		if (bpf_map_update_elem(dp->bkslot_fd, &p->slot_key[i], &i, BPF_ANY) != 0)
@@ -1151,10 +1181,10 @@ static void registry_commit(struct steer_dp *dp, const struct plan *p)
 {
 	uint32_t i;
 
-	for (i = 0; i < STEER_MAX_SERVICES; i++)
+	for (i = 0; i < STEER_SVC_IDS; i++)
 		if (dp->svc_used[i] && !p->svc_used[i])
 			bpf_map_delete_elem(dp->svcid_fd, &dp->svc_vip[i]);
-	for (i = 0; i < STEER_MAX_SLOTS; i++)
+	for (i = 0; i < STEER_SLOT_IDS; i++)
 		if (dp->slot_used[i] && !p->slot_used[i])
 			bpf_map_delete_elem(dp->bkslot_fd, &dp->slot_key[i]);
 	memcpy(dp->svc_used, p->svc_used, sizeof(dp->svc_used));
@@ -1168,10 +1198,10 @@ static void registry_rollback(struct steer_dp *dp, const struct plan *p)
 {
 	uint32_t i;
 
-	for (i = 0; i < STEER_MAX_SERVICES; i++)
+	for (i = 0; i < STEER_SVC_IDS; i++)
 		if (p->svc_new[i])
 			bpf_map_delete_elem(dp->svcid_fd, &p->svc_vip[i]);
-	for (i = 0; i < STEER_MAX_SLOTS; i++)
+	for (i = 0; i < STEER_SLOT_IDS; i++)
 		if (p->slot_new[i])
 			bpf_map_delete_elem(dp->bkslot_fd, &p->slot_key[i]);
 }
@@ -1202,7 +1232,7 @@ static int swap_generation(struct steer_dp *dp, const struct plan *p, char *err,
 		return seterr(err, errlen, fd, "cannot create a table generation: %s",
 			      strerror(-fd));
 	cur = current_generation_fd(dp);
-	for (i = 0; i < STEER_MAX_SERVICES && rc == 0; i++) {
+	for (i = 0; i < STEER_SVC_IDS && rc == 0; i++) {
 		const struct steer_table *t = p->tables[i];
 
 		if (!p->svc_used[i])
@@ -1248,7 +1278,7 @@ static void ports_set(struct steer_dp *dp, const struct plan *p, bool add_plan)
 	struct steer_ports want = { 0 };
 	size_t i;
 
-	for (i = 0; i < STEER_MAX_SERVICES; i++) {
+	for (i = 0; i < STEER_SVC_IDS; i++) {
 		if (dp->svc_used[i])
 			port_bit(&want, &dp->svc_vip[i]);
 		if (add_plan && p && p->svc_used[i])
@@ -1256,6 +1286,56 @@ static void ports_set(struct steer_dp *dp, const struct plan *p, bool add_plan)
 	}
 	for (i = 0; i < 1024; i++)
 		__atomic_store_n(&dp->ports->bits[i], want.bits[i], __ATOMIC_RELEASE);
+}
+
+/*
+ * Make every registered slot's drain flag agree with steer_drain. A drain set
+ * by smg-steerctl while a publish registered a new slot for that backend
+ * could otherwise miss it (or an undrain leave it drained).
+ */
+static void drain_flags_sync(struct steer_dp *dp)
+{
+	static struct steer_addr drained[STEER_MAX_DRAINED];
+	struct steer_addr k, next;
+	size_t n = 0, i;
+	void *prev;
+	uint32_t s;
+
+	for (prev = NULL;
+	     n < STEER_MAX_DRAINED && bpf_map_get_next_key(dp->drain_fd, prev, &next) == 0;
+	     prev = &k) {
+		k = next;
+		drained[n++] = k;
+	}
+	for (s = 0; s < STEER_SLOT_IDS; s++) {
+		bool want = false;
+
+		if (!dp->slot_used[s])
+			continue;
+		for (i = 0; i < n && !want; i++)
+			want = steer_addr_equal(&drained[i], &dp->slot_key[s].backend);
+		if (want != ((__atomic_load_n(&dp->slots[s].flags, __ATOMIC_ACQUIRE) &
+			      STEER_SLOT_DRAINED) != 0))
+			slot_apply_drain(dp, s, want);
+	}
+}
+
+/* The limits hold for what the plan keeps; the id spaces are twice as large. */
+static int plan_check_limits(const struct plan *p, char *err, size_t errlen)
+{
+	size_t i, services = 0, slots = 0;
+
+	for (i = 0; i < STEER_SVC_IDS; i++)
+		services += p->svc_used[i];
+	for (i = 0; i < STEER_SLOT_IDS; i++)
+		slots += p->slot_used[i];
+	if (services > STEER_MAX_SERVICES)
+		return seterr(err, errlen, E2BIG, "%zu services, at most %d", services,
+			      STEER_MAX_SERVICES);
+	if (slots > STEER_MAX_SLOTS)
+		return seterr(err, errlen, E2BIG, "%zu backends in all services, at most %d", slots,
+			      STEER_MAX_SLOTS);
+	return 0;
 }
 
 static int publish_plan(struct steer_dp *dp, const struct steer_dp_service *svcs, size_t n,
@@ -1281,11 +1361,11 @@ static int publish_plan(struct steer_dp *dp, const struct steer_dp_service *svcs
 	memcpy(p->svc_vip, dp->svc_vip, sizeof(p->svc_vip));
 	memcpy(p->slot_used, dp->slot_used, sizeof(p->slot_used));
 	memcpy(p->slot_key, dp->slot_key, sizeof(p->slot_key));
-	for (i = 0; i < STEER_MAX_SERVICES; i++)
+	for (i = 0; i < STEER_SVC_IDS; i++)
 		p->svc_keep[i] = p->svc_used[i];
 	if (replace_all || remove) {
 		/* Services not mentioned go away with their slots. */
-		for (i = 0; i < STEER_MAX_SERVICES; i++) {
+		for (i = 0; i < STEER_SVC_IDS; i++) {
 			size_t j;
 			bool listed = false;
 
@@ -1301,7 +1381,7 @@ static int publish_plan(struct steer_dp *dp, const struct steer_dp_service *svcs
 				continue;
 			p->svc_used[i] = false;
 			p->svc_keep[i] = false;
-			for (j = 0; j < STEER_MAX_SLOTS; j++)
+			for (j = 0; j < STEER_SLOT_IDS; j++)
 				if (p->slot_used[j] &&
 				    steer_addr_equal(&p->slot_key[j].vip, &p->svc_vip[i]))
 					p->slot_used[j] = false;
@@ -1309,6 +1389,8 @@ static int publish_plan(struct steer_dp *dp, const struct steer_dp_service *svcs
 	}
 	for (i = 0; i < n && rc == 0; i++)
 		rc = plan_service(dp, p, &svcs[i], now, err, errlen);
+	if (rc == 0)
+		rc = plan_check_limits(p, err, errlen);
 	if (rc == 0)
 		rc = registry_add(dp, p, err, errlen);
 	if (rc == 0) {
@@ -1319,6 +1401,7 @@ static int publish_plan(struct steer_dp *dp, const struct steer_dp_service *svcs
 	if (rc == 0) {
 		registry_commit(dp, p);
 		dp->generation++;
+		drain_flags_sync(dp);
 	} else {
 		registry_rollback(dp, p);
 	}
@@ -1377,7 +1460,7 @@ static int view_service(const struct steer_dp *dp, int cur, uint32_t id,
 		vs->table_flags = t->flags;
 		vs->n_table = t->n;
 	}
-	for (s = 0; s < STEER_MAX_SLOTS; s++)
+	for (s = 0; s < STEER_SLOT_IDS; s++)
 		if (dp->slot_used[s] && steer_addr_equal(&dp->slot_key[s].vip, &vs->vip))
 			nb++;
 	vs->backends = calloc(nb ? nb : 1, sizeof(*vs->backends));
@@ -1389,7 +1472,7 @@ static int view_service(const struct steer_dp *dp, int cur, uint32_t id,
 		struct steer_view_backend *b;
 
 		memcpy(a.ip6, t->e[k].ip6, sizeof(a.ip6));
-		if (t->e[k].slot >= STEER_MAX_SLOTS || vs->n_backends >= nb)
+		if (t->e[k].slot >= STEER_SLOT_IDS || vs->n_backends >= nb)
 			continue;
 		b = &vs->backends[vs->n_backends++];
 		view_backend_fill(dp, b, t->e[k].slot, &a);
@@ -1397,7 +1480,7 @@ static int view_service(const struct steer_dp *dp, int cur, uint32_t id,
 		b->base_wait_ns = t->e[k].base_wait_ns;
 		b->ns_per_token = t->e[k].ns_per_token;
 	}
-	for (s = 0; s < STEER_MAX_SLOTS && vs->n_backends < nb; s++) {
+	for (s = 0; s < STEER_SLOT_IDS && vs->n_backends < nb; s++) {
 		bool listed = false;
 
 		if (!dp->slot_used[s] || !steer_addr_equal(&dp->slot_key[s].vip, &vs->vip))
@@ -1425,10 +1508,10 @@ int steer_dp_view(const struct steer_dp *dp, struct steer_view *out, char *err, 
 		return seterr(err, errlen, ENOMEM, "out of memory");
 	}
 	out->now_ns = steer_monotonic_ns();
-	out->services = calloc(STEER_MAX_SERVICES, sizeof(*out->services));
+	out->services = calloc(STEER_SVC_IDS, sizeof(*out->services));
 	if (!out->services)
 		rc = seterr(err, errlen, ENOMEM, "out of memory");
-	for (id = 0; rc == 0 && id < STEER_MAX_SERVICES; id++) {
+	for (id = 0; rc == 0 && id < STEER_SVC_IDS; id++) {
 		if (!dp->svc_used[id])
 			continue;
 		if (view_service(dp, cur, id, &out->services[out->n_services++], t) != 0)
@@ -1447,7 +1530,7 @@ int steer_dp_service_stats(const struct steer_dp *dp, const struct steer_addr *v
 {
 	int i;
 
-	for (i = 0; i < STEER_MAX_SERVICES; i++)
+	for (i = 0; i < STEER_SVC_IDS; i++)
 		if (dp->svc_used[i] && steer_addr_equal(&dp->svc_vip[i], vip)) {
 			memcpy(out, &dp->svcst[i], sizeof(*out));
 			return 0;

@@ -41,6 +41,8 @@ void steer_dp_close(struct steer_dp *dp);
 /* Detaches the programs and removes every pin and the pin directory. */
 int steer_dp_detach(struct steer_dp *dp, char *err, size_t errlen);
 
+/* True when steer_dp_open (own) took over links pinned by a previous owner. */
+bool steer_dp_adopted(const struct steer_dp *dp);
 const char *steer_dp_pin_dir(const struct steer_dp *dp);
 const char *steer_dp_cgroup(const struct steer_dp *dp);
 

@@ -34,6 +34,9 @@ struct service;
 struct backend {
 	struct steer_backend_cfg cfg;
 	struct service *svc;
+	/* While a reload builds the new service list: where this backend was
+	 * taken from, so that a failed build can put it back. */
+	struct backend **origin;
 	int handle; /* poller handle */
 	uint32_t slot;
 
@@ -87,6 +90,7 @@ struct daemon {
 	uint64_t cycle_start_ns;
 	double last_cycle_s, last_publish_s;
 	uint64_t rng; /* xorshift64 state for the anti-herding phase */
+	bool started; /* start() completed: a failed start never detaches adopted state */
 };
 
 /* ---- signals ----------------------------------------------------------------- */
@@ -119,7 +123,7 @@ static void install_signals(void)
 /* ---- services and backends ------------------------------------------------------- */
 
 static struct backend *backend_new(struct daemon *d, const struct steer_backend_cfg *cfg,
-				   struct service *s)
+				   struct service *s, uint64_t interval_ns)
 {
 	struct backend *b = calloc(1, sizeof(*b));
 	uint32_t max_backoff_ms;
@@ -128,9 +132,13 @@ static struct backend *backend_new(struct daemon *d, const struct steer_backend_
 		return NULL;
 	b->cfg = *cfg;
 	b->slot = NO_SLOT;
-	b->health = STEER_HEALTH_HEALTHY;
+	/* Not in the table until a poll succeeds: a backend that is not up yet
+	 * would otherwise look idle (no snapshot, no live connections). */
+	b->health = STEER_HEALTH_UNKNOWN;
 	b->logged_kind = STEER_POLL_OK; /* only report what goes wrong, and recoveries */
-	max_backoff_ms = (uint32_t)(d->cfg.interval_ns / NS_PER_MS);
+	/* Reconnect attempts at least once an interval (of the configuration
+	 * being built: a reload may change it). */
+	max_backoff_ms = (uint32_t)(interval_ns / NS_PER_MS);
 	b->handle =
 		steer_poller_add(d->poller, cfg->loads_str, b, max_backoff_ms ? max_backoff_ms : 1);
 	if (b->handle < 0) {
@@ -182,6 +190,7 @@ static struct backend *take_old_backend(struct daemon *d, const struct steer_add
 			if (b && steer_addr_equal(&b->cfg.addr, &cfg->addr) &&
 			    steer_addr_equal(&b->cfg.loads, &cfg->loads)) {
 				s->b[j] = NULL;
+				b->origin = &s->b[j];
 				return b;
 			}
 		}
@@ -194,6 +203,17 @@ static struct backend *take_old_backend(struct daemon *d, const struct steer_add
  * that is unchanged (same service, traffic and loads address): its
  * snapshot, health and in-flight bookkeeping survive a reload.
  */
+/* The running service whose backend array holds the slot p. */
+static struct service *service_holding(struct daemon *d, struct backend **p)
+{
+	size_t i;
+
+	for (i = 0; i < d->n_svcs; i++)
+		if (p >= d->svcs[i].b && p < d->svcs[i].b + d->svcs[i].n)
+			return &d->svcs[i];
+	return NULL;
+}
+
 static int services_build(struct daemon *d, const struct steer_config *cfg, struct service **out)
 {
 	struct service *svcs = calloc(cfg->n_services ? cfg->n_services : 1, sizeof(*svcs));
@@ -215,7 +235,7 @@ static int services_build(struct daemon *d, const struct steer_config *cfg, stru
 			struct backend *b = take_old_backend(d, &sc->vip, &sc->backends[j]);
 
 			if (!b) {
-				b = backend_new(d, &sc->backends[j], s);
+				b = backend_new(d, &sc->backends[j], s, cfg->interval_ns);
 				/* Adopted state: the slot (and its counters) may exist. */
 				if (b)
 					steer_dp_slot(d->dp, &sc->vip, &b->cfg.addr, &b->slot);
@@ -236,9 +256,24 @@ static int services_build(struct daemon *d, const struct steer_config *cfg, stru
 				       sizeof(s->poll_buckets));
 			}
 	}
+	for (i = 0; i < cfg->n_services; i++)
+		for (j = 0; j < svcs[i].n; j++)
+			svcs[i].b[j]->origin = NULL;
 	*out = svcs;
 	return 0;
 fail:
+	/* Give the taken backends back: the running configuration stays whole. */
+	for (i = 0; i < cfg->n_services; i++)
+		for (j = 0; j < svcs[i].n; j++) {
+			struct backend *b = svcs[i].b[j];
+
+			if (!b->origin)
+				continue;
+			*b->origin = b;
+			b->svc = service_holding(d, b->origin);
+			b->origin = NULL;
+			svcs[i].b[j] = NULL;
+		}
 	services_free(d, svcs, cfg->n_services);
 	return -ENOMEM;
 }
@@ -321,7 +356,10 @@ static void health_success(const struct service *s, struct backend *b, uint32_t 
 {
 	b->consec_fail = 0;
 	b->consec_ok++;
-	if (b->health == STEER_HEALTH_EJECTED && b->consec_ok >= healthy_after) {
+	if (b->health == STEER_HEALTH_UNKNOWN) {
+		b->health = STEER_HEALTH_HEALTHY; /* a new backend: one good poll admits it */
+		log_debug("%s: backend %s admitted", s->vip_str, b->cfg.addr_str);
+	} else if (b->health == STEER_HEALTH_EJECTED && b->consec_ok >= healthy_after) {
 		b->health = STEER_HEALTH_HEALTHY;
 		log_info("%s: backend %s readmitted after %u good polls", s->vip_str,
 			 b->cfg.addr_str, b->consec_ok);
@@ -447,12 +485,13 @@ static size_t pick_candidates(struct daemon *d, struct service *s, struct backen
 	for (j = 0; j < s->n; j++) {
 		drained[j] = is_drained(d, s->b[j]);
 		eligible += !drained[j];
-		healthy += !drained[j] && s->b[j]->health != STEER_HEALTH_EJECTED;
+		healthy += !drained[j] && s->b[j]->health == STEER_HEALTH_HEALTHY;
 	}
 	fail_open = healthy == 0 && eligible > 0;
 	if (fail_open != s->fail_open) {
 		if (fail_open)
-			log_error("%s: every backend is ejected; failing open: publishing all %zu",
+			log_error("%s: no backend is healthy (ejected, or never polled "
+				  "successfully); failing open: publishing all %zu",
 				  s->vip_str, eligible);
 		else
 			log_info("%s: %zu backend(s) healthy again; no longer failing open",
@@ -463,7 +502,7 @@ static size_t pick_candidates(struct daemon *d, struct service *s, struct backen
 		struct backend *b = s->b[j];
 
 		b->in_table = false;
-		if (drained[j] || (!fail_open && b->health == STEER_HEALTH_EJECTED))
+		if (drained[j] || (!fail_open && b->health != STEER_HEALTH_HEALTHY))
 			continue;
 		c[n++] = b;
 	}
@@ -543,6 +582,12 @@ static void apply_drains(struct daemon *d, struct service *s)
 		}
 		if (b->score.mode == STEER_MODE_SNAPSHOT) {
 			steer_dp_inflight_sub(d->dp, b->slot, b->pending_drain);
+			/* A call still in flight read its inflight_at_send before this
+			 * subtraction, so it holds what was just drained: take it out
+			 * there too, or a late result would drain it a second time. */
+			b->inflight_at_send = b->inflight_at_send > b->pending_drain
+						      ? b->inflight_at_send - b->pending_drain
+						      : 0;
 			b->pending_drain = 0;
 		} else {
 			steer_dp_inflight_sub(d->dp, b->slot, b->live_drain);
@@ -617,6 +662,7 @@ static void publish(struct daemon *d)
 	}
 	if (steer_dp_publish(d->dp, specs, d->n_svcs, err, sizeof(err)) != 0) {
 		log_error("publish failed, the previous tables stay until they expire: %s", err);
+		update_metrics(d); /* polls and health go on being reported */
 		goto out;
 	}
 	for (i = 0; i < d->n_svcs; i++) {
@@ -679,7 +725,7 @@ static void fill_metrics_backend(struct daemon *d, const struct service *s, cons
 
 	snprintf(mb->vip, sizeof(mb->vip), "%s", s->vip_str);
 	snprintf(mb->backend, sizeof(mb->backend), "%s", b->cfg.addr_str);
-	mb->healthy = b->health != STEER_HEALTH_EJECTED;
+	mb->healthy = b->health == STEER_HEALTH_HEALTHY;
 	mb->inflight_tokens = inflight;
 	mb->live_connections = ctr ? steer_dp_live(d->dp, b->slot) : 0;
 	mb->steered_total = ctr ? ctr->steered + ctr->fallbacks : 0;
@@ -781,6 +827,11 @@ static void reload(struct daemon *d)
 	publish(d);
 }
 
+/*
+ * Everything that can fail for local reasons (the metrics port, gRPC) comes
+ * before the data plane is touched, so that a daemon that cannot start
+ * leaves a running data plane alone.
+ */
 static int start(struct daemon *d)
 {
 	struct steer_dp_opts o = { .pin_dir = d->cfg.pin_path,
@@ -789,11 +840,6 @@ static int start(struct daemon *d)
 	char err[512];
 	int rc;
 
-	rc = steer_dp_open(&o, &d->dp, err, sizeof(err));
-	if (rc) {
-		log_error("%s", err);
-		return 1;
-	}
 	if (d->cfg.metrics_enabled &&
 	    steer_metrics_start(d->cfg.metrics_listen, &d->metrics, err, sizeof(err)) != 0) {
 		log_error("%s", err);
@@ -804,14 +850,21 @@ static int start(struct daemon *d)
 		log_error("cannot start gRPC");
 		return 1;
 	}
+	rc = steer_dp_open(&o, &d->dp, err, sizeof(err));
+	if (rc) {
+		log_error("%s", err);
+		return 1;
+	}
 	if (services_build(d, &d->cfg, &d->svcs) != 0) {
 		log_error("cannot set up the backends");
 		return 1;
 	}
 	d->n_svcs = d->cfg.n_services;
 	publish_refusing_tables(d);
-	log_info("steering %zu service(s) in cgroup %s, state pinned at %s", d->n_svcs,
-		 steer_dp_cgroup(d->dp), steer_dp_pin_dir(d->dp));
+	log_info("steering %zu service(s) in cgroup %s, state pinned at %s%s", d->n_svcs,
+		 steer_dp_cgroup(d->dp), steer_dp_pin_dir(d->dp),
+		 steer_dp_adopted(d->dp) ? " (adopted)" : "");
+	d->started = true;
 	return 0;
 }
 
@@ -829,6 +882,9 @@ static int shutdown_daemon(struct daemon *d)
 	if (d->dp) {
 		if (d->cfg.keep_pinned) {
 			log_info("exiting; programs and maps stay pinned at %s (--keep-pinned)",
+				 steer_dp_pin_dir(d->dp));
+		} else if (!d->started && steer_dp_adopted(d->dp)) {
+			log_info("exiting; the adopted data plane at %s is left as it was",
 				 steer_dp_pin_dir(d->dp));
 		} else if (steer_dp_detach(d->dp, err, sizeof(err)) != 0) {
 			log_error("detach: %s", err);
