@@ -159,6 +159,7 @@ struct steer_dest {
 	__u32 ip6[4];
 	__u16 port;
 	__u32 slot;
+	__u32 slot_gen; /* the slot's generation, for sockops' live count */
 };
 
 /*
@@ -211,6 +212,7 @@ static __always_inline int choose(struct steer_table *t, struct steer_dest *dest
 
 	s = slot_lookup(0, dest->slot);
 	if (s) {
+		dest->slot_gen = s->gen;
 		if (stale) {
 			__sync_fetch_and_add(&s->fallbacks, 1);
 		} else {
@@ -231,7 +233,6 @@ refused:
 static __always_inline void remember(struct bpf_sock_addr *ctx, const struct steer_addr *vip,
 				     const struct steer_dest *dest)
 {
-	struct steer_slot *s = slot_lookup(0, dest->slot);
 	struct steer_sk *st;
 
 	st = bpf_sk_storage_get(&steer_sk, ctx->sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
@@ -243,7 +244,7 @@ static __always_inline void remember(struct bpf_sock_addr *ctx, const struct ste
 	st->vip_ip6[3] = vip->ip6[3];
 	st->vip_port = vip->port;
 	st->slot = dest->slot;
-	st->slot_gen = s ? s->gen : 0;
+	st->slot_gen = dest->slot_gen;
 	st->flags = STEER_SK_STEERED;
 }
 

@@ -71,10 +71,7 @@ struct steer_dp {
 
 /* ---- small helpers ------------------------------------------------------- */
 
-static int seterr(char *err, size_t errlen, int rc, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-
-static int seterr(char *err, size_t errlen, int rc, const char *fmt, ...)
+int steer_seterr(char *err, size_t errlen, int rc, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -124,43 +121,43 @@ int steer_addr_parse(const char *s, struct steer_addr *out, char *err, size_t er
 
 	memset(out, 0, sizeof(*out));
 	if (!s || !*s)
-		return seterr(err, errlen, EINVAL, "empty address, expected ADDR:PORT");
+		return steer_seterr(err, errlen, EINVAL, "empty address, expected ADDR:PORT");
 	if (s[0] == '[') {
 		const char *close = strchr(s, ']');
 
 		if (!close || close[1] != ':')
-			return seterr(err, errlen, EINVAL,
-				      "'%s': an IPv6 address is written [ADDR]:PORT", s);
+			return steer_seterr(err, errlen, EINVAL,
+					    "'%s': an IPv6 address is written [ADDR]:PORT", s);
 		hlen = (size_t)(close - s - 1);
 		port_s = close + 2;
 		if (hlen >= sizeof(host))
-			return seterr(err, errlen, EINVAL, "'%s': address too long", s);
+			return steer_seterr(err, errlen, EINVAL, "'%s': address too long", s);
 		memcpy(host, s + 1, hlen);
 		host[hlen] = 0;
 		if (inet_pton(AF_INET6, host, out->ip6) != 1)
-			return seterr(err, errlen, EINVAL, "'%s': '%s' is not an IPv6 address", s,
-				      host);
+			return steer_seterr(err, errlen, EINVAL,
+					    "'%s': '%s' is not an IPv6 address", s, host);
 	} else {
 		const char *colon = strrchr(s, ':');
 
 		if (!colon || strchr(s, ':') != colon)
-			return seterr(err, errlen, EINVAL,
-				      "'%s': expected IPV4:PORT or [IPV6]:PORT", s);
+			return steer_seterr(err, errlen, EINVAL,
+					    "'%s': expected IPV4:PORT or [IPV6]:PORT", s);
 		hlen = (size_t)(colon - s);
 		port_s = colon + 1;
 		if (hlen >= sizeof(host))
-			return seterr(err, errlen, EINVAL, "'%s': address too long", s);
+			return steer_seterr(err, errlen, EINVAL, "'%s': address too long", s);
 		memcpy(host, s, hlen);
 		host[hlen] = 0;
 		out->ip6[2] = htonl(0x0000ffff);
 		if (inet_pton(AF_INET, host, &out->ip6[3]) != 1)
-			return seterr(err, errlen, EINVAL, "'%s': '%s' is not an IPv4 address", s,
-				      host);
+			return steer_seterr(err, errlen, EINVAL,
+					    "'%s': '%s' is not an IPv4 address", s, host);
 	}
 	errno = 0;
 	port = strtol(port_s, &end, 10);
 	if (!*port_s || *end || errno || port < 1 || port > 65535)
-		return seterr(err, errlen, EINVAL, "'%s': port must be 1..65535", s);
+		return steer_seterr(err, errlen, EINVAL, "'%s': port must be 1..65535", s);
 	out->port = htons((uint16_t)port);
 	out->proto = STEER_IPPROTO_TCP;
 	return 0;
@@ -348,9 +345,10 @@ static int ensure_bpffs(const char *pin_dir, char *err, size_t errlen)
 	if (strncmp(pin_dir, "/sys/fs/bpf/", 12) != 0)
 		return 0; /* the caller chose another bpffs mount; checked below */
 	if (mount("bpf", "/sys/fs/bpf", "bpf", 0, "mode=0700") != 0)
-		return seterr(err, errlen, errno,
-			      "bpffs is not mounted at /sys/fs/bpf and mounting it failed: %s",
-			      strerror(errno));
+		return steer_seterr(
+			err, errlen, errno,
+			"bpffs is not mounted at /sys/fs/bpf and mounting it failed: %s",
+			strerror(errno));
 	return 0;
 }
 
@@ -365,13 +363,14 @@ static int ensure_pin_dir(const char *dir, char *err, size_t errlen)
 	if (slash && slash != parent)
 		*slash = 0;
 	if (statfs(parent, &sfs) != 0 || sfs.f_type != BPF_FS_MAGIC)
-		return seterr(err, errlen, ENOTSUP, "pin directory %s is not on a bpffs mount",
-			      dir);
+		return steer_seterr(err, errlen, ENOTSUP,
+				    "pin directory %s is not on a bpffs mount", dir);
 	if (mkdir(dir, 0700) != 0 && errno != EEXIST)
-		return seterr(err, errlen, errno, "cannot create pin directory %s: %s", dir,
-			      strerror(errno));
+		return steer_seterr(err, errlen, errno, "cannot create pin directory %s: %s", dir,
+				    strerror(errno));
 	if (chmod(dir, 0700) != 0)
-		return seterr(err, errlen, errno, "cannot chmod %s: %s", dir, strerror(errno));
+		return steer_seterr(err, errlen, errno, "cannot chmod %s: %s", dir,
+				    strerror(errno));
 	return 0;
 }
 
@@ -379,13 +378,14 @@ static int take_lock(struct steer_dp *dp, char *err, size_t errlen)
 {
 	dp->lock_fd = open(dp->pin_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dp->lock_fd < 0)
-		return seterr(err, errlen, errno, "cannot open %s: %s", dp->pin_dir,
-			      strerror(errno));
+		return steer_seterr(err, errlen, errno, "cannot open %s: %s", dp->pin_dir,
+				    strerror(errno));
 	if (flock(dp->lock_fd, LOCK_EX | LOCK_NB) != 0)
-		return seterr(err, errlen, EBUSY,
-			      "another smg-steerd already owns %s; stop it first, or use another "
-			      "--pin-path",
-			      dp->pin_dir);
+		return steer_seterr(
+			err, errlen, EBUSY,
+			"another smg-steerd already owns %s; stop it first, or use another "
+			"--pin-path",
+			dp->pin_dir);
 	return 0;
 }
 
@@ -394,7 +394,8 @@ static int map_mmap(int fd, size_t len, void **out, char *err, size_t errlen, co
 	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 
 	if (p == MAP_FAILED)
-		return seterr(err, errlen, errno, "cannot mmap %s: %s", name, strerror(errno));
+		return steer_seterr(err, errlen, errno, "cannot mmap %s: %s", name,
+				    strerror(errno));
 	*out = p;
 	return 0;
 }
@@ -416,10 +417,10 @@ static int btf_prepare(struct steer_dp *dp, char *err, size_t errlen)
 	int id;
 
 	if (bpf_obj_get_info_by_fd(dp->slots_fd, &info, &len) != 0 || !info.btf_id)
-		return seterr(err, errlen, ENOENT, "steer_slots carries no BTF");
+		return steer_seterr(err, errlen, ENOENT, "steer_slots carries no BTF");
 	btf = btf__load_from_kernel_by_id(info.btf_id);
 	if (!btf)
-		return seterr(err, errlen, ENOENT, "cannot load BTF id %u", info.btf_id);
+		return steer_seterr(err, errlen, ENOENT, "cannot load BTF id %u", info.btf_id);
 	id = btf__find_by_name_kind(btf, "steer_addr", BTF_KIND_STRUCT);
 	dp->btf_key_id = id > 0 ? (uint32_t)id : 0;
 	id = btf__find_by_name_kind(btf, "steer_table", BTF_KIND_STRUCT);
@@ -468,14 +469,15 @@ static int open_pinned(struct steer_dp *dp, const char *name, int *fd, char *err
 		int e = errno;
 
 		if (e == ENOENT)
-			return seterr(err, errlen, ENOENT,
-				      "nothing is pinned at %s (is smg-steerd running with this "
-				      "--pin-path?)",
-				      dp->pin_dir);
+			return steer_seterr(
+				err, errlen, ENOENT,
+				"nothing is pinned at %s (is smg-steerd running with this "
+				"--pin-path?)",
+				dp->pin_dir);
 		if (e == EACCES || e == EPERM)
-			return seterr(err, errlen, e, "permission denied opening %s: run as root",
-				      path);
-		return seterr(err, errlen, e, "cannot open %s: %s", path, strerror(e));
+			return steer_seterr(err, errlen, e,
+					    "permission denied opening %s: run as root", path);
+		return steer_seterr(err, errlen, e, "cannot open %s: %s", path, strerror(e));
 	}
 	return 0;
 }
@@ -516,11 +518,12 @@ static int attach_or_adopt_links(struct steer_dp *dp, char *err, size_t errlen)
 	int cg_fd, i, rc = 0;
 
 	if (cgroup_id_of(dp->cgroup, &want_id) != 0)
-		return seterr(err, errlen, errno, "cgroup %s: %s", dp->cgroup, strerror(errno));
+		return steer_seterr(err, errlen, errno, "cgroup %s: %s", dp->cgroup,
+				    strerror(errno));
 	cg_fd = open(dp->cgroup, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (cg_fd < 0)
-		return seterr(err, errlen, errno, "cannot open cgroup %s: %s", dp->cgroup,
-			      strerror(errno));
+		return steer_seterr(err, errlen, errno, "cannot open cgroup %s: %s", dp->cgroup,
+				    strerror(errno));
 	for (i = 0; i < 5 && rc == 0; i++) {
 		char path[PATH_MAX];
 		struct bpf_link *l;
@@ -534,16 +537,18 @@ static int attach_or_adopt_links(struct steer_dp *dp, char *err, size_t errlen)
 			if (bpf_obj_get_info_by_fd(bpf_link__fd(l), &info, &len) == 0 &&
 			    info.type == BPF_LINK_TYPE_CGROUP && info.cgroup.cgroup_id != want_id) {
 				bpf_link__destroy(l);
-				rc = seterr(err, errlen, EEXIST,
-					    "%s is attached to another cgroup (id %llu), not %s; "
-					    "detach the old instance first",
-					    path, (unsigned long long)info.cgroup.cgroup_id,
-					    dp->cgroup);
+				rc = steer_seterr(
+					err, errlen, EEXIST,
+					"%s is attached to another cgroup (id %llu), not %s; "
+					"detach the old instance first",
+					path, (unsigned long long)info.cgroup.cgroup_id,
+					dp->cgroup);
 				break;
 			}
 			if (bpf_link__update_program(l, link_prog(dp, i)) != 0) {
-				rc = seterr(err, errlen, errno, "cannot update pinned link %s: %s",
-					    path, strerror(errno));
+				rc = steer_seterr(err, errlen, errno,
+						  "cannot update pinned link %s: %s", path,
+						  strerror(errno));
 				bpf_link__destroy(l);
 				break;
 			}
@@ -553,13 +558,14 @@ static int attach_or_adopt_links(struct steer_dp *dp, char *err, size_t errlen)
 		}
 		l = bpf_program__attach_cgroup(link_prog(dp, i), cg_fd);
 		if (!l) {
-			rc = seterr(err, errlen, errno, "cannot attach %s to cgroup %s: %s",
-				    bpf_program__name(link_prog(dp, i)), dp->cgroup,
-				    strerror(errno));
+			rc = steer_seterr(err, errlen, errno, "cannot attach %s to cgroup %s: %s",
+					  bpf_program__name(link_prog(dp, i)), dp->cgroup,
+					  strerror(errno));
 			break;
 		}
 		if (bpf_link__pin(l, path) != 0) {
-			rc = seterr(err, errlen, errno, "cannot pin %s: %s", path, strerror(errno));
+			rc = steer_seterr(err, errlen, errno, "cannot pin %s: %s", path,
+					  strerror(errno));
 			bpf_link__destroy(l);
 			break;
 		}
@@ -602,20 +608,22 @@ static int load_programs(struct steer_dp *dp, char *err, size_t errlen)
 
 	dp->skel = steer_bpf__open_opts(&oo);
 	if (!dp->skel)
-		return seterr(err, errlen, errno, "cannot open the BPF object: %s",
-			      strerror(errno));
+		return steer_seterr(err, errlen, errno, "cannot open the BPF object: %s",
+				    strerror(errno));
 	bpf_map__set_autocreate(dp->skel->maps.steer_tmpl, false);
 	rc = steer_bpf__load(dp->skel);
 	if (rc == -EPERM || rc == -EACCES)
-		return seterr(err, errlen, rc,
-			      "cannot load the BPF programs (%s): needs CAP_BPF with CAP_PERFMON, "
-			      "or CAP_SYS_ADMIN",
-			      strerror(-rc));
+		return steer_seterr(
+			err, errlen, rc,
+			"cannot load the BPF programs (%s): needs CAP_BPF with CAP_PERFMON, "
+			"or CAP_SYS_ADMIN",
+			strerror(-rc));
 	if (rc)
-		return seterr(err, errlen, rc,
-			      "cannot load the BPF programs (%s); if %s holds maps of an older "
-			      "layout, detach that instance and remove it",
-			      strerror(-rc), dp->pin_dir);
+		return steer_seterr(
+			err, errlen, rc,
+			"cannot load the BPF programs (%s); if %s holds maps of an older "
+			"layout, detach that instance and remove it",
+			strerror(-rc), dp->pin_dir);
 	return 0;
 }
 
@@ -672,13 +680,14 @@ static int ensure_generation(struct steer_dp *dp, char *err, size_t errlen)
 	}
 	fd = new_generation_map(dp);
 	if (fd < 0)
-		return seterr(err, errlen, fd, "cannot create a table generation: %s",
-			      strerror(-fd));
+		return steer_seterr(err, errlen, fd, "cannot create a table generation: %s",
+				    strerror(-fd));
 	if (bpf_map_update_elem(dp->gen_fd, &zero, &fd, BPF_ANY) != 0) {
 		int e = errno;
 
 		close(fd);
-		return seterr(err, errlen, e, "cannot install a table generation: %s", strerror(e));
+		return steer_seterr(err, errlen, e, "cannot install a table generation: %s",
+				    strerror(e));
 	}
 	close(fd);
 	return 0;
@@ -698,17 +707,17 @@ int steer_dp_open(const struct steer_dp_opts *opts, struct steer_dp **out, char 
 
 	*out = NULL;
 	if (geteuid() != 0)
-		return seterr(err, errlen, EPERM,
-			      "smg-steer needs root (CAP_BPF, CAP_NET_ADMIN, CAP_SYS_ADMIN)");
+		return steer_seterr(err, errlen, EPERM,
+				    "smg-steer needs root (CAP_BPF, CAP_NET_ADMIN, CAP_SYS_ADMIN)");
 	libbpf_set_print(libbpf_print);
 	dp = calloc(1, sizeof(*dp));
 	if (!dp)
-		return seterr(err, errlen, ENOMEM, "out of memory");
+		return steer_seterr(err, errlen, ENOMEM, "out of memory");
 	dp_init_fds(dp);
 	dp->own = opts->own;
 	if (strlen(opts->pin_dir ? opts->pin_dir : STEER_DEFAULT_PIN_DIR) >= sizeof(dp->pin_dir)) {
-		rc = seterr(err, errlen, ENAMETOOLONG, "pin path longer than %zu characters",
-			    sizeof(dp->pin_dir) - 1);
+		rc = steer_seterr(err, errlen, ENAMETOOLONG, "pin path longer than %zu characters",
+				  sizeof(dp->pin_dir) - 1);
 		goto fail;
 	}
 	snprintf(dp->pin_dir, sizeof(dp->pin_dir), "%s",
@@ -716,8 +725,9 @@ int steer_dp_open(const struct steer_dp_opts *opts, struct steer_dp **out, char 
 	if (opts->cgroup) {
 		snprintf(dp->cgroup, sizeof(dp->cgroup), "%s", opts->cgroup);
 	} else if (steer_cgroup2_root(dp->cgroup, sizeof(dp->cgroup)) != 0) {
-		rc = seterr(err, errlen, ENOENT,
-			    "no cgroup2 mount in /proc/mounts; mount cgroup2 or pass --cgroup");
+		rc = steer_seterr(
+			err, errlen, ENOENT,
+			"no cgroup2 mount in /proc/mounts; mount cgroup2 or pass --cgroup");
 		goto fail;
 	}
 	rc = ensure_bpffs(dp->pin_dir, err, errlen);
@@ -807,24 +817,24 @@ int steer_dp_detach(struct steer_dp *dp, char *err, size_t errlen)
 			l = bpf_link__open(path);
 		if (l) {
 			if (bpf_link__detach(l) != 0 && rc == 0)
-				rc = seterr(err, errlen, errno, "cannot detach %s: %s", path,
-					    strerror(errno));
+				rc = steer_seterr(err, errlen, errno, "cannot detach %s: %s", path,
+						  strerror(errno));
 			if (l != dp->links[i])
 				bpf_link__destroy(l);
 		}
 		if (unlink(path) != 0 && errno != ENOENT && rc == 0)
-			rc = seterr(err, errlen, errno, "cannot unpin %s: %s", path,
-				    strerror(errno));
+			rc = steer_seterr(err, errlen, errno, "cannot unpin %s: %s", path,
+					  strerror(errno));
 	}
 	for (i = 0; i < (int)(sizeof(maps) / sizeof(maps[0])); i++) {
 		pin_path(dp, maps[i], path, sizeof(path));
 		if (unlink(path) != 0 && errno != ENOENT && rc == 0)
-			rc = seterr(err, errlen, errno, "cannot unpin %s: %s", path,
-				    strerror(errno));
+			rc = steer_seterr(err, errlen, errno, "cannot unpin %s: %s", path,
+					  strerror(errno));
 	}
 	if (rmdir(dp->pin_dir) != 0 && errno != ENOENT && rc == 0)
-		rc = seterr(err, errlen, errno, "cannot remove %s: %s", dp->pin_dir,
-			    strerror(errno));
+		rc = steer_seterr(err, errlen, errno, "cannot remove %s: %s", dp->pin_dir,
+				  strerror(errno));
 	return rc;
 }
 
@@ -917,10 +927,11 @@ int steer_dp_set_drained(struct steer_dp *dp, const struct steer_addr *backend, 
 
 	if (drained) {
 		if (bpf_map_update_elem(dp->drain_fd, backend, &one, BPF_ANY) != 0)
-			return seterr(err, errlen, errno, "cannot record the drain: %s",
-				      strerror(errno));
+			return steer_seterr(err, errlen, errno, "cannot record the drain: %s",
+					    strerror(errno));
 	} else if (bpf_map_delete_elem(dp->drain_fd, backend) != 0 && errno != ENOENT) {
-		return seterr(err, errlen, errno, "cannot clear the drain: %s", strerror(errno));
+		return steer_seterr(err, errlen, errno, "cannot clear the drain: %s",
+				    strerror(errno));
 	}
 	/* Takes effect at once: the kernel skips drained slots. */
 	for (s = 0; s < STEER_SLOT_IDS; s++)
@@ -965,33 +976,33 @@ static int validate_service(const struct steer_dp_service *s, char *err, size_t 
 
 	steer_addr_format(&s->vip, a, sizeof(a));
 	if (s->vip.proto != STEER_IPPROTO_TCP || !s->vip.port)
-		return seterr(err, errlen, EINVAL, "service %s: only TCP with a port is supported",
-			      a);
+		return steer_seterr(err, errlen, EINVAL,
+				    "service %s: only TCP with a port is supported", a);
 	if (s->n_configured > STEER_MAX_BACKENDS)
-		return seterr(err, errlen, E2BIG, "service %s: %zu backends, at most %d", a,
-			      s->n_configured, STEER_MAX_BACKENDS);
+		return steer_seterr(err, errlen, E2BIG, "service %s: %zu backends, at most %d", a,
+				    s->n_configured, STEER_MAX_BACKENDS);
 	if (s->n_table > s->n_configured)
-		return seterr(err, errlen, EINVAL,
-			      "service %s: %zu table entries but %zu configured backends", a,
-			      s->n_table, s->n_configured);
+		return steer_seterr(err, errlen, EINVAL,
+				    "service %s: %zu table entries but %zu configured backends", a,
+				    s->n_table, s->n_configured);
 	if (s->n_table == 0 && !s->allow_empty)
-		return seterr(err, errlen, EINVAL, "service %s: no backends to publish", a);
+		return steer_seterr(err, errlen, EINVAL, "service %s: no backends to publish", a);
 	for (i = 0; i < s->n_configured; i++) {
 		const struct steer_addr *c = &s->configured[i];
 
 		steer_addr_format(c, b, sizeof(b));
 		if (steer_addr_is_v4(c) != v4)
-			return seterr(
+			return steer_seterr(
 				err, errlen, EINVAL,
 				"service %s: backend %s is not of the service's address family", a,
 				b);
 		if (c->proto != STEER_IPPROTO_TCP || !c->port)
-			return seterr(err, errlen, EINVAL,
-				      "service %s: backend %s needs a TCP port", a, b);
+			return steer_seterr(err, errlen, EINVAL,
+					    "service %s: backend %s needs a TCP port", a, b);
 		for (j = 0; j < i; j++)
 			if (steer_addr_equal(c, &s->configured[j]))
-				return seterr(err, errlen, EEXIST,
-					      "service %s: duplicate backend %s", a, b);
+				return steer_seterr(err, errlen, EEXIST,
+						    "service %s: duplicate backend %s", a, b);
 	}
 	for (i = 0; i < s->n_table; i++) {
 		const struct steer_dp_cost *c = &s->table[i];
@@ -999,25 +1010,25 @@ static int validate_service(const struct steer_dp_service *s, char *err, size_t 
 
 		steer_addr_format(&c->addr, b, sizeof(b));
 		if (!isfinite(c->base_wait_ns) || c->base_wait_ns < 0)
-			return seterr(
+			return steer_seterr(
 				err, errlen, EINVAL,
 				"service %s: backend %s: base_wait_ns must be finite and >= 0", a,
 				b);
 		if (!isfinite(c->ns_per_token) || c->ns_per_token < 0)
-			return seterr(
+			return steer_seterr(
 				err, errlen, EINVAL,
 				"service %s: backend %s: ns_per_token must be finite and >= 0", a,
 				b);
 		for (j = 0; j < i; j++)
 			if (steer_addr_equal(&c->addr, &s->table[j].addr))
-				return seterr(err, errlen, EEXIST,
-					      "service %s: backend %s appears twice in the table",
-					      a, b);
+				return steer_seterr(
+					err, errlen, EEXIST,
+					"service %s: backend %s appears twice in the table", a, b);
 		for (j = 0; j < s->n_configured && !configured; j++)
 			configured = steer_addr_equal(&c->addr, &s->configured[j]);
 		if (!configured)
-			return seterr(err, errlen, EINVAL,
-				      "service %s: table backend %s is not configured", a, b);
+			return steer_seterr(err, errlen, EINVAL,
+					    "service %s: table backend %s is not configured", a, b);
 	}
 	return 0;
 }
@@ -1044,15 +1055,15 @@ static int plan_service(struct steer_dp *dp, struct plan *p, const struct steer_
 			if (!p->svc_used[i] && !dp->svc_used[i])
 				id = i;
 		if (id < 0)
-			return seterr(err, errlen, E2BIG, "more than %d services",
-				      STEER_MAX_SERVICES);
+			return steer_seterr(err, errlen, E2BIG, "more than %d services",
+					    STEER_MAX_SERVICES);
 		p->svc_used[id] = true;
 		p->svc_new[id] = true;
 		p->svc_vip[id] = s->vip;
 	}
 	if (p->tables[id])
-		return seterr(err, errlen, EEXIST, "service %s listed twice",
-			      steer_addr_format(&s->vip, a, sizeof(a)));
+		return steer_seterr(err, errlen, EEXIST, "service %s listed twice",
+				    steer_addr_format(&s->vip, a, sizeof(a)));
 	p->svc_keep[id] = false;
 
 	/* Slots: keep the ones of configured backends, free the others. */
@@ -1083,8 +1094,9 @@ static int plan_service(struct steer_dp *dp, struct plan *p, const struct steer_
 		       (p->slot_used[next_free] || dp->slot_used[next_free]))
 			next_free++;
 		if (next_free >= STEER_SLOT_IDS)
-			return seterr(err, errlen, E2BIG, "more than %d backends in all services",
-				      STEER_MAX_SLOTS);
+			return steer_seterr(err, errlen, E2BIG,
+					    "more than %d backends in all services",
+					    STEER_MAX_SLOTS);
 		p->slot_used[next_free] = true;
 		p->slot_new[next_free] = true;
 		p->slot_key[next_free] = key;
@@ -1096,7 +1108,7 @@ static int plan_service(struct steer_dp *dp, struct plan *p, const struct steer_
 	if (!t || !items) {
 		free(t);
 		free(items);
-		return seterr(err, errlen, ENOMEM, "out of memory");
+		return steer_seterr(err, errlen, ENOMEM, "out of memory");
 	}
 	for (k = 0; k < s->n_table; k++) {
 		struct steer_entry *e = &items[k].e;
@@ -1161,16 +1173,16 @@ static int registry_add(struct steer_dp *dp, const struct plan *p, char *err, si
 		if (!p->svc_new[i])
 			continue;
 		if (bpf_map_update_elem(dp->svcid_fd, &p->svc_vip[i], &i, BPF_ANY) != 0)
-			return seterr(err, errlen, errno, "cannot register a service: %s",
-				      strerror(errno));
+			return steer_seterr(err, errlen, errno, "cannot register a service: %s",
+					    strerror(errno));
 		memset(&dp->svcst[i], 0, sizeof(dp->svcst[i]));
 	}
 	for (i = 0; i < STEER_SLOT_IDS; i++) {
 		if (!p->slot_new[i])
 			continue;
 		if (bpf_map_update_elem(dp->bkslot_fd, &p->slot_key[i], &i, BPF_ANY) != 0)
-			return seterr(err, errlen, errno, "cannot register a backend: %s",
-				      strerror(errno));
+			return steer_seterr(err, errlen, errno, "cannot register a backend: %s",
+					    strerror(errno));
 		slot_reset(dp, i, steer_dp_is_drained(dp, &p->slot_key[i].backend));
 	}
 	return 0;
@@ -1229,8 +1241,8 @@ static int swap_generation(struct steer_dp *dp, const struct plan *p, char *err,
 
 	fd = new_generation_map(dp);
 	if (fd < 0)
-		return seterr(err, errlen, fd, "cannot create a table generation: %s",
-			      strerror(-fd));
+		return steer_seterr(err, errlen, fd, "cannot create a table generation: %s",
+				    strerror(-fd));
 	cur = current_generation_fd(dp);
 	for (i = 0; i < STEER_SVC_IDS && rc == 0; i++) {
 		const struct steer_table *t = p->tables[i];
@@ -1245,16 +1257,16 @@ static int swap_generation(struct steer_dp *dp, const struct plan *p, char *err,
 				t = old;
 		}
 		if (t && bpf_map_update_elem(fd, &p->svc_vip[i], t, BPF_NOEXIST) != 0)
-			rc = seterr(err, errlen, errno, "cannot fill the table generation: %s",
-				    strerror(errno));
+			rc = steer_seterr(err, errlen, errno,
+					  "cannot fill the table generation: %s", strerror(errno));
 	}
 	free(old);
 	if (cur >= 0)
 		close(cur);
 	/* The swap. It returns once no program can still see the old generation. */
 	if (rc == 0 && bpf_map_update_elem(dp->gen_fd, &zero, &fd, BPF_ANY) != 0)
-		rc = seterr(err, errlen, errno, "cannot swap the table generation: %s",
-			    strerror(errno));
+		rc = steer_seterr(err, errlen, errno, "cannot swap the table generation: %s",
+				  strerror(errno));
 	if (rc == 0)
 		pin_generation(dp, fd);
 	close(fd);
@@ -1330,11 +1342,11 @@ static int plan_check_limits(const struct plan *p, char *err, size_t errlen)
 	for (i = 0; i < STEER_SLOT_IDS; i++)
 		slots += p->slot_used[i];
 	if (services > STEER_MAX_SERVICES)
-		return seterr(err, errlen, E2BIG, "%zu services, at most %d", services,
-			      STEER_MAX_SERVICES);
+		return steer_seterr(err, errlen, E2BIG, "%zu services, at most %d", services,
+				    STEER_MAX_SERVICES);
 	if (slots > STEER_MAX_SLOTS)
-		return seterr(err, errlen, E2BIG, "%zu backends in all services, at most %d", slots,
-			      STEER_MAX_SLOTS);
+		return steer_seterr(err, errlen, E2BIG, "%zu backends in all services, at most %d",
+				    slots, STEER_MAX_SLOTS);
 	return 0;
 }
 
@@ -1347,8 +1359,8 @@ static int publish_plan(struct steer_dp *dp, const struct steer_dp_service *svcs
 	int rc = 0;
 
 	if (n > STEER_MAX_SERVICES)
-		return seterr(err, errlen, E2BIG, "%zu services, at most %d", n,
-			      STEER_MAX_SERVICES);
+		return steer_seterr(err, errlen, E2BIG, "%zu services, at most %d", n,
+				    STEER_MAX_SERVICES);
 	for (i = 0; i < n; i++) {
 		rc = validate_service(&svcs[i], err, errlen);
 		if (rc)
@@ -1356,7 +1368,7 @@ static int publish_plan(struct steer_dp *dp, const struct steer_dp_service *svcs
 	}
 	p = calloc(1, sizeof(*p));
 	if (!p)
-		return seterr(err, errlen, ENOMEM, "out of memory");
+		return steer_seterr(err, errlen, ENOMEM, "out of memory");
 	memcpy(p->svc_used, dp->svc_used, sizeof(p->svc_used));
 	memcpy(p->svc_vip, dp->svc_vip, sizeof(p->svc_vip));
 	memcpy(p->slot_used, dp->slot_used, sizeof(p->slot_used));
@@ -1505,17 +1517,17 @@ int steer_dp_view(const struct steer_dp *dp, struct steer_view *out, char *err, 
 	if (!t) {
 		if (cur >= 0)
 			close(cur);
-		return seterr(err, errlen, ENOMEM, "out of memory");
+		return steer_seterr(err, errlen, ENOMEM, "out of memory");
 	}
 	out->now_ns = steer_monotonic_ns();
 	out->services = calloc(STEER_SVC_IDS, sizeof(*out->services));
 	if (!out->services)
-		rc = seterr(err, errlen, ENOMEM, "out of memory");
+		rc = steer_seterr(err, errlen, ENOMEM, "out of memory");
 	for (id = 0; rc == 0 && id < STEER_SVC_IDS; id++) {
 		if (!dp->svc_used[id])
 			continue;
 		if (view_service(dp, cur, id, &out->services[out->n_services++], t) != 0)
-			rc = seterr(err, errlen, ENOMEM, "out of memory");
+			rc = steer_seterr(err, errlen, ENOMEM, "out of memory");
 	}
 	free(t);
 	if (cur >= 0)

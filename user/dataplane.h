@@ -159,6 +159,10 @@ bool steer_addr_equal(const struct steer_addr *a, const struct steer_addr *b);
 uint64_t steer_monotonic_ns(void);
 /* Saturating conversion of a finite, non-negative double to u64. */
 uint64_t steer_u64_sat(double x);
+/* Writes a one-line reason into err (may be NULL) and returns -|rc|: the
+ * error convention of every module here. */
+int steer_seterr(char *err, size_t errlen, int rc, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
 /* The cgroup2 mount point from /proc/mounts, or -ENOENT. */
 int steer_cgroup2_root(char *buf, size_t len);
 

@@ -579,21 +579,6 @@ static socklen_t to_sockaddr(const struct steer_addr *a, struct sockaddr_storage
 	return sizeof(*s6);
 }
 
-static int seterr(char *err, size_t errlen, int rc, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-
-static int seterr(char *err, size_t errlen, int rc, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (err && errlen) {
-		va_start(ap, fmt);
-		vsnprintf(err, errlen, fmt, ap);
-		va_end(ap);
-	}
-	return rc < 0 ? rc : -rc;
-}
-
 /*
  * Why libmicrohttpd did not start. errno from the failing system call
  * survives MHD_start_daemon's cleanup; when it does not, the library's own
@@ -603,10 +588,10 @@ static int start_failure(struct steer_metrics *m, const char *listen, int saved_
 			 size_t errlen)
 {
 	if (saved_errno > 0)
-		return seterr(err, errlen, saved_errno, "metrics: cannot listen on %s: %s", listen,
-			      strerror(saved_errno));
-	return seterr(err, errlen, EIO, "metrics: cannot listen on %s: %s", listen,
-		      m->start_log[0] ? m->start_log : "libmicrohttpd failed to start");
+		return steer_seterr(err, errlen, saved_errno, "metrics: cannot listen on %s: %s",
+				    listen, strerror(saved_errno));
+	return steer_seterr(err, errlen, EIO, "metrics: cannot listen on %s: %s", listen,
+			    m->start_log[0] ? m->start_log : "libmicrohttpd failed to start");
 }
 
 int steer_metrics_start(const char *listen, struct steer_metrics **out, char *err, size_t errlen)
@@ -619,14 +604,14 @@ int steer_metrics_start(const char *listen, struct steer_metrics **out, char *er
 	int rc, saved_errno;
 
 	if (!out)
-		return seterr(err, errlen, EINVAL, "metrics: no result pointer");
+		return steer_seterr(err, errlen, EINVAL, "metrics: no result pointer");
 	*out = NULL;
 	rc = steer_addr_parse(listen, &addr, why, sizeof(why));
 	if (rc)
-		return seterr(err, errlen, rc, "metrics: listen address %s", why);
+		return steer_seterr(err, errlen, rc, "metrics: listen address %s", why);
 	m = calloc(1, sizeof(*m));
 	if (!m)
-		return seterr(err, errlen, ENOMEM, "metrics: out of memory");
+		return steer_seterr(err, errlen, ENOMEM, "metrics: out of memory");
 	pthread_mutex_init(&m->lock, NULL);
 	atomic_init(&m->capture_log, true);
 	to_sockaddr(&addr, &ss);
