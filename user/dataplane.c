@@ -30,6 +30,7 @@
 #include <bpf/libbpf.h>
 #include <linux/magic.h>
 
+#include "policy.h"
 #include "steer.skel.h"
 
 #define NO_SLOT UINT32_MAX
@@ -89,16 +90,6 @@ uint64_t steer_monotonic_ns(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
-
-uint64_t steer_u64_sat(double x)
-{
-	/* 2^64 is exactly representable; anything at or above it saturates. */
-	if (!(x > 0))
-		return 0;
-	if (x >= 18446744073709551616.0)
-		return STEER_U64_MAX;
-	return (uint64_t)x;
 }
 
 bool steer_addr_is_v4(const struct steer_addr *a)
@@ -1118,8 +1109,8 @@ static int plan_service(struct steer_dp *dp, struct plan *p, const struct steer_
 		       !steer_addr_equal(&s->configured[j], &s->table[k].addr))
 			j++; /* found: validate_service checked that it is configured */
 
-		e->base_wait_ns = steer_u64_sat(s->table[k].base_wait_ns);
-		e->ns_per_token = steer_u64_sat(s->table[k].ns_per_token);
+		e->base_wait_ns = steer_policy_u64_sat(s->table[k].base_wait_ns);
+		e->ns_per_token = steer_policy_u64_sat(s->table[k].ns_per_token);
 		memcpy(e->ip6, s->table[k].addr.ip6, sizeof(e->ip6));
 		e->port = s->table[k].addr.port;
 		e->slot = cfg_slot[j];
@@ -1132,7 +1123,7 @@ static int plan_service(struct steer_dp *dp, struct plan *p, const struct steer_
 	t->n = (__u32)s->n_table;
 	t->svc_id = (__u32)id;
 	t->credit_tokens = s->credit_tokens ? s->credit_tokens : STEER_DEFAULT_CREDIT_TOKENS;
-	t->expires_ns = steer_u64_sat((double)now + (double)s->ttl_ns);
+	t->expires_ns = steer_policy_u64_sat((double)now + (double)s->ttl_ns);
 	t->published_ns = now;
 	t->flags = s->flags;
 	t->generation = dp->generation + 1;
@@ -1351,7 +1342,7 @@ static int plan_check_limits(const struct plan *p, char *err, size_t errlen)
 }
 
 static int publish_plan(struct steer_dp *dp, const struct steer_dp_service *svcs, size_t n,
-			bool replace_all, const struct steer_addr *remove, char *err, size_t errlen)
+			bool replace_all, char *err, size_t errlen)
 {
 	uint64_t now = steer_monotonic_ns();
 	struct plan *p;
@@ -1375,7 +1366,7 @@ static int publish_plan(struct steer_dp *dp, const struct steer_dp_service *svcs
 	memcpy(p->slot_key, dp->slot_key, sizeof(p->slot_key));
 	for (i = 0; i < STEER_SVC_IDS; i++)
 		p->svc_keep[i] = p->svc_used[i];
-	if (replace_all || remove) {
+	if (replace_all) {
 		/* Services not mentioned go away with their slots. */
 		for (i = 0; i < STEER_SVC_IDS; i++) {
 			size_t j;
@@ -1383,12 +1374,8 @@ static int publish_plan(struct steer_dp *dp, const struct steer_dp_service *svcs
 
 			if (!p->svc_used[i])
 				continue;
-			if (remove) {
-				listed = !steer_addr_equal(&p->svc_vip[i], remove);
-			} else {
-				for (j = 0; j < n && !listed; j++)
-					listed = steer_addr_equal(&p->svc_vip[i], &svcs[j].vip);
-			}
+			for (j = 0; j < n && !listed; j++)
+				listed = steer_addr_equal(&p->svc_vip[i], &svcs[j].vip);
 			if (listed)
 				continue;
 			p->svc_used[i] = false;
@@ -1426,18 +1413,13 @@ static int publish_plan(struct steer_dp *dp, const struct steer_dp_service *svcs
 int steer_dp_publish(struct steer_dp *dp, const struct steer_dp_service *svcs, size_t n, char *err,
 		     size_t errlen)
 {
-	return publish_plan(dp, svcs, n, true, NULL, err, errlen);
+	return publish_plan(dp, svcs, n, true, err, errlen);
 }
 
 int steer_dp_publish_one(struct steer_dp *dp, const struct steer_dp_service *svc, char *err,
 			 size_t errlen)
 {
-	return publish_plan(dp, svc, 1, false, NULL, err, errlen);
-}
-
-int steer_dp_unpublish(struct steer_dp *dp, const struct steer_addr *vip, char *err, size_t errlen)
-{
-	return publish_plan(dp, NULL, 0, false, vip, err, errlen);
+	return publish_plan(dp, svc, 1, false, err, errlen);
 }
 
 /* ---- inspection ------------------------------------------------------------- */

@@ -81,8 +81,6 @@ int steer_dp_publish(struct steer_dp *dp, const struct steer_dp_service *svcs, s
 /* Replace (or add) one service, keeping every other published table. */
 int steer_dp_publish_one(struct steer_dp *dp, const struct steer_dp_service *svc, char *err,
 			 size_t errlen);
-/* Remove one service. */
-int steer_dp_unpublish(struct steer_dp *dp, const struct steer_addr *vip, char *err, size_t errlen);
 
 /* ---- Counters ------------------------------------------------------------ */
 
@@ -157,8 +155,6 @@ const char *steer_addr_format(const struct steer_addr *a, char *buf, size_t len)
 bool steer_addr_is_v4(const struct steer_addr *a);
 bool steer_addr_equal(const struct steer_addr *a, const struct steer_addr *b);
 uint64_t steer_monotonic_ns(void);
-/* Saturating conversion of a finite, non-negative double to u64. */
-uint64_t steer_u64_sat(double x);
 /* Writes a one-line reason into err (may be NULL) and returns -|rc|: the
  * error convention of every module here. */
 int steer_seterr(char *err, size_t errlen, int rc, const char *fmt, ...)

@@ -16,11 +16,6 @@ void steer_log_set_level(enum steer_log_level level)
 	current = level;
 }
 
-enum steer_log_level steer_log_get_level(void)
-{
-	return current;
-}
-
 void steer_log(enum steer_log_level level, const char *fmt, ...)
 {
 	char stamp[32], msg[1024];

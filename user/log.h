@@ -9,7 +9,6 @@
 #include "config.h"
 
 void steer_log_set_level(enum steer_log_level level);
-enum steer_log_level steer_log_get_level(void);
 void steer_log(enum steer_log_level level, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 

@@ -26,6 +26,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "dataplane.h"
 #include "sglang_scheduler.pb-c.h"
 
 #define GETLOADS_METHOD "/sglang.grpc.scheduler.SglangScheduler/GetLoads"
@@ -70,14 +71,6 @@ struct steer_poller {
 	size_t outstanding; /* calls whose tag has not come back yet */
 };
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 /* gRPC's monotonic clock has its own origin; convert through "from now". */
 static gpr_timespec grpc_deadline_in(uint64_t ns_from_now)
 {
@@ -90,7 +83,7 @@ static gpr_timespec grpc_deadline_in(uint64_t ns_from_now)
 
 static gpr_timespec grpc_deadline_at(uint64_t deadline_ns)
 {
-	uint64_t now = now_ns();
+	uint64_t now = steer_monotonic_ns();
 
 	return grpc_deadline_in(deadline_ns > now ? deadline_ns - now : 0);
 }
@@ -354,7 +347,7 @@ int steer_poller_start(struct steer_poller *p, int handle, uint64_t timeout_ns)
 	c->details = grpc_empty_slice();
 	grpc_metadata_array_init(&c->initial_md);
 	grpc_metadata_array_init(&c->trailing_md);
-	c->started_ns = now_ns();
+	c->started_ns = steer_monotonic_ns();
 	c->request = pack_request();
 	if (!c->request) {
 		release_call(c);
@@ -475,7 +468,7 @@ static void fill_result(struct poll_call *c, void *tag, struct steer_poll_result
 	memset(out, 0, sizeof(*out));
 	out->tag = tag;
 	out->started_ns = c->started_ns;
-	out->duration_ns = now_ns() - c->started_ns;
+	out->duration_ns = steer_monotonic_ns() - c->started_ns;
 	out->kind = kind_of_status(c->status);
 	if (out->kind == STEER_POLL_OK) {
 		decode_response(c, out); /* OK or INVALID; grpc_status stays 0 */

@@ -54,7 +54,6 @@ struct backend {
 	uint64_t live_drain;	   /* scored from live connections: credits read before them */
 
 	enum steer_poll_kind last_kind, logged_kind;
-	char last_detail[200];
 	uint64_t polls[STEER_POLL_KINDS];
 
 	/* As of the last publish, for metrics and steer_bkinfo. */
@@ -386,7 +385,6 @@ static void handle_result(struct daemon *d, const struct steer_poll_result *r)
 		d->pending--;
 	b->call_pending = false;
 	b->last_kind = r->kind;
-	snprintf(b->last_detail, sizeof(b->last_detail), "%s", r->detail);
 	if (r->kind < STEER_POLL_KINDS)
 		b->polls[r->kind]++;
 	observe_duration(s, r->duration_ns);
@@ -412,28 +410,16 @@ static void handle_result(struct daemon *d, const struct steer_poll_result *r)
 	}
 }
 
-/* Process results until none is pending or the deadline passes. */
-static void collect_results(struct daemon *d, uint64_t deadline_ns)
+/*
+ * Process results until the deadline, in slices so that signals are seen;
+ * stop early once no call is pending (when collecting a cycle's results) or
+ * on a reload (when idling between cycles).
+ */
+static void wait_results(struct daemon *d, uint64_t deadline_ns, bool until_all_done)
 {
 	struct steer_poll_result r;
 
-	while (d->pending && !stop_requested) {
-		uint64_t now = steer_monotonic_ns(), until;
-
-		if (now >= deadline_ns)
-			break;
-		until = deadline_ns - now > SLICE_NS ? now + SLICE_NS : deadline_ns;
-		if (steer_poller_next(d->poller, until, &r) == 1)
-			handle_result(d, &r);
-	}
-}
-
-/* Idle in the completion queue until the deadline, a stop or a reload. */
-static void idle_until(struct daemon *d, uint64_t deadline_ns)
-{
-	struct steer_poll_result r;
-
-	while (!stop_requested && !reload_requested) {
+	while (!stop_requested && (until_all_done ? d->pending > 0 : !reload_requested)) {
 		uint64_t now = steer_monotonic_ns(), until;
 
 		if (now >= deadline_ns)
@@ -786,7 +772,7 @@ static void run_cycle(struct daemon *d)
 	start_polls(d);
 	/* gRPC ends every call at its deadline; a little slack covers the
 	 * completion's delivery. */
-	collect_results(d, steer_monotonic_ns() + d->cfg.timeout_ns + 200 * NS_PER_MS);
+	wait_results(d, steer_monotonic_ns() + d->cfg.timeout_ns + 200 * NS_PER_MS, true);
 	if (!stop_requested)
 		publish(d);
 }
@@ -945,7 +931,7 @@ int main(int argc, char **argv)
 		next_tick += d.cfg.interval_ns;
 		if (next_tick < steer_monotonic_ns())
 			next_tick = steer_monotonic_ns(); /* overran: do not burst */
-		idle_until(&d, next_tick);
+		wait_results(&d, next_tick, false);
 		if (reload_requested)
 			reload(&d);
 	}
