@@ -269,6 +269,57 @@ static void test_concurrent_connects_lose_no_credit(void)
 	      (unsigned long long)remaining, STEER_DEFAULT_CREDIT_TOKENS);
 }
 
+/*
+ * A publish returns once connects see the new table (the kernel's wait for
+ * readers of the old generation continues in the background), and swapping
+ * tables under continuous connects never lets one through unsteered or fail,
+ * also when each publish frees a slot that a later one reuses.
+ */
+static void test_republish_under_connects_takes_effect_at_once(void)
+{
+	struct hammer h[2] = { { 300, 0 }, { 300, 0 } };
+	struct steer_dp_cost cost = { .base_wait_ns = 0, .ns_per_token = 1000 };
+	struct steer_dp_service s = {
+		.vip = vip4, .n_configured = 1, .table = &cost, .n_table = 1, .ttl_ns = TTL_LONG
+	};
+	int round, misses = 0, first_miss = -1;
+	bool joined[2] = { false, false };
+	pthread_t t[2];
+	char name[32];
+	int i;
+
+	for (i = 0; i < 2; i++)
+		pthread_create(&t[i], NULL, hammer_thread, &h[i]);
+	for (round = 0; !joined[0] || !joined[1] || round < 2 * NB; round++) {
+		int k = round % NB;
+
+		/* Only backend k is configured: the previous one's slot is freed. */
+		s.configured = &addr4[k];
+		cost.addr = addr4[k];
+		CHECK(steer_dp_publish_one(dp, &s, err, sizeof(err)) == 0, "publish %d: %s", round,
+		      err);
+		if (connect_name(VIP4, name, sizeof(name)) != 0 || backend_index(name) != k) {
+			misses++;
+			if (first_miss < 0)
+				first_miss = round;
+		}
+		for (i = 0; i < 2; i++)
+			if (!joined[i])
+				joined[i] = pthread_tryjoin_np(t[i], NULL) == 0;
+	}
+	CHECK(misses == 0,
+	      "%d of %d connects right after a publish missed its backend (first: round %d)",
+	      misses, round, first_miss);
+	CHECK(h[0].failures + h[1].failures == 0,
+	      "%d of 600 connects during republishing failed or were not steered",
+	      h[0].failures + h[1].failures);
+	/* Back to the full configuration for the tests that follow. */
+	s.configured = addr4;
+	s.n_configured = NB;
+	cost.addr = addr4[0];
+	CHECK(steer_dp_publish_one(dp, &s, err, sizeof(err)) == 0, "publish: %s", err);
+}
+
 static void test_expired_table_falls_back_to_round_robin(void)
 {
 	int idx[3] = { 4, 5, 6 };
@@ -857,6 +908,7 @@ int main(void)
 	TAP_RUN(test_water_filling_matches_reference);
 	TAP_RUN(test_early_exit_in_kernel_equals_full_scan);
 	TAP_RUN(test_concurrent_connects_lose_no_credit);
+	TAP_RUN(test_republish_under_connects_takes_effect_at_once);
 	TAP_RUN(test_expired_table_falls_back_to_round_robin);
 	TAP_RUN(test_empty_table_refuses_without_a_syn);
 	TAP_RUN(test_ipv6_service);

@@ -13,6 +13,8 @@
 #include <limits.h>
 #include <math.h>
 #include <mntent.h>
+#include <pthread.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -68,6 +70,17 @@ struct steer_dp {
 	bool slot_used[STEER_SLOT_IDS];
 	struct steer_bk_key slot_key[STEER_SLOT_IDS];
 	uint32_t slot_hash[HASH_CAP]; /* open addressing: slot number or NO_SLOT */
+
+	/* The last generation swap, whose syscall may still be waiting out the
+	 * RCU grace period in its own thread (see swap_generation). */
+	struct gen_swap {
+		pthread_t thread;
+		bool running; /* thread started and not yet joined */
+		int map_fd;   /* the new generation; closed once joined */
+		int gen_fd;   /* dp->gen_fd, read by the thread */
+		int err;      /* errno of the update, 0 on success */
+		int done;     /* set (atomically) by the thread when the syscall returned */
+	} swap;
 };
 
 /* ---- small helpers ------------------------------------------------------- */
@@ -255,6 +268,7 @@ static uint32_t slot_find(const struct steer_dp *dp, const struct steer_bk_key *
 static int current_generation_fd(const struct steer_dp *dp);
 struct plan;
 static void ports_set(struct steer_dp *dp, const struct plan *p, bool add_plan);
+static int swap_join(struct steer_dp *dp);
 
 /* Continue the publish sequence of whoever published before. */
 static void generation_load(struct steer_dp *dp)
@@ -689,6 +703,7 @@ static void dp_init_fds(struct steer_dp *dp)
 	dp->lock_fd = dp->gen_fd = dp->slots_fd = dp->svcst_fd = dp->sk_fd = -1;
 	dp->svcid_fd = dp->bkslot_fd = dp->drain_fd = dp->btf_fd = dp->bkinfo_fd = -1;
 	dp->ports_fd = -1;
+	dp->swap.map_fd = -1;
 }
 
 int steer_dp_open(const struct steer_dp_opts *opts, struct steer_dp **out, char *err, size_t errlen)
@@ -767,6 +782,7 @@ void steer_dp_close(struct steer_dp *dp)
 
 	if (!dp)
 		return;
+	swap_join(dp);
 	for (i = 0; i < 5; i++)
 		if (dp->links[i])
 			bpf_link__destroy(dp->links[i]); /* pinned: stays attached */
@@ -800,6 +816,7 @@ int steer_dp_detach(struct steer_dp *dp, char *err, size_t errlen)
 	char path[PATH_MAX];
 	int i, rc = 0;
 
+	swap_join(dp);
 	for (i = 0; i < 5; i++) {
 		struct bpf_link *l = dp->links[i];
 
@@ -1222,12 +1239,83 @@ static void pin_generation(struct steer_dp *dp, int fd)
 		unlink(tmp);
 }
 
+/* The swap itself, on its own thread: bpf(BPF_MAP_UPDATE_ELEM) on an
+ * ARRAY_OF_MAPS exchanges the inner map at once, then blocks in
+ * synchronize_rcu() until no program can still be reading the old one. */
+static void *swap_thread(void *arg)
+{
+	struct gen_swap *sw = arg;
+	__u32 zero = 0;
+
+	sw->err = bpf_map_update_elem(sw->gen_fd, &zero, &sw->map_fd, BPF_ANY) ? errno : 0;
+	__atomic_store_n(&sw->done, 1, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+/* Wait until the previous swap's grace period has ended. Needed before
+ * anything that would reuse what the old generation referenced (slot and
+ * service ids freed by that publish) and before closing. Returns the errno
+ * of that swap's update, 0 on success. */
+static int swap_join(struct steer_dp *dp)
+{
+	struct gen_swap *sw = &dp->swap;
+
+	if (!sw->running)
+		return 0;
+	pthread_join(sw->thread, NULL);
+	sw->running = false;
+	close(sw->map_fd);
+	sw->map_fd = -1;
+	return sw->err;
+}
+
+static uint32_t map_id(int fd)
+{
+	struct bpf_map_info info;
+	__u32 len = sizeof(info);
+
+	memset(&info, 0, sizeof(info));
+	return bpf_obj_get_info_by_fd(fd, &info, &len) == 0 ? info.id : 0;
+}
+
+/*
+ * Swap generation map fd in (taking ownership of fd). Returns 0 once
+ * connects see the new generation. The kernel's wait for a grace period
+ * after the exchange (8-16 ms on a 2-vCPU VM, most of a publish) goes on in
+ * a thread and is joined before the next publish or close; nothing a caller
+ * does in between can be affected by a program still reading the old
+ * generation, because ids it freed are not reused before that join.
+ */
+static int swap_in(struct steer_dp *dp, int fd)
+{
+	struct gen_swap *sw = &dp->swap;
+	uint32_t want = map_id(fd), cur;
+	__u32 zero = 0;
+
+	*sw = (struct gen_swap){ .map_fd = fd, .gen_fd = dp->gen_fd };
+	if (want == 0 || pthread_create(&sw->thread, NULL, swap_thread, sw) != 0) {
+		swap_thread(sw); /* no thread: wait for the grace period here */
+		close(fd);
+		sw->map_fd = -1;
+		return sw->err;
+	}
+	sw->running = true;
+	for (;;) {
+		/* From user space, an ARRAY_OF_MAPS element reads as the id of
+		 * the inner map: equal to ours once the exchange happened. */
+		if (bpf_map_lookup_elem(dp->gen_fd, &zero, &cur) == 0 && cur == want)
+			return 0;
+		if (__atomic_load_n(&sw->done, __ATOMIC_ACQUIRE))
+			return swap_join(dp); /* failed, or exchanged and already waited */
+		sched_yield();
+	}
+}
+
 /* Build a generation map from the plan and swap it in. */
 static int swap_generation(struct steer_dp *dp, const struct plan *p, char *err, size_t errlen)
 {
 	struct steer_table *old = NULL;
 	int fd, cur, rc = 0;
-	__u32 zero = 0;
 	uint32_t i;
 
 	fd = new_generation_map(dp);
@@ -1254,14 +1342,23 @@ static int swap_generation(struct steer_dp *dp, const struct plan *p, char *err,
 	free(old);
 	if (cur >= 0)
 		close(cur);
-	/* The swap. It returns once no program can still see the old generation. */
-	if (rc == 0 && bpf_map_update_elem(dp->gen_fd, &zero, &fd, BPF_ANY) != 0)
-		rc = steer_seterr(err, errlen, errno, "cannot swap the table generation: %s",
-				  strerror(errno));
-	if (rc == 0)
-		pin_generation(dp, fd);
-	close(fd);
-	return rc;
+	if (rc != 0) {
+		close(fd);
+		return rc;
+	}
+	pin_generation(dp, fd);
+	rc = swap_in(dp, fd);
+	if (rc != 0) {
+		/* The pin must keep naming what connects see: the old generation. */
+		cur = current_generation_fd(dp);
+		if (cur >= 0) {
+			pin_generation(dp, cur);
+			close(cur);
+		}
+		return steer_seterr(err, errlen, rc, "cannot swap the table generation: %s",
+				    strerror(rc));
+	}
+	return 0;
 }
 
 static void port_bit(struct steer_ports *ports, const struct steer_addr *a)
@@ -1357,6 +1454,9 @@ static int publish_plan(struct steer_dp *dp, const struct steer_dp_service *svcs
 		if (rc)
 			return rc;
 	}
+	/* Ids the last publish freed may be handed out below: no connect may
+	 * still be reading the generation that used them. */
+	swap_join(dp);
 	p = calloc(1, sizeof(*p));
 	if (!p)
 		return steer_seterr(err, errlen, ENOMEM, "out of memory");
@@ -1420,6 +1520,12 @@ int steer_dp_publish_one(struct steer_dp *dp, const struct steer_dp_service *svc
 			 size_t errlen)
 {
 	return publish_plan(dp, svc, 1, false, err, errlen);
+}
+
+void steer_dp_settle(struct steer_dp *dp)
+{
+	if (dp)
+		swap_join(dp); /* a swap that failed was reported by its publish */
 }
 
 /* ---- inspection ------------------------------------------------------------- */

@@ -81,6 +81,15 @@ int steer_dp_publish(struct steer_dp *dp, const struct steer_dp_service *svcs, s
 /* Replace (or add) one service, keeping every other published table. */
 int steer_dp_publish_one(struct steer_dp *dp, const struct steer_dp_service *svc, char *err,
 			 size_t errlen);
+/*
+ * Both publish calls return as soon as connects see the new tables. A connect
+ * that started before may still be reading the old ones for an RCU grace
+ * period (milliseconds); this waits until none can. Drains that must not race
+ * with a credit from the old tables call it first. The next publish waits by
+ * itself. (The wait runs on a thread of this process: settle before fork() if
+ * the child is to use dp.)
+ */
+void steer_dp_settle(struct steer_dp *dp);
 
 /* ---- Counters ------------------------------------------------------------ */
 

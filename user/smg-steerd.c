@@ -651,6 +651,14 @@ static void publish(struct daemon *d)
 		update_metrics(d); /* polls and health go on being reported */
 		goto out;
 	}
+	/* The new tables are in effect: this is where a cycle ends. */
+	d->last_publish_ns = steer_monotonic_ns();
+	d->last_publish_s = (double)(d->last_publish_ns - now) / 1e9;
+	if (d->cycle_start_ns)
+		d->last_cycle_s = (double)(d->last_publish_ns - d->cycle_start_ns) / 1e9;
+	/* A connect still reading the old tables could credit a backend after
+	 * its drain below (an ejected one after its exchange): wait them out. */
+	steer_dp_settle(d->dp);
 	for (i = 0; i < d->n_svcs; i++) {
 		d->svcs[i].publishes++;
 		apply_drains(d, &d->svcs[i]);
@@ -658,10 +666,6 @@ static void publish(struct daemon *d)
 		log_debug("%s: published %zu of %zu backends", d->svcs[i].vip_str, bufs[i].n,
 			  d->svcs[i].n);
 	}
-	d->last_publish_ns = steer_monotonic_ns();
-	d->last_publish_s = (double)(d->last_publish_ns - now) / 1e9;
-	if (d->cycle_start_ns)
-		d->last_cycle_s = (double)(d->last_publish_ns - d->cycle_start_ns) / 1e9;
 	update_metrics(d);
 out:
 	free(specs);
