@@ -332,12 +332,13 @@ static void write_cycle_gauges(FILE *f, const struct steer_metrics_snapshot *sna
 		return; /* no cycle completed yet */
 	write_family_header(
 		f, "smg_steer_cycle_seconds", "gauge",
-		"Duration of the last control-plane cycle: GetLoads sent to tables published.");
+		"Duration of the last control-plane cycle: GetLoads sent to new tables in effect.");
 	fputs("smg_steer_cycle_seconds ", f);
 	write_double(f, snap->last_cycle_s);
 	fputc('\n', f);
-	write_family_header(f, "smg_steer_publish_seconds", "gauge",
-			    "Duration of scoring, publishing and draining in the last cycle.");
+	write_family_header(
+		f, "smg_steer_publish_seconds", "gauge",
+		"Scoring and publishing in the last cycle, until new tables are in effect.");
 	fputs("smg_steer_publish_seconds ", f);
 	write_double(f, snap->last_publish_s);
 	fputc('\n', f);
