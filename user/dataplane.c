@@ -918,6 +918,22 @@ bool steer_dp_is_drained(const struct steer_dp *dp, const struct steer_addr *bac
 	return bpf_map_lookup_elem(dp->drain_fd, backend, &v) == 0 && v;
 }
 
+size_t steer_dp_drained_list(const struct steer_dp *dp, struct steer_addr *out, size_t max)
+{
+	struct steer_addr k, next;
+	size_t n = 0;
+	void *prev;
+	__u32 v;
+
+	for (prev = NULL; n < max && bpf_map_get_next_key(dp->drain_fd, prev, &next) == 0;
+	     prev = &k) {
+		k = next;
+		if (bpf_map_lookup_elem(dp->drain_fd, &k, &v) == 0 && v)
+			out[n++] = k;
+	}
+	return n;
+}
+
 static void slot_apply_drain(struct steer_dp *dp, uint32_t s, bool drained)
 {
 	if (drained)
@@ -1396,17 +1412,9 @@ static void ports_set(struct steer_dp *dp, const struct plan *p, bool add_plan)
 static void drain_flags_sync(struct steer_dp *dp)
 {
 	static struct steer_addr drained[STEER_MAX_DRAINED];
-	struct steer_addr k, next;
-	size_t n = 0, i;
-	void *prev;
+	size_t n = steer_dp_drained_list(dp, drained, STEER_MAX_DRAINED), i;
 	uint32_t s;
 
-	for (prev = NULL;
-	     n < STEER_MAX_DRAINED && bpf_map_get_next_key(dp->drain_fd, prev, &next) == 0;
-	     prev = &k) {
-		k = next;
-		drained[n++] = k;
-	}
 	for (s = 0; s < STEER_SLOT_IDS; s++) {
 		bool want = false;
 

@@ -114,6 +114,10 @@ int64_t steer_dp_live(const struct steer_dp *dp, uint32_t slot);
 int steer_dp_set_drained(struct steer_dp *dp, const struct steer_addr *backend, bool drained,
 			 char *err, size_t errlen);
 bool steer_dp_is_drained(const struct steer_dp *dp, const struct steer_addr *backend);
+/* The drained backend addresses, at most max (STEER_MAX_DRAINED holds them
+ * all), in one pass over steer_drain: for callers that test many backends,
+ * instead of one map lookup (a syscall) each. Returns how many. */
+size_t steer_dp_drained_list(const struct steer_dp *dp, struct steer_addr *out, size_t max);
 
 /* ---- Inspection ---------------------------------------------------------- */
 

@@ -90,6 +90,10 @@ struct daemon {
 	double last_cycle_s, last_publish_s;
 	uint64_t rng; /* xorshift64 state for the anti-herding phase */
 	bool started; /* start() completed: a failed start never detaches adopted state */
+	/* Drained backends as read at the start of this publish: one pass over
+	 * the map instead of a lookup syscall per backend. */
+	struct steer_addr drained[STEER_MAX_DRAINED];
+	size_t n_drained;
 };
 
 /* ---- signals ----------------------------------------------------------------- */
@@ -451,7 +455,12 @@ static void seed_random(struct daemon *d)
 
 static bool is_drained(const struct daemon *d, const struct backend *b)
 {
-	return steer_dp_is_drained(d->dp, &b->cfg.addr);
+	size_t i;
+
+	for (i = 0; i < d->n_drained; i++)
+		if (steer_addr_equal(&d->drained[i], &b->cfg.addr))
+			return true;
+	return false;
 }
 
 /*
@@ -626,6 +635,7 @@ static void publish(struct daemon *d)
 		log_error("publish: out of memory");
 		goto out;
 	}
+	d->n_drained = steer_dp_drained_list(d->dp, d->drained, STEER_MAX_DRAINED);
 	for (i = 0; i < d->n_svcs; i++) {
 		struct service *s = &d->svcs[i];
 		struct publish_buf *pb = &bufs[i];
