@@ -9,6 +9,7 @@
  * server answers from its own thread off a copied snapshot.
  */
 #include <errno.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -917,6 +918,12 @@ int main(int argc, char **argv)
 	}
 	if (d.cfg.check_only)
 		return check_config(&d.cfg);
+	/* One malloc arena for all threads, set before gRPC starts any. gRPC's
+	 * threads (connection setup) otherwise allocate part of every channel in
+	 * arenas of their own, where freed memory stays resident: at 1,000
+	 * backends this is ~9 MiB (12%) less VmRSS and ~10 MiB less VmHWM, with
+	 * no measurable CPU cost (the polls all run on one thread anyway). */
+	mallopt(M_ARENA_MAX, 1);
 	steer_log_set_level(d.cfg.log_level);
 	seed_random(&d);
 	install_signals();
