@@ -237,8 +237,8 @@ def ctl_section(res):
     print("## 3. Control plane: smg-steerd (release) against fake workers, interval 1 s\n")
     print("Services of at most 250 backends; one fake worker process answers every GetLoads "
           "on N loopback addresses. cycle = GetLoads sent to "
-          "tables published (smg_steer_cycle_seconds); publish = scoring, publishing and "
-          "draining (smg_steer_publish_seconds), the daemon's own part. Daemon CPU is user + "
+          "new tables in effect (smg_steer_cycle_seconds); publish = scoring and publishing "
+          "(smg_steer_publish_seconds), the daemon's own part of it. Daemon CPU is user + "
           "system time of all its threads per cycle, over a window of cycles with no "
           "/metrics scrapes (rendering /metrics costs the daemon CPU too: its time per scrape "
           "is the last column but one).\n")
