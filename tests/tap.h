@@ -61,6 +61,13 @@ static void tap_diag(const char *file, int line, const char *expr, const char *f
 		fflush(stdout);                                                             \
 	} while (0)
 
+/* A setup that failed is one failed test and the whole plan: the exit code of main. */
+static inline int tap_setup_failed(void)
+{
+	printf("not ok 1 - setup\n1..1\n");
+	return 1;
+}
+
 static inline int tap_done(void)
 {
 	printf("1..%d\n", tap_count);

@@ -736,10 +736,8 @@ int main(void)
 {
 	int i;
 
-	if (setup() != 0) {
-		printf("not ok 1 - setup\n1..1\n");
-		return 1;
-	}
+	if (setup() != 0)
+		return tap_setup_failed();
 	TAP_RUN(test_explain_shows_every_term);
 	TAP_RUN(test_explain_predicts_the_kernel);
 	TAP_RUN(test_status_text);

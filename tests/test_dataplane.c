@@ -900,10 +900,8 @@ int main(void)
 {
 	int i;
 
-	if (setup() != 0) {
-		printf("not ok 1 - setup\n1..1\n");
-		return 1;
-	}
+	if (setup() != 0)
+		return tap_setup_failed();
 	TAP_RUN(test_steers_to_best_and_reports_vip);
 	TAP_RUN(test_water_filling_matches_reference);
 	TAP_RUN(test_early_exit_in_kernel_equals_full_scan);

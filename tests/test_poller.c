@@ -837,10 +837,8 @@ static int setup(void)
 int main(void)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	if (setup() != 0) {
-		printf("not ok 1 - setup\n1..1\n");
-		return 1;
-	}
+	if (setup() != 0)
+		return tap_setup_failed();
 	TAP_RUN(test_decode_aggregates_ranks);
 	TAP_RUN(test_decode_rejects_bad_messages);
 	TAP_RUN(test_decode_bounds_rank_count);

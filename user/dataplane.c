@@ -77,7 +77,6 @@ struct steer_dp {
 		pthread_t thread;
 		bool running; /* thread started and not yet joined */
 		int map_fd;   /* the new generation; closed once joined */
-		int gen_fd;   /* dp->gen_fd, read by the thread */
 		int err;      /* errno of the update, 0 on success */
 		int done;     /* set (atomically) by the thread when the syscall returned */
 	} swap;
@@ -1260,10 +1259,11 @@ static void pin_generation(struct steer_dp *dp, int fd)
  * synchronize_rcu() until no program can still be reading the old one. */
 static void *swap_thread(void *arg)
 {
-	struct gen_swap *sw = arg;
+	struct steer_dp *dp = arg;
+	struct gen_swap *sw = &dp->swap;
 	__u32 zero = 0;
 
-	sw->err = bpf_map_update_elem(sw->gen_fd, &zero, &sw->map_fd, BPF_ANY) ? errno : 0;
+	sw->err = bpf_map_update_elem(dp->gen_fd, &zero, &sw->map_fd, BPF_ANY) ? errno : 0;
 	__atomic_store_n(&sw->done, 1, __ATOMIC_RELEASE);
 	return NULL;
 }
@@ -1308,9 +1308,9 @@ static int swap_in(struct steer_dp *dp, int fd)
 	uint32_t want = map_id(fd), cur;
 	__u32 zero = 0;
 
-	*sw = (struct gen_swap){ .map_fd = fd, .gen_fd = dp->gen_fd };
-	if (want == 0 || pthread_create(&sw->thread, NULL, swap_thread, sw) != 0) {
-		swap_thread(sw); /* no thread: wait for the grace period here */
+	*sw = (struct gen_swap){ .map_fd = fd };
+	if (want == 0 || pthread_create(&sw->thread, NULL, swap_thread, dp) != 0) {
+		swap_thread(dp); /* no thread: wait for the grace period here */
 		close(fd);
 		sw->map_fd = -1;
 		return sw->err;
