@@ -30,24 +30,27 @@ CFLAGS ?=
 CFLAGS_ALL := $(CFLAGS_BASE) $(CFLAGS)
 LDLIBS_BPF := -lbpf -lelf -lz
 LDLIBS_GRPC := -lgrpc -lgpr -lprotobuf-c
-LDLIBS_ALL := $(LDLIBS_BPF) $(LDLIBS_GRPC) -lyaml -lmicrohttpd -ljson-c -lpthread -lm
+LDLIBS_ALL := $(LDLIBS_BPF) $(LDLIBS_GRPC) -lyaml -lmicrohttpd -ljson-c -lcurl -lseccomp -lcap -lpthread -lm
 
 BPF_OBJ := $(O)/steer.bpf.o
 SKEL := $(O)/steer.skel.h
 VMLINUX := $(O)/vmlinux.h
-PROTO_C := $(O)/proto/sglang_scheduler.pb-c.c
-PROTO_H := $(O)/proto/sglang_scheduler.pb-c.h
+# Every proto/*.proto: the GetLoads subsets of the engines' services.
+PROTO_NAMES := $(patsubst proto/%.proto,%,$(wildcard proto/*.proto))
+PROTO_C := $(patsubst %,$(O)/proto/%.pb-c.c,$(PROTO_NAMES))
+PROTO_H := $(patsubst %,$(O)/proto/%.pb-c.h,$(PROTO_NAMES))
+PROTO_OBJS := $(patsubst %,$(O)/obj/%.pb-c.o,$(PROTO_NAMES))
 
 # Modules shared by the daemon, the tools and the tests: every user/*.c but
 # the daemon's main, plus the generated protobuf code.
 LIB_SRCS := $(filter-out user/smg-steerd.c,$(wildcard user/*.c))
-LIB_OBJS := $(patsubst user/%.c,$(O)/obj/%.o,$(LIB_SRCS)) $(O)/obj/sglang_scheduler.pb-c.o
+LIB_OBJS := $(patsubst user/%.c,$(O)/obj/%.o,$(LIB_SRCS)) $(PROTO_OBJS)
 SIM_SRCS := $(wildcard tools/sim/*.c)
 
 # Every tests/test_*.c is a test program linked with all modules.
 TEST_NAMES := $(patsubst tests/%.c,%,$(wildcard tests/test_*.c))
 TEST_BINS := $(addprefix $(O)/tests/,$(TEST_NAMES))
-PY_PROTO := $(O)/py/sglang_scheduler_pb2.py
+PY_PROTO := $(patsubst %,$(O)/py/%_pb2.py,$(PROTO_NAMES))
 
 SIM_LIB_SRCS := $(filter-out tools/sim/main.c,$(SIM_SRCS))
 
@@ -58,6 +61,7 @@ PROGRAMS := $(if $(wildcard user/smg-steerd.c),$(O)/smg-steerd) \
 	$(if $(wildcard tools/smg-steerctl.c),$(O)/smg-steerctl) \
 	$(if $(SIM_SRCS),$(O)/steer-sim)
 
+.SECONDARY: $(PROTO_C) $(PROTO_H)
 .PHONY: all build-all deps deps-test deps-bench test tests demo bench install clean format check-format
 .DEFAULT_GOAL := all
 
@@ -91,12 +95,12 @@ $(SKEL): $(BPF_OBJ)
 
 # ---- protobuf ------------------------------------------------------------------
 
-$(PROTO_C) $(PROTO_H) &: proto/sglang_scheduler.proto
+$(O)/proto/%.pb-c.c $(O)/proto/%.pb-c.h &: proto/%.proto
 	@mkdir -p $(O)/proto
 	$(PROTOC_C) --proto_path=proto --c_out=$(O)/proto $<
 
 # Python message classes for the fake worker (an implementation independent of ours).
-$(PY_PROTO): proto/sglang_scheduler.proto
+$(O)/py/%_pb2.py: proto/%.proto
 	@mkdir -p $(@D)
 	protoc --proto_path=proto --python_out=$(@D) $<
 
@@ -108,7 +112,7 @@ $(O)/obj/%.o: user/%.c $(SKEL) $(PROTO_H) $(HDRS)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS_ALL) -c $< -o $@
 
-$(O)/obj/sglang_scheduler.pb-c.o: $(PROTO_C) $(PROTO_H)
+$(O)/obj/%.pb-c.o: $(O)/proto/%.pb-c.c $(PROTO_H)
 	@mkdir -p $(@D)
 	$(CC) $(filter-out -Wextra,$(CFLAGS_ALL)) -c $< -o $@
 

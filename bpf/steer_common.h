@@ -179,6 +179,22 @@ enum steer_poll_kind {
 };
 
 /*
+ * Where the daemon reads a backend's load from (steer_bk_info.source).
+ * Chosen by --backend's loads=/engine= keys, or probed (engine=auto).
+ */
+enum steer_source {
+	STEER_SOURCE_NONE = 0,		  /* not known yet: probing, or never answered */
+	STEER_SOURCE_GRPC_SGLANG = 1,	  /* /sglang.grpc.scheduler.SglangScheduler/GetLoads */
+	STEER_SOURCE_GRPC_VLLM = 2,	  /* /vllm.grpc.engine.VllmEngine/GetLoads */
+	STEER_SOURCE_GRPC_TOKENSPEED = 3, /* /tokenspeed.grpc.scheduler.TokenSpeedScheduler/GetLoads */
+	STEER_SOURCE_HTTP_LOADS = 4,	  /* HTTP GET /v1/loads?include=core (JSON) */
+	STEER_SOURCE_HTTP_METRICS_VLLM = 5,   /* HTTP GET /metrics, vllm: names */
+	STEER_SOURCE_HTTP_METRICS_SGLANG = 6, /* HTTP GET /metrics, sglang: or sglang_ names */
+	STEER_SOURCE_TCP = 7, /* no load endpoint: liveness by TCP connect to the traffic port */
+	STEER_SOURCES = 8,
+};
+
+/*
  * What the daemon knew about a backend when it last published, one per slot
  * (steer_bkinfo). Written by smg-steerd only, read by smg-steerctl, which
  * thereby explains scores even while the daemon is down. Not read by BPF.
@@ -198,6 +214,9 @@ struct steer_bk_info {
 	__u8 queued_estimated; /* 1: queue estimated from waiting requests */
 	__u8 last_poll;	       /* enum steer_poll_kind */
 	__u32 dp_ranks;	       /* DP ranks in the last snapshot */
+	__u8 source;	       /* enum steer_source: where the load was read */
+	__u8 reserved8[3];     /* zero */
+	__u32 reserved32;      /* zero */
 };
 
 /* Socket-local storage of a steered socket (steer_sk). */

@@ -26,11 +26,33 @@ enum steer_log_level {
 	STEER_LOG_DEBUG = 3,
 };
 
+/* How a backend's load is read (--backend ...,loads=SCHEME://ADDR:PORT[/path]). */
+enum steer_scheme {
+	STEER_SCHEME_AUTO = 0, /* no loads=: probe gRPC, then HTTP, on the traffic port */
+	STEER_SCHEME_GRPC = 1, /* loads=grpc://A:P, or the old loads=A:P */
+	STEER_SCHEME_HTTP = 2, /* loads=http://A:P[/path] */
+};
+
+#define STEER_LOADS_PATH_MAX 128
+#define STEER_AUTH_TOKEN_MAX 8192 /* bytes of a bearer token file */
+
 struct steer_backend_cfg {
 	struct steer_addr addr;	 /* traffic address */
-	struct steer_addr loads; /* where GetLoads is served; defaults to addr */
+	struct steer_addr loads; /* where the load is served; defaults to addr */
 	char addr_str[STEER_ADDR_STRLEN];
-	char loads_str[STEER_ADDR_STRLEN];
+	char loads_str[STEER_ADDR_STRLEN]; /* "A:P", without scheme or path */
+	enum steer_scheme loads_scheme;
+	/* HTTP only: "/v1/loads", "/metrics" or another path (query allowed);
+	 * "" probes /v1/loads?include=core, then /metrics. */
+	char loads_path[STEER_LOADS_PATH_MAX];
+	int engine;    /* enum steer_engine (load_decode.h); AUTO by default */
+	uint32_t auth; /* auth=bearer:FILE: 1 + index into steer_config.auths; 0: none */
+};
+
+/* A bearer token file, read when the configuration is loaded (start, SIGHUP). */
+struct steer_auth {
+	char file[PATH_MAX];
+	char *token; /* the file's first line, trimmed; never logged */
 };
 
 struct steer_service_cfg {
@@ -68,6 +90,9 @@ struct steer_config {
 
 	struct steer_service_cfg *services;
 	size_t n_services;
+
+	struct steer_auth *auths; /* distinct auth= files, shared by their backends */
+	size_t n_auths;
 };
 
 enum steer_config_rc {
