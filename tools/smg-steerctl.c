@@ -25,6 +25,7 @@
 
 #include "config.h" /* STEER_VERSION */
 #include "dataplane.h"
+#include "load_decode.h"
 #include "steer_common.h"
 
 #define EXIT_OK 0
@@ -671,6 +672,7 @@ static struct json_object *json_backend_status(const struct steer_dp *dp,
 	jadd_u64(o, "fallbacks", b->ctr.fallbacks);
 	jadd_str(o, "mode", info->mode == STEER_MODE_NONE ? "none" : mode_name(info->mode));
 	jadd_str(o, "last_poll", poll_name(info->last_poll));
+	jadd_str(o, "source", steer_source_name((enum steer_source)info->source));
 	jadd(o, "snapshot_age_s",
 	     info->snapshot_ns ? json_object_new_double(snapshot_age_s(info)) : NULL);
 	return o;
@@ -741,6 +743,7 @@ static void explain_inputs_text(const struct steer_bk_info *info)
 	}
 	printf("    mode:           %s (last poll: %s, %u DP ranks)\n", mode_name(info->mode),
 	       poll_name(info->last_poll), info->dp_ranks);
+	printf("    load source:    %s\n", steer_source_name((enum steer_source)info->source));
 	printf("    queued tokens:  %llu%s\n", (unsigned long long)info->queued_tokens,
 	       info->queued_estimated ? " (estimated from waiting requests)" : "");
 	printf("    throughput:     %.1f tokens/s\n", (double)info->throughput_mtps / 1000.0);

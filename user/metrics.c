@@ -25,6 +25,7 @@
 #include <microhttpd.h>
 
 #include "dataplane.h"
+#include "load_decode.h"
 
 const double steer_poll_bucket_bounds[STEER_POLL_BUCKETS] = {
 	0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5,
@@ -122,7 +123,12 @@ static const struct service_family service_families[] = {
 };
 
 #define POLLS_NAME "smg_steer_polls_total"
-#define POLLS_HELP "GetLoads polls of the backend by outcome."
+#define POLLS_HELP "Load polls of the backend by outcome."
+#define SOURCE_NAME "smg_steer_backend_load_source"
+#define SOURCE_HELP                                                                           \
+	"Where the backend's load is read (label source: grpc-sglang, grpc-vllm, "            \
+	"grpc-tokenspeed, http-loads, http-metrics-vllm, http-metrics-sglang, tcp for none, " \
+	"none while unknown); always 1."
 #define POLL_DURATION_NAME "smg_steer_poll_duration_seconds"
 #define POLL_DURATION_HELP "Duration of GetLoads polls of the service's backends, in seconds."
 
@@ -272,6 +278,20 @@ static void write_polls_family(FILE *f, const struct steer_metrics_snapshot *sna
 	}
 }
 
+/* An info-style gauge: the source is a label, the value always 1. */
+static void write_source_family(FILE *f, const struct steer_metrics_snapshot *snap)
+{
+	size_t i;
+
+	write_family_header(f, SOURCE_NAME, "gauge", SOURCE_HELP);
+	for (i = 0; i < snap->n_backends; i++) {
+		fprintf(f, "%s{", SOURCE_NAME);
+		write_backend_labels(f, &snap->backends[i]);
+		fprintf(f, ",source=\"%s\"} 1\n",
+			steer_source_name((enum steer_source)snap->backends[i].source));
+	}
+}
+
 static void write_service_labels(FILE *f, const struct steer_metrics_service *s)
 {
 	fputs("vip=\"", f);
@@ -360,6 +380,7 @@ char *steer_metrics_render(const struct steer_metrics_snapshot *snap)
 	for (i = 0; i < sizeof(backend_families) / sizeof(backend_families[0]); i++)
 		write_backend_family(f, snap, &backend_families[i]);
 	write_polls_family(f, snap);
+	write_source_family(f, snap);
 	for (i = 0; i < sizeof(service_families) / sizeof(service_families[0]); i++)
 		write_service_family(f, snap, &service_families[i]);
 	write_poll_histogram(f, snap);

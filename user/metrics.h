@@ -32,6 +32,7 @@ struct steer_metrics_backend {
 	bool healthy;
 	uint64_t steered_total;			/* connections placed by score + fallbacks */
 	uint64_t polls_total[STEER_POLL_KINDS]; /* by enum steer_poll_kind; NONE unused */
+	int source;				/* enum steer_source: where the load is read */
 };
 
 struct steer_metrics_service {

@@ -27,11 +27,7 @@
 #include <time.h>
 
 #include "dataplane.h"
-#include "sglang_scheduler.pb-c.h"
-
-#define GETLOADS_METHOD "/sglang.grpc.scheduler.SglangScheduler/GetLoads"
-/* More DP ranks than any engine runs: a response claiming more is broken. */
-#define MAX_RANKS 1024
+#include "load_decode.h"
 /* The first reconnect attempts come quickly: a restarted engine is polled
  * again at the next interval, not after gRPC's default 1 s..120 s backoff. */
 #define RECONNECT_BACKOFF_MS 100
@@ -53,6 +49,8 @@ struct poll_call {
 	grpc_metadata_array trailing_md;
 	grpc_status_code status;
 	grpc_slice details;
+	grpc_metadata auth_md; /* "authorization: Bearer ..." when the handle has a token */
+	int engine;	       /* enum steer_engine: which GetLoads, which decoder */
 	uint64_t started_ns;
 };
 
@@ -62,6 +60,7 @@ struct poll_handle {
 	void *tag;
 	grpc_channel *channel;
 	struct poll_call *inflight;
+	char *authorization; /* "Bearer <token>", or NULL */
 };
 
 struct steer_poller {
@@ -133,6 +132,8 @@ static void release_call(struct poll_call *c)
 	grpc_metadata_array_destroy(&c->initial_md);
 	grpc_metadata_array_destroy(&c->trailing_md);
 	grpc_slice_unref(c->details);
+	grpc_slice_unref(c->auth_md.key);
+	grpc_slice_unref(c->auth_md.value);
 	free(c);
 }
 
@@ -282,6 +283,29 @@ static void orphan_inflight(struct poll_handle *h)
 	h->inflight = NULL;
 }
 
+static void free_authorization(struct poll_handle *h)
+{
+	if (!h->authorization)
+		return;
+	explicit_bzero(h->authorization, strlen(h->authorization));
+	free(h->authorization);
+	h->authorization = NULL;
+}
+
+int steer_poller_set_auth(struct steer_poller *p, int handle, const char *token)
+{
+	struct poll_handle *h = p ? handle_at(p, handle) : NULL;
+	char *value = NULL;
+
+	if (!h)
+		return -EINVAL;
+	if (token && asprintf(&value, "Bearer %s", token) < 0)
+		return -ENOMEM;
+	free_authorization(h);
+	h->authorization = value;
+	return 0;
+}
+
 void steer_poller_remove(struct steer_poller *p, int handle)
 {
 	struct poll_handle *h = p ? handle_at(p, handle) : NULL;
@@ -292,6 +316,7 @@ void steer_poller_remove(struct steer_poller *p, int handle)
 	/* A call holds its own reference on the channel's stack. */
 	grpc_channel_destroy(h->channel);
 	h->channel = NULL;
+	free_authorization(h);
 	h->used = false;
 	h->gen++;
 	h->tag = NULL;
@@ -304,23 +329,14 @@ int steer_poller_busy(const struct steer_poller *p, int handle)
 	return h && h->inflight;
 }
 
-/* An empty GetLoadsRequest: every DP rank, the engine's default sections
- * (the core metrics, which are all smg-steer reads, are always included). */
+/* An empty GetLoadsRequest, the same zero bytes for every engine: every DP
+ * rank, the engine's default sections (the core metrics, which are all
+ * smg-steer reads, are always included). */
 static grpc_byte_buffer *pack_request(void)
 {
-	Sglang__Grpc__Scheduler__GetLoadsRequest req =
-		SGLANG__GRPC__SCHEDULER__GET_LOADS_REQUEST__INIT;
-	size_t len = sglang__grpc__scheduler__get_loads_request__get_packed_size(&req);
-	uint8_t *buf = malloc(len ? len : 1);
-	grpc_byte_buffer *bb;
-	grpc_slice s;
+	grpc_slice s = grpc_empty_slice();
+	grpc_byte_buffer *bb = grpc_raw_byte_buffer_create(&s, 1);
 
-	if (!buf)
-		return NULL;
-	sglang__grpc__scheduler__get_loads_request__pack(&req, buf);
-	s = grpc_slice_from_copied_buffer((const char *)buf, len);
-	free(buf);
-	bb = grpc_raw_byte_buffer_create(&s, 1);
 	grpc_slice_unref(s);
 	return bb;
 }
@@ -333,6 +349,10 @@ static grpc_call_error start_batch(struct poll_call *c)
 	/* No GRPC_INITIAL_METADATA_WAIT_FOR_READY: a backend that is down
 	 * fails fast with UNAVAILABLE instead of holding the call. */
 	ops[0].op = GRPC_OP_SEND_INITIAL_METADATA;
+	if (GRPC_SLICE_LENGTH(c->auth_md.value)) {
+		ops[0].data.send_initial_metadata.count = 1;
+		ops[0].data.send_initial_metadata.metadata = &c->auth_md;
+	}
 	ops[1].op = GRPC_OP_SEND_MESSAGE;
 	ops[1].data.send_message.send_message = c->request;
 	ops[2].op = GRPC_OP_SEND_CLOSE_FROM_CLIENT;
@@ -349,6 +369,11 @@ static grpc_call_error start_batch(struct poll_call *c)
 
 int steer_poller_start(struct steer_poller *p, int handle, uint64_t timeout_ns)
 {
+	return steer_poller_start_engine(p, handle, timeout_ns, STEER_ENGINE_SGLANG);
+}
+
+int steer_poller_start_engine(struct steer_poller *p, int handle, uint64_t timeout_ns, int engine)
+{
 	struct poll_handle *h = p ? handle_at(p, handle) : NULL;
 	grpc_slice method;
 	struct poll_call *c;
@@ -363,6 +388,13 @@ int steer_poller_start(struct steer_poller *p, int handle, uint64_t timeout_ns)
 	c->handle = handle;
 	c->gen = h->gen;
 	c->details = grpc_empty_slice();
+	c->engine = engine;
+	c->auth_md.key = grpc_empty_slice();
+	c->auth_md.value = grpc_empty_slice();
+	if (h->authorization) {
+		c->auth_md.key = grpc_slice_from_static_string("authorization");
+		c->auth_md.value = grpc_slice_from_copied_string(h->authorization);
+	}
 	grpc_metadata_array_init(&c->initial_md);
 	grpc_metadata_array_init(&c->trailing_md);
 	c->started_ns = steer_monotonic_ns();
@@ -371,7 +403,11 @@ int steer_poller_start(struct steer_poller *p, int handle, uint64_t timeout_ns)
 		release_call(c);
 		return -ENOMEM;
 	}
-	method = grpc_slice_from_static_string(GETLOADS_METHOD);
+	if (!steer_grpc_method(engine)) {
+		release_call(c);
+		return -EINVAL;
+	}
+	method = grpc_slice_from_static_string(steer_grpc_method(engine));
 	c->call = grpc_channel_create_call(h->channel, NULL, GRPC_PROPAGATE_DEFAULTS, p->cq, method,
 					   NULL, grpc_deadline_in(timeout_ns), NULL);
 	grpc_slice_unref(method);
@@ -388,58 +424,10 @@ int steer_poller_start(struct steer_poller *p, int handle, uint64_t timeout_ns)
 	return 0;
 }
 
-static enum steer_poll_kind invalid(char *detail, size_t detail_len, const char *fmt, size_t n)
-{
-	if (detail && detail_len)
-		snprintf(detail, detail_len, fmt, n);
-	return STEER_POLL_INVALID;
-}
-
-static struct steer_rank_load rank_of(const Sglang__Grpc__Scheduler__SchedulerLoad *l)
-{
-	return (struct steer_rank_load){
-		.dp_rank = l->dp_rank,
-		.num_running_reqs = l->num_running_reqs,
-		.num_waiting_reqs = l->num_waiting_reqs,
-		.num_waiting_uncached_tokens = l->num_waiting_uncached_tokens,
-		.token_usage = l->token_usage,
-		.gen_throughput = l->gen_throughput,
-	};
-}
-
 enum steer_poll_kind steer_poller_decode(const uint8_t *buf, size_t len, struct steer_load *load,
 					 char *detail, size_t detail_len)
 {
-	Sglang__Grpc__Scheduler__GetLoadsResponse *resp;
-	struct steer_rank_load *ranks;
-	enum steer_poll_kind kind = STEER_POLL_OK;
-	size_t i;
-
-	if (detail && detail_len)
-		detail[0] = 0;
-	resp = sglang__grpc__scheduler__get_loads_response__unpack(NULL, len, buf);
-	if (!resp)
-		return invalid(detail, detail_len, "undecodable GetLoadsResponse (%zu bytes)", len);
-	if (resp->n_loads > MAX_RANKS) {
-		kind = invalid(detail, detail_len, "%zu load entries, more than any engine has",
-			       resp->n_loads);
-		goto out;
-	}
-	ranks = calloc(resp->n_loads ? resp->n_loads : 1, sizeof(*ranks));
-	if (!ranks) {
-		kind = invalid(detail, detail_len, "out of memory decoding %zu ranks",
-			       resp->n_loads);
-		goto out;
-	}
-	for (i = 0; i < resp->n_loads; i++)
-		ranks[i] = rank_of(resp->loads[i]);
-	/* Empty, negative and non-finite are all rejected here. */
-	if (steer_load_aggregate(ranks, resp->n_loads, load, detail, detail_len) != 0)
-		kind = STEER_POLL_INVALID;
-	free(ranks);
-out:
-	sglang__grpc__scheduler__get_loads_response__free_unpacked(resp, NULL);
-	return kind;
+	return steer_decode_grpc(STEER_ENGINE_SGLANG, buf, len, load, detail, detail_len);
 }
 
 static enum steer_poll_kind kind_of_status(grpc_status_code status)
@@ -476,8 +464,8 @@ static void decode_response(struct poll_call *c, struct steer_poll_result *out)
 	}
 	all = grpc_byte_buffer_reader_readall(&reader);
 	grpc_byte_buffer_reader_destroy(&reader);
-	out->kind = steer_poller_decode(GRPC_SLICE_START_PTR(all), GRPC_SLICE_LENGTH(all),
-					&out->load, out->detail, sizeof(out->detail));
+	out->kind = steer_decode_grpc(c->engine, GRPC_SLICE_START_PTR(all), GRPC_SLICE_LENGTH(all),
+				      &out->load, out->detail, sizeof(out->detail));
 	grpc_slice_unref(all);
 }
 

@@ -44,8 +44,14 @@ int steer_poller_add(struct steer_poller *p, const char *target, void *tag,
 /* Unregister; a call in flight is cancelled and its result is never reported. */
 void steer_poller_remove(struct steer_poller *p, int handle);
 
-/* Start a GetLoads call with the given deadline. -EBUSY if one is in flight. */
+/* Start a GetLoads call with the given deadline. -EBUSY if one is in flight.
+ * steer_poller_start asks SGLang's service; _engine any enum steer_engine but
+ * AUTO (load_decode.h), whose method it calls and whose decoder it uses. */
 int steer_poller_start(struct steer_poller *p, int handle, uint64_t timeout_ns);
+int steer_poller_start_engine(struct steer_poller *p, int handle, uint64_t timeout_ns, int engine);
+/* Send "authorization: Bearer <token>" with every call (NULL: nothing). The
+ * handle keeps its own copy, wiped when replaced or removed. */
+int steer_poller_set_auth(struct steer_poller *p, int handle, const char *token);
 /* True while a call for handle is in flight. */
 int steer_poller_busy(const struct steer_poller *p, int handle);
 
@@ -55,7 +61,7 @@ int steer_poller_busy(const struct steer_poller *p, int handle);
  */
 int steer_poller_next(struct steer_poller *p, uint64_t deadline_ns, struct steer_poll_result *out);
 
-/* Decode and validate a serialized GetLoadsResponse (exposed for tests).
+/* Decode and validate a serialized SGLang GetLoadsResponse (exposed for tests).
  * Returns STEER_POLL_OK with *load filled, or STEER_POLL_INVALID with detail. */
 enum steer_poll_kind steer_poller_decode(const uint8_t *buf, size_t len, struct steer_load *load,
 					 char *detail, size_t detail_len);

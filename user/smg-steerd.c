@@ -3,8 +3,9 @@
  * smg-steerd - polls every worker's GetLoads, scores it by expected wait and
  * publishes the ranked tables that the kernel's connect hooks steer by.
  *
- * One thread drives everything: it starts a GetLoads call per backend each
- * interval, idles in the gRPC completion queue (where reconnects progress),
+ * One thread drives everything: it starts a load poll per backend each
+ * interval (gRPC GetLoads, HTTP /v1/loads or /metrics, or a TCP connect for a
+ * backend that reports no load: user/loads.c), idles where the polls progress,
  * scores, publishes, and drains the kernel's in-flight counters. The metrics
  * server answers from its own thread off a copied snapshot.
  */
@@ -22,7 +23,8 @@
 #include "log.h"
 #include "metrics.h"
 #include "policy.h"
-#include "poller.h"
+#include "load_decode.h"
+#include "loads.h"
 
 #define NO_SLOT UINT32_MAX
 #define SLICE_NS (100ULL * 1000000ULL) /* longest wait before signals are looked at */
@@ -38,7 +40,7 @@ struct backend {
 	/* While a reload builds the new service list: where this backend was
 	 * taken from, so that a failed build can put it back. */
 	struct backend **origin;
-	int handle; /* poller handle */
+	int handle; /* steer_loads handle */
 	uint32_t slot;
 
 	enum steer_health health;
@@ -55,6 +57,8 @@ struct backend {
 	uint64_t live_drain;	   /* scored from live connections: credits read before them */
 
 	enum steer_poll_kind last_kind, logged_kind;
+	enum steer_source source; /* where the last answer came from */
+	bool told_no_loads;	  /* the "reports no load" notice was logged */
 	uint64_t polls[STEER_POLL_KINDS];
 
 	/* As of the last publish, for metrics and steer_bkinfo. */
@@ -81,7 +85,7 @@ struct daemon {
 	char **argv;
 	struct steer_config cfg;
 	struct steer_dp *dp;
-	struct steer_poller *poller;
+	struct steer_loads *loads;
 	struct steer_metrics *metrics;
 	struct service *svcs;
 	size_t n_svcs;
@@ -126,8 +130,34 @@ static void install_signals(void)
 
 /* ---- services and backends ------------------------------------------------------- */
 
-static struct backend *backend_new(struct daemon *d, const struct steer_backend_cfg *cfg,
-				   struct service *s, uint64_t interval_ns)
+/* The bearer token of a backend's auth= file, or NULL. */
+static const char *backend_token(const struct steer_config *cfg, const struct steer_backend_cfg *b)
+{
+	return b->auth && b->auth <= cfg->n_auths ? cfg->auths[b->auth - 1].token : NULL;
+}
+
+static int backend_loads_add(struct daemon *d, const struct steer_config *all,
+			     const struct steer_backend_cfg *cfg, void *tag,
+			     uint32_t max_backoff_ms)
+{
+	struct steer_loads_spec spec = {
+		.scheme = cfg->loads_scheme,
+		.engine = cfg->engine,
+		.loads_addr = cfg->loads_str,
+		.path = cfg->loads_path,
+		.traffic_addr = cfg->addr_str,
+		.token = backend_token(all, cfg),
+		/* A backend whose source stopped answering looks for another
+		 * once it has failed long enough to be ejected. */
+		.reprobe_after = all->unhealthy_after,
+		.max_backoff_ms = max_backoff_ms,
+	};
+
+	return steer_loads_add(d->loads, &spec, tag);
+}
+
+static struct backend *backend_new(struct daemon *d, const struct steer_config *all,
+				   const struct steer_backend_cfg *cfg, struct service *s)
 {
 	struct backend *b = calloc(1, sizeof(*b));
 	uint32_t max_backoff_ms;
@@ -142,11 +172,10 @@ static struct backend *backend_new(struct daemon *d, const struct steer_backend_
 	b->logged_kind = STEER_POLL_OK; /* only report what goes wrong, and recoveries */
 	/* Reconnect attempts at least once an interval (of the configuration
 	 * being built: a reload may change it). */
-	max_backoff_ms = (uint32_t)(interval_ns / NS_PER_MS);
-	b->handle =
-		steer_poller_add(d->poller, cfg->loads_str, b, max_backoff_ms ? max_backoff_ms : 1);
+	max_backoff_ms = (uint32_t)(all->interval_ns / NS_PER_MS);
+	b->handle = backend_loads_add(d, all, cfg, b, max_backoff_ms ? max_backoff_ms : 1);
 	if (b->handle < 0) {
-		log_error("%s: backend %s: cannot create a gRPC channel to %s: %s", s->vip_str,
+		log_error("%s: backend %s: cannot set up load polling of %s: %s", s->vip_str,
 			  cfg->addr_str, cfg->loads_str, strerror(-b->handle));
 		free(b);
 		return NULL;
@@ -161,7 +190,7 @@ static void backend_free(struct daemon *d, struct backend *b)
 	if (b->call_pending && d->pending)
 		d->pending--; /* a removed handle's result is never reported */
 	if (b->handle >= 0)
-		steer_poller_remove(d->poller, b->handle);
+		steer_loads_remove(d->loads, b->handle);
 	free(b);
 }
 
@@ -178,7 +207,30 @@ static void services_free(struct daemon *d, struct service *svcs, size_t n)
 }
 
 /* Find (and take) the state of a backend that a reload keeps unchanged. */
-static struct backend *take_old_backend(struct daemon *d, const struct steer_addr *vip,
+/* Same load source: address, scheme, path, engine and auth file. */
+static bool same_source(const struct steer_config *old_all, const struct steer_backend_cfg *old,
+			const struct steer_config *all, const struct steer_backend_cfg *cfg)
+{
+	const char *old_file = old->auth ? old_all->auths[old->auth - 1].file : "";
+	const char *file = cfg->auth ? all->auths[cfg->auth - 1].file : "";
+
+	return steer_addr_equal(&old->loads, &cfg->loads) &&
+	       old->loads_scheme == cfg->loads_scheme && old->engine == cfg->engine &&
+	       !strcmp(old->loads_path, cfg->loads_path) && !strcmp(old_file, file);
+}
+
+/* A reload reads the token files again: a rotated token takes effect. */
+static void refresh_token(struct daemon *d, struct backend *b, const struct steer_config *all,
+			  const struct steer_backend_cfg *cfg)
+{
+	const char *old = backend_token(&d->cfg, &b->cfg), *now = backend_token(all, cfg);
+
+	if ((old == NULL) != (now == NULL) || (old && strcmp(old, now)))
+		steer_loads_set_auth(d->loads, b->handle, now);
+}
+
+static struct backend *take_old_backend(struct daemon *d, const struct steer_config *all,
+					const struct steer_addr *vip,
 					const struct steer_backend_cfg *cfg)
 {
 	size_t i, j;
@@ -192,7 +244,9 @@ static struct backend *take_old_backend(struct daemon *d, const struct steer_add
 			struct backend *b = s->b[j];
 
 			if (b && steer_addr_equal(&b->cfg.addr, &cfg->addr) &&
-			    steer_addr_equal(&b->cfg.loads, &cfg->loads)) {
+			    same_source(&d->cfg, &b->cfg, all, cfg)) {
+				refresh_token(d, b, all, cfg);
+				b->cfg = *cfg; /* its auth index is the new configuration's */
 				s->b[j] = NULL;
 				b->origin = &s->b[j];
 				return b;
@@ -236,10 +290,10 @@ static int services_build(struct daemon *d, const struct steer_config *cfg, stru
 		if (!s->b)
 			goto fail;
 		for (j = 0; j < sc->n_backends; j++) {
-			struct backend *b = take_old_backend(d, &sc->vip, &sc->backends[j]);
+			struct backend *b = take_old_backend(d, cfg, &sc->vip, &sc->backends[j]);
 
 			if (!b) {
-				b = backend_new(d, &sc->backends[j], s, cfg->interval_ns);
+				b = backend_new(d, cfg, &sc->backends[j], s);
 				/* Adopted state: the slot (and its counters) may exist. */
 				if (b)
 					steer_dp_slot(d->dp, &sc->vip, &b->cfg.addr, &b->slot);
@@ -317,7 +371,7 @@ static void start_polls(struct daemon *d)
 			/* What is credited now is in the snapshot this call returns. */
 			b->inflight_at_send =
 				b->slot == NO_SLOT ? 0 : steer_dp_inflight_read(d->dp, b->slot);
-			if (steer_poller_start(d->poller, b->handle, d->cfg.timeout_ns) == 0) {
+			if (steer_loads_start(d->loads, b->handle, d->cfg.timeout_ns) == 0) {
 				b->call_pending = true;
 				d->pending++;
 			}
@@ -338,20 +392,30 @@ static void observe_duration(struct service *s, uint64_t ns)
 
 /* Log a poll outcome only when it changes, never once per poll. */
 static void log_poll_change(const struct service *s, struct backend *b,
-			    const struct steer_poll_result *r)
+			    const struct steer_loads_result *r)
 {
+	const char *src = r->source == STEER_SOURCE_NONE ? "probing" : steer_source_name(r->source);
+
+	if (r->kind == STEER_POLL_UNIMPLEMENTED && !b->told_no_loads) {
+		/* Once per backend: it is alive and stays in the table. */
+		log_warn("%s: backend %s reports no load (%s from %s); scoring it from its live "
+			 "connections, alive while %s",
+			 s->vip_str, b->cfg.addr_str,
+			 r->source == STEER_SOURCE_TCP ? "no gRPC GetLoads, /v1/loads or /metrics"
+						       : "GetLoads unimplemented",
+			 b->cfg.loads_str,
+			 r->source == STEER_SOURCE_TCP ? "its traffic port accepts connections"
+						       : "it answers");
+		b->told_no_loads = true;
+	}
 	if (r->kind == b->logged_kind)
 		return;
 	if (r->kind == STEER_POLL_OK)
-		log_info("%s: backend %s: GetLoads from %s is ok again", s->vip_str,
-			 b->cfg.addr_str, b->cfg.loads_str);
-	else if (r->kind == STEER_POLL_UNIMPLEMENTED)
-		log_info("%s: backend %s: %s does not implement GetLoads; scoring it from its live "
-			 "connections",
-			 s->vip_str, b->cfg.addr_str, b->cfg.loads_str);
-	else
-		log_warn("%s: backend %s: GetLoads from %s failed: %s%s%s", s->vip_str,
-			 b->cfg.addr_str, b->cfg.loads_str, poll_kind_text(r->kind),
+		log_info("%s: backend %s: load from %s (%s) is ok", s->vip_str, b->cfg.addr_str,
+			 b->cfg.loads_str, src);
+	else if (r->kind != STEER_POLL_UNIMPLEMENTED)
+		log_warn("%s: backend %s: load poll of %s (%s) failed: %s%s%s", s->vip_str,
+			 b->cfg.addr_str, b->cfg.loads_str, src, poll_kind_text(r->kind),
 			 r->detail[0] ? ": " : "", r->detail);
 	b->logged_kind = r->kind;
 }
@@ -381,7 +445,7 @@ static void health_failure(const struct service *s, struct backend *b, uint32_t 
 	}
 }
 
-static void handle_result(struct daemon *d, const struct steer_poll_result *r)
+static void handle_result(struct daemon *d, const struct steer_loads_result *r)
 {
 	struct backend *b = r->tag; /* removed backends' results are never reported */
 	struct service *s = b->svc;
@@ -390,6 +454,8 @@ static void handle_result(struct daemon *d, const struct steer_poll_result *r)
 		d->pending--;
 	b->call_pending = false;
 	b->last_kind = r->kind;
+	if (r->kind == STEER_POLL_OK || r->kind == STEER_POLL_UNIMPLEMENTED)
+		b->source = r->source;
 	if (r->kind < STEER_POLL_KINDS)
 		b->polls[r->kind]++;
 	observe_duration(s, r->duration_ns);
@@ -422,7 +488,7 @@ static void handle_result(struct daemon *d, const struct steer_poll_result *r)
  */
 static void wait_results(struct daemon *d, uint64_t deadline_ns, bool until_all_done)
 {
-	struct steer_poll_result r;
+	struct steer_loads_result r;
 
 	while (!stop_requested && (until_all_done ? d->pending > 0 : !reload_requested)) {
 		uint64_t now = steer_monotonic_ns(), until;
@@ -430,7 +496,7 @@ static void wait_results(struct daemon *d, uint64_t deadline_ns, bool until_all_
 		if (now >= deadline_ns)
 			break;
 		until = deadline_ns - now > SLICE_NS ? now + SLICE_NS : deadline_ns;
-		if (steer_poller_next(d->poller, until, &r) == 1)
+		if (steer_loads_next(d->loads, until, &r) == 1)
 			handle_result(d, &r);
 	}
 }
@@ -605,6 +671,7 @@ static void write_bk_info(struct daemon *d, struct service *s, uint64_t now)
 			continue;
 		info->health = (__u8)b->health;
 		info->last_poll = (__u8)b->last_kind;
+		info->source = (__u8)b->source;
 		info->snapshot_ns = b->has_snap ? b->snap_ns : 0;
 		info->dp_ranks = b->has_snap ? b->snap.ranks : 0;
 		info->updated_ns = now;
@@ -731,6 +798,7 @@ static void fill_metrics_backend(struct daemon *d, const struct service *s, cons
 	mb->live_connections = ctr ? steer_dp_live(d->dp, b->slot) : 0;
 	mb->steered_total = ctr ? ctr->steered + ctr->fallbacks : 0;
 	memcpy(mb->polls_total, b->polls, sizeof(mb->polls_total));
+	mb->source = (int)b->source;
 	if (b->in_table) {
 		mb->score_s = steer_policy_total_s(&b->score, inflight);
 		mb->queued_tokens = b->score.queued_tokens;
@@ -852,9 +920,9 @@ static int start(struct daemon *d)
 		log_error("%s", err);
 		return 1;
 	}
-	d->poller = steer_poller_new();
-	if (!d->poller) {
-		log_error("cannot start gRPC");
+	d->loads = steer_loads_new();
+	if (!d->loads) {
+		log_error("cannot start gRPC or libcurl");
 		return 1;
 	}
 	rc = steer_dp_open(&o, &d->dp, err, sizeof(err));
@@ -882,8 +950,8 @@ static int shutdown_daemon(struct daemon *d)
 
 	if (d->svcs)
 		services_free(d, d->svcs, d->n_svcs);
-	if (d->poller)
-		steer_poller_free(d->poller);
+	if (d->loads)
+		steer_loads_free(d->loads);
 	if (d->metrics)
 		steer_metrics_stop(d->metrics);
 	if (d->dp) {

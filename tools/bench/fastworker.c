@@ -4,7 +4,7 @@
  * (C) and protobuf-c serving GetLoads on N consecutive IPv4 addresses from one
  * thread, for the control-plane benchmark.
  *
- *   fastworker --many 5000 --base 127.1.0.1 --port 30000
+ *   fastworker --many 5000 --base 127.1.0.1 --port 30000 [--engine sglang|vllm|tokenspeed]
  *
  * tests/fake_worker.py --many does the same in Python and is the reference
  * (an implementation independent of smg-steer's C code); one Python process
@@ -28,8 +28,11 @@
 #include <string.h>
 
 #include "sglang_scheduler.pb-c.h"
+#include "tokenspeed_scheduler.pb-c.h"
+#include "vllm_engine.pb-c.h"
 
-#define METHOD "/sglang.grpc.scheduler.SglangScheduler/GetLoads"
+/* The engine whose GetLoads this worker serves (--engine). */
+static const char *method = "/sglang.grpc.scheduler.SglangScheduler/GetLoads";
 #define SLOTS 256 /* calls accepted at once */
 
 enum phase {
@@ -60,8 +63,46 @@ static void on_signal(int sig)
 	stopping = 1;
 }
 
-/* The answer to every well-formed request: one idle DP rank. */
-static int build_response(void)
+/* vLLM's and TokenSpeed's answers: one idle rank in their own messages. */
+static int build_vllm_response(void)
+{
+	Vllm__Grpc__Engine__GetLoadsResponse resp = VLLM__GRPC__ENGINE__GET_LOADS_RESPONSE__INIT;
+	Vllm__Grpc__Engine__SchedulerLoad rank = VLLM__GRPC__ENGINE__SCHEDULER_LOAD__INIT;
+	Vllm__Grpc__Engine__SchedulerLoad *ranks[1] = { &rank };
+
+	resp.timestamp = "1970-01-01T00:00:00+00:00";
+	resp.version = "fastworker";
+	resp.dp_rank_count = 1;
+	resp.n_loads = 1;
+	resp.loads = ranks;
+	response_len = vllm__grpc__engine__get_loads_response__get_packed_size(&resp);
+	if (response_len > sizeof(response_bytes))
+		return -1;
+	vllm__grpc__engine__get_loads_response__pack(&resp, response_bytes);
+	return 0;
+}
+
+static int build_tokenspeed_response(void)
+{
+	Tokenspeed__Grpc__Scheduler__GetLoadsResponse resp =
+		TOKENSPEED__GRPC__SCHEDULER__GET_LOADS_RESPONSE__INIT;
+	Tokenspeed__Grpc__Scheduler__SchedulerLoad rank =
+		TOKENSPEED__GRPC__SCHEDULER__SCHEDULER_LOAD__INIT;
+	Tokenspeed__Grpc__Scheduler__SchedulerLoad *ranks[1] = { &rank };
+
+	resp.timestamp = "1970-01-01T00:00:00+00:00";
+	resp.version = "fastworker";
+	resp.dp_rank_count = 1;
+	resp.n_loads = 1;
+	resp.loads = ranks;
+	response_len = tokenspeed__grpc__scheduler__get_loads_response__get_packed_size(&resp);
+	if (response_len > sizeof(response_bytes))
+		return -1;
+	tokenspeed__grpc__scheduler__get_loads_response__pack(&resp, response_bytes);
+	return 0;
+}
+
+static int build_sglang_response(void)
 {
 	Sglang__Grpc__Scheduler__GetLoadsResponse resp =
 		SGLANG__GRPC__SCHEDULER__GET_LOADS_RESPONSE__INIT;
@@ -81,6 +122,20 @@ static int build_response(void)
 		return -1;
 	sglang__grpc__scheduler__get_loads_response__pack(&resp, response_bytes);
 	return 0;
+}
+
+/* The answer to every well-formed request: one idle DP rank. */
+static int build_response(const char *engine)
+{
+	if (!strcmp(engine, "vllm")) {
+		method = "/vllm.grpc.engine.VllmEngine/GetLoads";
+		return build_vllm_response();
+	}
+	if (!strcmp(engine, "tokenspeed")) {
+		method = "/tokenspeed.grpc.scheduler.TokenSpeedScheduler/GetLoads";
+		return build_tokenspeed_response();
+	}
+	return strcmp(engine, "sglang") ? -1 : build_sglang_response();
 }
 
 static void request_next(struct slot *s)
@@ -110,7 +165,7 @@ static bool is_get_loads(const grpc_call_details *d)
 {
 	size_t len = GRPC_SLICE_LENGTH(d->method);
 
-	return len == strlen(METHOD) && memcmp(GRPC_SLICE_START_PTR(d->method), METHOD, len) == 0;
+	return len == strlen(method) && memcmp(GRPC_SLICE_START_PTR(d->method), method, len) == 0;
 }
 
 /* Parse the request with protobuf-c; a request that does not parse is refused. */
@@ -237,7 +292,8 @@ static void shut_down(void)
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: fastworker --many N --base IPV4 --port PORT\n");
+	fprintf(stderr, "usage: fastworker --many N --base IPV4 --port PORT "
+			"[--engine sglang|vllm|tokenspeed]\n");
 	exit(2);
 }
 
@@ -247,8 +303,10 @@ int main(int argc, char **argv)
 		{ "many", required_argument, 0, 'n' },
 		{ "base", required_argument, 0, 'b' },
 		{ "port", required_argument, 0, 'p' },
+		{ "engine", required_argument, 0, 'e' },
 		{ 0, 0, 0, 0 },
 	};
+	const char *engine = "sglang";
 	struct in_addr base = { 0 };
 	int many = 0, port = 0, c, i, rc = 0;
 
@@ -259,10 +317,12 @@ int main(int argc, char **argv)
 			continue;
 		else if (c == 'p')
 			port = atoi(optarg);
+		else if (c == 'e')
+			engine = optarg;
 		else
 			usage();
 	}
-	if (many <= 0 || !base.s_addr || port <= 0 || port > 65535 || build_response() != 0)
+	if (many <= 0 || !base.s_addr || port <= 0 || port > 65535 || build_response(engine) != 0)
 		usage();
 	signal(SIGTERM, on_signal);
 	signal(SIGINT, on_signal);

@@ -13,7 +13,10 @@
 #   2. the kernel's decision cost at 8, 64 and 256 backends (deccost);
 #   3. the control plane: the real smg-steerd at 100, 1,000 and 5,000 backends
 #      against fake workers (ctlplane.py): bench/fastworker (C), then the Python
-#      reference tests/fake_worker.py --many at 100 and 1,000.
+#      reference tests/fake_worker.py --many at 100 and 1,000;
+#   4. the load sources: smg-steerd's CPU per poll at 256 backends for each
+#      source it reads (gRPC SGLang/vLLM/TokenSpeed against bench/fastworker,
+#      HTTP /v1/loads and /metrics against nginx, TCP liveness), interleaved.
 # Raw results go to $STEER_BUILD/bench/results/*.csv, the summary with medians
 # and ratios to summary.md there, which is printed at the end; they replace the
 # previous results only when the run completes. Every process,
@@ -23,7 +26,8 @@
 # BENCH_CONN_SECONDS (1.5), BENCH_WRK_ROUNDS (3), BENCH_WRK_SECONDS (5),
 # BENCH_DEC_CONNECTS (5000), BENCH_CTL_SCALES (100,1000,5000), BENCH_CTL_ROUNDS
 # (2), BENCH_CTL_PY_SCALES (100,1000: the same against the Python fake worker,
-# one round), BENCH_PARTS ("conn wrk dec ctl"). The machine is shared and noisy: many
+# one round), BENCH_SRC_ROUNDS (3), BENCH_SRC_BACKENDS (256),
+# BENCH_PARTS ("conn wrk dec ctl src"). The machine is shared and noisy: many
 # short interleaved rounds and their medians beat a few long ones.
 set -euo pipefail
 
@@ -42,7 +46,9 @@ DEC_CONNECTS=${BENCH_DEC_CONNECTS:-5000}
 CTL_SCALES=${BENCH_CTL_SCALES:-100,1000,5000}
 CTL_ROUNDS=${BENCH_CTL_ROUNDS:-2}
 CTL_PY_SCALES=${BENCH_CTL_PY_SCALES:-100,1000}
-PARTS=${BENCH_PARTS:-conn wrk dec ctl}
+SRC_ROUNDS=${BENCH_SRC_ROUNDS:-3}
+SRC_BACKENDS=${BENCH_SRC_BACKENDS:-256}
+PARTS=${BENCH_PARTS:-conn wrk dec ctl src}
 
 if [ "$(id -u)" != 0 ]; then
 	echo "bench: must run as root (it loads BPF programs and creates a network namespace)" >&2
@@ -430,6 +436,17 @@ ctl_part() {
 	loadavg "control plane end"
 }
 
+# ---- 4. load sources ----------------------------------------------------------------------------
+
+src_part() {
+	log "load sources: smg-steerd CPU per poll, $SRC_BACKENDS backends, $SRC_ROUNDS rounds"
+	loadavg "load sources start"
+	fg_wait "$PY" "$here/sources.py" --build "$BUILD" --tmp "$TMP" --cgroup "$CG_CTL" \
+		--pin-prefix "$PIN" --backends "$SRC_BACKENDS" --rounds "$SRC_ROUNDS" \
+		--csv "$RES/sources.csv"
+	loadavg "load sources end"
+}
+
 # ---- main -------------------------------------------------------------------------------------
 
 t_start=$(date +%s)
@@ -450,6 +467,7 @@ machine >"$RES/machine.md"
 	echo "deccost --pin PIN --cgroup CG --first 127.0.3.1:9000 --sizes 8,64,256 --connects $DEC_CONNECTS --rounds $ROUNDS"
 	echo "ctlplane.py --scales $CTL_SCALES --rounds $CTL_ROUNDS --worker fast   # smg-steerd --config ... vs fastworker --many"
 	echo "ctlplane.py --scales $CTL_PY_SCALES --rounds 1 --worker python     # vs tests/fake_worker.py --many"
+	echo "sources.py --backends $SRC_BACKENDS --rounds $SRC_ROUNDS   # CPU per poll by load source (fastworker --engine, nginx)"
 	echo '```'
 } >>"$RES/machine.md"
 cat "$RES/machine.md"
@@ -464,6 +482,7 @@ case " $PARTS " in *" conn "* | *" wrk "*)
 esac
 case " $PARTS " in *" dec "*) dec_part ;; esac
 case " $PARTS " in *" ctl "*) ctl_part ;; esac
+case " $PARTS " in *" src "*) src_part ;; esac
 
 log "done in $(($(date +%s) - t_start)) s; writing $RESULTS/summary.md"
 "$PY" "$here/summarize.py" "$RES" >"$RES/summary.md"

@@ -18,6 +18,7 @@ TARGETS = {
     "decision ns at 256 backends": 300.0,
     "cycle ms at 1000 backends": 50.0,
     "RSS MiB at 1000 backends": 32.0,
+    "HTTP /metrics poll CPU / gRPC GetLoads poll CPU": 1.5,
 }
 
 
@@ -273,6 +274,41 @@ def ctl_section(res):
               f"**{(rss - res_by[100][1]) * 1024 / 900:.1f} KiB**.\n")
 
 
+def src_section(res):
+    rows = read(os.path.join(res, "sources.csv"))
+    if not rows:
+        return
+    print("## 4. Load sources: smg-steerd CPU per poll\n")
+    print("The daemon (release build) polls N backends of one source each second; its user + "
+          "system CPU time over a window of whole cycles without scrapes, divided by the polls "
+          "in the window. gRPC against bench/fastworker (one idle rank), HTTP against nginx "
+          "serving fixed bodies (keep-alive), tcp = a backend with no load endpoint, polled by "
+          "a TCP connect to its traffic port. Sources interleaved round by round; ratio = "
+          "median / median of gRPC SGLang GetLoads, and per-round ratios (min-max).\n")
+    print("| source | backends | CPU us per poll (median) | ratio to gRPC SGLang | per-round "
+          "ratios | failed polls |")
+    print("|---|---:|---:|---:|---|---:|")
+    base = [r for r in rows if r["source"] == "grpc-sglang"]
+    mb = med(base, "cpu_us_per_poll")
+    ratio_metrics = float("nan")
+    for src in dict.fromkeys(r["source"] for r in rows):
+        rr = [r for r in rows if r["source"] == src]
+        m = med(rr, "cpu_us_per_poll")
+        by_round = {r["round"]: float(r["cpu_us_per_poll"]) for r in base}
+        pr = [float(r["cpu_us_per_poll"]) / by_round[r["round"]] for r in rr
+              if by_round.get(r["round"])]
+        spread = f"{min(pr):.2f}-{max(pr):.2f}" if pr else "-"
+        failed = sum(int(r["polls_failed"]) for r in rr)
+        if src == "http-metrics-vllm":
+            ratio_metrics = m / mb
+        print(f"| {src} | {rr[0]['backends']} | {m:.1f} | {m / mb:.2f} | {spread} | {failed} |")
+    print()
+    key = "HTTP /metrics poll CPU / gRPC GetLoads poll CPU"
+    print(f"| target | value | verdict |\n|---|---:|---|\n"
+          f"| vLLM /metrics poll / SGLang GetLoads poll | {ratio_metrics:.2f} | "
+          f"{verdict(ratio_metrics, TARGETS[key])} |\n")
+
+
 def main():
     res = sys.argv[1]
     print("# smg-steer benchmark summary\n")
@@ -293,6 +329,7 @@ def main():
     wrk_section(res)
     dec_section(res)
     ctl_section(res)
+    src_section(res)
     return 0
 
 
