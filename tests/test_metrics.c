@@ -27,7 +27,7 @@
 #define VIP_ODD "we\\ird\"vip\nx" /* backslash, quote and newline to escape */
 #define VIP_ODD_ESCAPED "we\\\\ird\\\"vip\\nx"
 #define SEC 1000000000ULL
-#define N_FAMILIES 13
+#define N_FAMILIES 14
 
 static const char *const family_types[N_FAMILIES][2] = {
 	{ "smg_steer_backend_score_seconds", "gauge" },
@@ -39,6 +39,7 @@ static const char *const family_types[N_FAMILIES][2] = {
 	{ "smg_steer_backend_healthy", "gauge" },
 	{ "smg_steer_connections_steered_total", "counter" },
 	{ "smg_steer_polls_total", "counter" },
+	{ "smg_steer_backend_load_source", "gauge" },
 	{ "smg_steer_table_publishes_total", "counter" },
 	{ "smg_steer_fallback_connections_total", "counter" },
 	{ "smg_steer_refused_connections_total", "counter" },
@@ -404,8 +405,8 @@ static void test_help_type_once_and_grouped(void)
 	t = render(&fx);
 	CHECK(t, "render returned NULL");
 	samples = check_family_grouping(t);
-	/* 2 backends x (8 + 6 polls) + 2 services x (3 + 12 + 1 + sum + count) */
-	CHECK(samples == 2 * 14 + 2 * 18, "%d samples", samples);
+	/* 2 backends x (8 + 6 polls + source) + 2 services x (3 + 12 + 1 + sum + count) */
+	CHECK(samples == 2 * 15 + 2 * 18, "%d samples", samples);
 }
 
 static void test_empty_snapshot_has_only_headers(void)
@@ -465,7 +466,7 @@ static void test_official_parser_reads_it(void)
 	      out);
 	CHECK(sscanf(out, "%d %d %d", &fams, &samples, &hist) == 3, "output: %s", out);
 	CHECK(fams == N_FAMILIES && hist == 1, "families %d histograms %d", fams, hist);
-	CHECK(samples == 2 * 14 + 2 * 18, "samples %d", samples);
+	CHECK(samples == 2 * 15 + 2 * 18, "samples %d", samples);
 	CHECK(strstr(out, "[\"127.0.0.100:8000\", \"we\\\\ird\\\"vip\\nx\"]"),
 	      "labels not decoded to the raw values: %s", out);
 }
@@ -560,7 +561,7 @@ static int check_scrape_and_updates(struct steer_metrics *m)
 	CHECK_RC(has_line(last.body, "smg_steer_table_publishes_total{vip=\"" VIP_A "\"} 7"),
 		 "update not visible:\n%s", last.body);
 	/* Every fixture family plus the two cycle gauges of a published snapshot. */
-	CHECK_RC(check_family_grouping(last.body) == 2 * 14 + 2 * 18 + 2, "served text differs");
+	CHECK_RC(check_family_grouping(last.body) == 2 * 15 + 2 * 18 + 2, "served text differs");
 	CHECK_RC(strstr(last.body, "\nsmg_steer_cycle_seconds 0\n") != NULL, "cycle gauge");
 
 	CHECK_RC(update_fixture(m, 8, steer_monotonic_ns(), 60 * SEC) == 0, "update");

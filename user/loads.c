@@ -12,7 +12,7 @@
  *
  * A step either answers (a load, or for TCP a completed connect), says the
  * source is absent (UNIMPLEMENTED, HTTP 404, not the protocol, garbage), or
- * fails (refused, deadline, HTTP 401/5xx). Absent moves on to the next step;
+ * fails (refused, deadline, garbage, HTTP 401/5xx). Absent moves on to the next step;
  * a failure ends the poll as failed. A gRPC step that cannot reach a gRPC
  * server skips the other gRPC steps: it is the same port and transport.
  */
@@ -532,11 +532,12 @@ static void on_grpc(struct steer_loads *l, const struct steer_poll_result *g)
 	case STEER_POLL_UNIMPLEMENTED: /* a gRPC server, but not this engine's */
 		step_absent(l, sh, idx, &r, false);
 		break;
-	case STEER_POLL_INVALID: /* this engine's GetLoads, answering garbage */
-		finish_poll(l, sh, &r);
-		break;
-	default: /* no gRPC server there (or down): the other gRPC steps would fail too */
+	case STEER_POLL_UNAVAILABLE: /* no gRPC server there (or down): the other gRPC steps
+				      * would fail too; HTTP may answer */
 		step_absent(l, sh, idx, &r, true);
+		break;
+	default: /* a gRPC server that fails to answer (deadline, garbage, an error status) */
+		finish_poll(l, sh, &r);
 		break;
 	}
 }
