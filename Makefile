@@ -30,7 +30,7 @@ CFLAGS ?=
 CFLAGS_ALL := $(CFLAGS_BASE) $(CFLAGS)
 LDLIBS_BPF := -lbpf -lelf -lz
 LDLIBS_GRPC := -lgrpc -lgpr -lprotobuf-c
-LDLIBS_ALL := $(LDLIBS_BPF) $(LDLIBS_GRPC) -lyaml -lmicrohttpd -ljson-c -lcurl -lseccomp -lcap -lpthread -lm
+LDLIBS_ALL := $(LDLIBS_BPF) $(LDLIBS_GRPC) -lyaml -lmicrohttpd -ljson-c -lcurl -lcares -lseccomp -lcap -lpthread -lm
 
 BPF_OBJ := $(O)/steer.bpf.o
 SKEL := $(O)/steer.skel.h
