@@ -4,6 +4,7 @@
 #   make test     build with ASan/UBSan into build/san/ and run every test
 #   make demo     live demo, about 30 s (DEMO_SECONDS=N to change)
 #   make bench    benchmarks (see docs/benchmarks.md)
+#   make fuzz     libFuzzer targets into build/fuzz/, FUZZ_SECONDS=60 each
 #   make install  PREFIX=/usr/local DESTDIR=
 #
 # O is the output directory; SAN=1 builds with AddressSanitizer and UBSan.
@@ -25,6 +26,11 @@ CFLAGS_BASE := -std=c11 -D_GNU_SOURCE -g -O2 $(WARN) -I$(O) -Ibpf -Iuser -I$(O)/
 ifeq ($(SAN),1)
 CFLAGS_BASE += -O1 -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 LDFLAGS_SAN := -fsanitize=address,undefined
+endif
+# FUZZ=1 (with CC=clang): libFuzzer coverage plus ASan and UBSan, for build/fuzz.
+ifeq ($(FUZZ),1)
+CFLAGS_BASE += -O1 -fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+LDFLAGS_SAN := -fsanitize=fuzzer,address,undefined
 endif
 CFLAGS ?=
 CFLAGS_ALL := $(CFLAGS_BASE) $(CFLAGS)
@@ -61,8 +67,14 @@ PROGRAMS := $(if $(wildcard user/smg-steerd.c),$(O)/smg-steerd) \
 	$(if $(wildcard tools/smg-steerctl.c),$(O)/smg-steerctl) \
 	$(if $(SIM_SRCS),$(O)/steer-sim)
 
+# Each tests/fuzz/fuzz_*.c is a libFuzzer target; its seeds are tests/fuzz/<name>/.
+FUZZ_NAMES := $(patsubst tests/fuzz/fuzz_%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
+FUZZ_BINS := $(addprefix $(O)/fuzz_,$(FUZZ_NAMES))
+FUZZ_SECONDS ?= 60
+FUZZ_RUNS ?=
+
 .SECONDARY: $(PROTO_C) $(PROTO_H)
-.PHONY: all build-all deps deps-test deps-bench test tests demo bench install clean format check-format
+.PHONY: all build-all deps deps-test deps-bench test tests demo bench install clean format check-format fuzz fuzz-build
 .DEFAULT_GOAL := all
 
 all: deps
@@ -144,7 +156,21 @@ $(O)/tests/%: tests/%.c tests/tap.h tests/testenv.h $(O)/obj/testenv.o $(LIB_OBJ
 
 test: deps deps-test
 	@$(MAKE) --no-print-directory O=build/san SAN=1 build-all
+	@$(MAKE) --no-print-directory O=build/fuzz FUZZ=1 CC=$(CLANG) fuzz-build
 	@tests/run.sh build/san
+
+# ---- fuzzing ----------------------------------------------------------------------
+
+$(O)/fuzz_%: tests/fuzz/fuzz_%.c $(wildcard tests/fuzz/*.h) $(LIB_OBJS) $(HDRS)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_ALL) -Itests/fuzz $< $(LIB_OBJS) -o $@ $(LDFLAGS_SAN) $(LDLIBS_ALL)
+
+fuzz-build: $(FUZZ_BINS)
+
+# Every target for FUZZ_SECONDS (default 60); FUZZ_RUNS=N stops each after N inputs.
+fuzz: deps deps-test
+	@$(MAKE) --no-print-directory O=build/fuzz FUZZ=1 CC=$(CLANG) fuzz-build
+	FUZZ_SECONDS=$(FUZZ_SECONDS) FUZZ_RUNS=$(FUZZ_RUNS) tests/fuzz/run.sh build/fuzz
 
 # ---- benchmarks ---------------------------------------------------------------------
 
@@ -166,7 +192,7 @@ demo: deps deps-test
 
 # ---- misc -----------------------------------------------------------------------
 
-FORMAT_FILES = bpf/*.c bpf/*.h user/*.c user/*.h tests/*.c tests/*.h tools/*.c $(wildcard tools/sim/*.c tools/sim/*.h tools/bench/*.c tools/bench/*.h)
+FORMAT_FILES = bpf/*.c bpf/*.h user/*.c user/*.h tests/*.c tests/*.h tests/fuzz/*.c tests/fuzz/*.h tools/*.c $(wildcard tools/sim/*.c tools/sim/*.h tools/bench/*.c tools/bench/*.h)
 
 format:
 	clang-format -i $(FORMAT_FILES)

@@ -35,11 +35,37 @@ int steer_policy_check(const struct steer_policy *p, char *why, size_t whylen)
 	return -1;
 }
 
-static int reject(char *why, size_t whylen, const char *field, int32_t dp_rank)
+static int reject(char *why, size_t whylen, int32_t dp_rank, const char *field, const char *rule)
 {
 	if (why && whylen)
-		snprintf(why, whylen, "dp_rank %d: %s is negative or not finite", dp_rank, field);
+		snprintf(why, whylen, "dp_rank %d: %s %s", dp_rank, field, rule);
 	return -1;
+}
+
+/* One rank's numbers, each against its own range: 0 or -1 with why. A value
+ * out of range is a broken report, never clamped into a plausible one (an
+ * infinite KV usage once clamped to 0 made the fullest worker look idle). */
+static int check_rank(const struct steer_rank_load *r, char *why, size_t whylen)
+{
+	int32_t idx = r->dp_rank;
+
+	if (r->num_waiting_uncached_tokens < 0)
+		return reject(why, whylen, idx, "num_waiting_uncached_tokens", "is negative");
+	if (r->num_waiting_reqs < 0)
+		return reject(why, whylen, idx, "num_waiting_reqs", "is negative");
+	if (r->num_running_reqs < 0)
+		return reject(why, whylen, idx, "num_running_reqs", "is negative");
+	if (!isfinite(r->token_usage))
+		return reject(why, whylen, idx, "token_usage", "is not finite");
+	if (r->token_usage < 0 || r->token_usage > 1)
+		return reject(why, whylen, idx, "token_usage", "is outside [0, 1]");
+	if (!isfinite(r->gen_throughput))
+		return reject(why, whylen, idx, "gen_throughput", "is not finite");
+	if (r->gen_throughput < 0)
+		return reject(why, whylen, idx, "gen_throughput", "is negative");
+	if (r->gen_throughput > STEER_MAX_RANK_THROUGHPUT)
+		return reject(why, whylen, idx, "gen_throughput", "is above 1e9 tokens/s");
+	return 0;
 }
 
 int steer_load_aggregate(const struct steer_rank_load *ranks, size_t n, struct steer_load *out,
@@ -55,18 +81,9 @@ int steer_load_aggregate(const struct steer_rank_load *ranks, size_t n, struct s
 	}
 	for (i = 0; i < n; i++) {
 		const struct steer_rank_load *r = &ranks[i];
-		int32_t idx = r->dp_rank;
 
-		if (r->num_waiting_uncached_tokens < 0)
-			return reject(why, whylen, "num_waiting_uncached_tokens", idx);
-		if (r->num_waiting_reqs < 0)
-			return reject(why, whylen, "num_waiting_reqs", idx);
-		if (r->num_running_reqs < 0)
-			return reject(why, whylen, "num_running_reqs", idx);
-		if (!isfinite(r->token_usage) || r->token_usage < 0)
-			return reject(why, whylen, "token_usage", idx);
-		if (!isfinite(r->gen_throughput) || r->gen_throughput < 0)
-			return reject(why, whylen, "gen_throughput", idx);
+		if (check_rank(r, why, whylen) != 0)
+			return -1;
 		a.queued_uncached_tokens += r->num_waiting_uncached_tokens;
 		a.waiting_reqs += r->num_waiting_reqs;
 		a.running_reqs += r->num_running_reqs;
@@ -74,7 +91,15 @@ int steer_load_aggregate(const struct steer_rank_load *ranks, size_t n, struct s
 		a.kv_usage += r->token_usage;
 	}
 	a.kv_usage /= (double)n; /* upstream: effective_token_usage is the mean */
-	a.ranks = (uint32_t)n;
+	/* Bounded per rank, the sums stay finite for any realistic n; an
+	 * infinite sum is refused rather than trusted all the same. */
+	if (!isfinite(a.throughput) || !isfinite(a.kv_usage) ||
+	    !isfinite(a.queued_uncached_tokens)) {
+		if (why && whylen)
+			snprintf(why, whylen, "the sum over %zu ranks is not finite", n);
+		return -1;
+	}
+	a.ranks = n > UINT32_MAX ? UINT32_MAX : (uint32_t)n;
 	*out = a;
 	return 0;
 }

@@ -63,10 +63,15 @@ struct steer_load {
 	uint32_t ranks;
 };
 
+/* More than any engine generates per rank (tokens/s): a report above is broken. */
+#define STEER_MAX_RANK_THROUGHPUT 1e9
+
 /*
- * Validate and aggregate. A response with no ranks, or any negative or
- * non-finite number, is rejected (-1, reason in why) and must count as a
- * failed poll: it never reaches the score.
+ * Validate and aggregate. A response with no ranks, any negative or
+ * non-finite number, a token_usage outside [0, 1], a gen_throughput above
+ * STEER_MAX_RANK_THROUGHPUT or a sum that is not finite is rejected (-1,
+ * reason in why naming the rank and field) and must count as a failed poll:
+ * it never reaches the score.
  */
 int steer_load_aggregate(const struct steer_rank_load *ranks, size_t n, struct steer_load *out,
 			 char *why, size_t whylen);

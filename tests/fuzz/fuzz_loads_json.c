@@ -1,0 +1,15 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/* fuzz_loads_json.c - steer_decode_loads_json on any bytes (an HTTP body). */
+#include "fuzz_common.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct steer_load load;
+	char detail[200];
+	enum steer_poll_kind kind;
+
+	memset(&load, 0, sizeof(load));
+	kind = steer_decode_loads_json((const char *)data, size, &load, detail, sizeof(detail));
+	fuzz_check_result(kind, &load, detail, sizeof(detail));
+	return 0;
+}
