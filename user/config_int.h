@@ -1,0 +1,151 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/*
+ * config_int.h - what the parts of the configuration loader share; private
+ * to user/config*.c (the public API is config.h).
+ *
+ *   config.c          entry point, defaults, resolution
+ *   config_cli.c      the command line (getopt_long) and --help
+ *   config_yaml.c     the --config file (libyaml)
+ *   config_service.c  the services being assembled
+ *   config_backend.c  one backend: ADDR:PORT[,loads=...][,engine=...][,auth=...]
+ *   config_check.c    errors, scalars, durations, bounds, the option table
+ *
+ * Each calls only the ones listed after it.
+ *
+ * Options come from up to three layers: built-in defaults, the --config
+ * file and the flags. Each layer is parsed on its own into a "layer" that
+ * remembers which options it set; resolution then applies defaults < file <
+ * flags, and for the policy knobs of a service defaults < file top level <
+ * service keys < flags.
+ */
+#ifndef STEER_CONFIG_INT_H
+#define STEER_CONFIG_INT_H
+
+#include <sys/types.h>
+
+#include "config.h"
+
+#define NS_PER_US 1000ULL
+#define NS_PER_MS 1000000ULL
+#define NS_PER_S 1000000000ULL
+#define WHY_LEN 320
+#define BACKEND_SYNTAX "ADDR:PORT[,loads=ADDR:PORT]"
+
+/* ---- Options shared by the flags and the file's top level ------------------ */
+
+enum knob {
+	KNOB_WEIGHT,
+	KNOB_THROUGHPUT,
+	KNOB_PREFILL,
+	KNOB_PEERS,
+	N_KNOBS,
+};
+
+extern const char *const cfg_knob_names[N_KNOBS];
+
+/* Global (non-policy) options. */
+enum opt {
+	OPT_CGROUP,
+	OPT_PIN_PATH,
+	OPT_KEEP_PINNED,
+	OPT_INTERVAL,
+	OPT_TIMEOUT,
+	OPT_MAX_AGE,
+	OPT_UNHEALTHY,
+	OPT_HEALTHY,
+	OPT_LOG_LEVEL,
+	OPT_METRICS,
+	N_OPTS,
+};
+
+/* Policy knobs set by one source (flags, top level or one service). */
+struct knob_layer {
+	bool set[N_KNOBS];
+	struct steer_policy p;
+};
+
+/* The options one source (the flags or the file's top level) set. */
+struct layer {
+	bool set[N_OPTS];
+	int line[N_OPTS]; /* file line, for checks made after parsing; 0 for flags */
+	struct steer_config v;
+	struct knob_layer knobs;
+};
+
+typedef int (*opt_parser)(const char *v, struct steer_config *dst, char *why, size_t whylen);
+
+/* One option: a global one (parse) or a policy knob (knob >= 0). */
+struct setting {
+	const char *name; /* the flag without "--", and the top-level key */
+	enum opt opt;
+	int knob;
+	opt_parser parse;
+};
+
+/* Every option that is both a flag and a top-level key, in --help order. */
+#define CFG_N_SETTINGS 14
+extern const struct setting cfg_settings[CFG_N_SETTINGS];
+
+/* ---- One service being assembled ------------------------------------------- */
+
+struct service_draft {
+	struct steer_service_cfg cfg; /* policy is resolved at the end */
+	struct knob_layer knobs;      /* the service's own keys */
+	int line;		      /* 0 for the flags' service */
+};
+
+/* One call of steer_config_load: everything it allocates hangs from here. */
+struct ctx {
+	char *err;
+	size_t errlen;
+	char config_path[PATH_MAX];
+	struct layer flags, top;
+	bool flag_vip_given;
+	bool check_only;	       /* --check-config */
+	struct service_draft flag_svc; /* --vip and --backend */
+	struct service_draft *svcs;    /* from the file, then merged with flag_svc */
+	size_t n_svcs;
+	struct steer_config out;
+};
+
+/* ---- config_service.c ------------------------------------------------------ */
+
+void cfg_draft_free(struct service_draft *d);
+void cfg_draft_set_vip(struct service_draft *d, const struct steer_addr *vip);
+int cfg_backend_add(struct service_draft *d, const struct steer_backend_cfg *b, char *why,
+		    size_t whylen);
+int cfg_backend_check_family(const struct service_draft *d, const struct steer_backend_cfg *b,
+			     const char *vip_label, char *why, size_t whylen);
+ssize_t cfg_service_find(const struct ctx *c, const struct steer_addr *vip);
+struct service_draft *cfg_service_append(struct ctx *c);
+
+/* ---- config_check.c: errors, values, bounds, the option table -------------- */
+
+/* Writes the one-line reason into c->err and returns STEER_CONFIG_USAGE. */
+int cfg_fail(struct ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Writes the reason into why and returns -1. */
+int cfg_why(char *why, size_t whylen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+const struct setting *cfg_setting_find(const char *name);
+/* Parses v into the layer; line is the file line (0 for a flag). */
+int cfg_setting_parse(const struct setting *s, const char *v, struct layer *l, int line, char *why,
+		      size_t whylen);
+/* Parses one knob's value into kl. */
+int cfg_knob_parse(const char *v, struct knob_layer *kl, enum knob k, char *why, size_t whylen);
+void cfg_knobs_apply(struct steer_policy *dst, const struct knob_layer *kl);
+/* Copies the options the layer set into dst. */
+void cfg_layer_apply(struct steer_config *dst, const struct layer *l);
+/* The checks between options, once the layers are resolved into c->out. */
+int cfg_check_timing(struct ctx *c);
+
+/* ---- config_backend.c ------------------------------------------------------ */
+
+/* "ADDR:PORT[,loads=ADDR:PORT]": the flag's form, and a backend scalar's. */
+int cfg_backend_parse(const char *spec, struct steer_backend_cfg *b, char *why, size_t whylen);
+
+/* ---- config_cli.c, config_yaml.c ------------------------------------------- */
+
+int cfg_flags_parse(struct ctx *c, int argc, char *const argv[]);
+int cfg_file_parse(struct ctx *c);
+
+#endif /* STEER_CONFIG_INT_H */
