@@ -10,6 +10,7 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -125,6 +126,7 @@ static void ctx_free(struct ctx *c)
 		cfg_draft_free(&c->svcs[i]);
 	free(c->svcs);
 	cfg_draft_free(&c->flag_svc);
+	cfg_auths_free(c->auths, c->n_auths);
 	steer_config_free(&c->out);
 	free(c);
 }
@@ -150,9 +152,15 @@ enum steer_config_rc steer_config_load(int argc, char *const argv[], struct stee
 	if (!rc)
 		rc = flag_service_merge(c);
 	if (!rc)
+		rc = cfg_services_check(c);
+	if (!rc)
 		rc = services_resolve(c);
 	if (!rc) {
 		c->out.check_only = c->check_only;
+		c->out.auths = c->auths;
+		c->out.n_auths = c->n_auths;
+		c->auths = NULL;
+		c->n_auths = 0;
 		*out = c->out;
 		memset(&c->out, 0, sizeof(c->out)); /* owned by the caller now */
 	}
@@ -171,4 +179,39 @@ void steer_config_free(struct steer_config *c)
 	free(c->services);
 	c->services = NULL;
 	c->n_services = 0;
+	cfg_auths_free(c->auths, c->n_auths);
+	c->auths = NULL;
+	c->n_auths = 0;
+}
+
+/* One line per backend: where and how its load is read, and the token file
+ * (never the token). */
+static void backend_summary(FILE *f, const struct steer_config *c,
+			    const struct steer_backend_cfg *b)
+{
+	if (b->loads_scheme == STEER_SCHEME_AUTO)
+		fprintf(f, "    backend %s: loads auto on %s", b->addr_str, b->loads_str);
+	else
+		fprintf(f, "    backend %s: loads %s://%s%s", b->addr_str,
+			cfg_scheme_name(b->loads_scheme), b->loads_str, b->loads_path);
+	fprintf(f, ", engine %s", cfg_engine_name(b->engine));
+	if (b->auth && b->auth <= c->n_auths)
+		fprintf(f, ", auth: %s", c->auths[b->auth - 1].file);
+	fputc('\n', f);
+}
+
+void steer_config_summary(FILE *f, const struct steer_config *c)
+{
+	size_t i, j, backends = 0;
+
+	for (i = 0; i < c->n_services; i++)
+		backends += c->services[i].n_backends;
+	fprintf(f, "configuration ok: %zu service(s), %zu backend(s)\n", c->n_services, backends);
+	for (i = 0; i < c->n_services; i++) {
+		const struct steer_service_cfg *s = &c->services[i];
+
+		fprintf(f, "  %s: %zu backend(s)\n", s->vip_str, s->n_backends);
+		for (j = 0; j < s->n_backends; j++)
+			backend_summary(f, c, &s->backends[j]);
+	}
 }

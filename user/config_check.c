@@ -310,9 +310,12 @@ static int parse_path(const char *v, char *dst, char *why, size_t whylen)
 	return 0;
 }
 
+/* Checked when given, so that --check-config says it; "" is the cgroup2 root. */
 static int parse_cgroup(const char *v, struct steer_config *dst, char *why, size_t whylen)
 {
-	return parse_path(v, dst->cgroup, why, whylen);
+	if (parse_path(v, dst->cgroup, why, whylen))
+		return -1;
+	return cfg_cgroup_check(v, why, whylen) ? -1 : 0;
 }
 
 static int parse_pin_path(const char *v, struct steer_config *dst, char *why, size_t whylen)
@@ -391,7 +394,7 @@ static int parse_log_level(const char *v, struct steer_config *dst, char *why, s
 
 static int parse_metrics(const char *v, struct steer_config *dst, char *why, size_t whylen)
 {
-	char detail[160];
+	char detail[WHY_LEN];
 
 	if (!strcmp(v, "off")) {
 		dst->metrics_enabled = false;
@@ -399,7 +402,8 @@ static int parse_metrics(const char *v, struct steer_config *dst, char *why, siz
 		memset(&dst->metrics_addr, 0, sizeof(dst->metrics_addr));
 		return 0;
 	}
-	if (steer_addr_parse(v, &dst->metrics_addr, detail, sizeof(detail)))
+	if (cfg_addr_parse(v, &dst->metrics_addr, detail, sizeof(detail)) ||
+	    cfg_addr_check_listen(&dst->metrics_addr, detail, sizeof(detail)))
 		return cfg_why(why, whylen, "%s (or 'off' to disable)", detail);
 	dst->metrics_enabled = true;
 	steer_addr_format(&dst->metrics_addr, dst->metrics_listen, sizeof(dst->metrics_listen));

@@ -56,12 +56,12 @@ static const char *long_option_name(const struct option *lo, int val)
 static int flag_vip(struct ctx *c, const char *v)
 {
 	struct steer_addr vip;
-	char detail[160];
+	char detail[WHY_LEN];
 
 	if (c->flag_vip_given)
 		return cfg_fail(c, "--vip: given twice; the command line defines one service "
 				   "(use --config for more)");
-	if (steer_addr_parse(v, &vip, detail, sizeof(detail)))
+	if (cfg_vip_parse(v, &vip, detail, sizeof(detail)))
 		return cfg_fail(c, "--vip: %s", detail);
 	c->flag_vip_given = true;
 	cfg_draft_set_vip(&c->flag_svc, &vip);
@@ -73,7 +73,7 @@ static int flag_backend(struct ctx *c, const char *v)
 	struct steer_backend_cfg b;
 	char why[WHY_LEN];
 
-	if (cfg_backend_parse(v, &b, why, sizeof(why)) ||
+	if (cfg_backend_parse(c, v, &b, why, sizeof(why)) ||
 	    cfg_backend_add(&c->flag_svc, &b, why, sizeof(why)))
 		return cfg_fail(c, "--backend: %s", why);
 	return STEER_CONFIG_OK;

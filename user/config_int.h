@@ -6,9 +6,11 @@
  *   config.c          entry point, defaults, resolution
  *   config_cli.c      the command line (getopt_long) and --help
  *   config_yaml.c     the --config file (libyaml)
- *   config_service.c  the services being assembled
+ *   config_service.c  the services being assembled, and the checks across them
  *   config_backend.c  one backend: ADDR:PORT[,loads=...][,engine=...][,auth=...]
+ *   config_auth.c     auth=bearer:FILE token files
  *   config_check.c    errors, scalars, durations, bounds, the option table
+ *   config_addr.c     addresses and paths that cannot be right
  *
  * Each calls only the ones listed after it.
  *
@@ -28,8 +30,10 @@
 #define NS_PER_US 1000ULL
 #define NS_PER_MS 1000000ULL
 #define NS_PER_S 1000000000ULL
-#define WHY_LEN 320
-#define BACKEND_SYNTAX "ADDR:PORT[,loads=ADDR:PORT]"
+#define WHY_LEN 512
+#define BACKEND_SYNTAX                                                                             \
+	"ADDR:PORT[,loads=[grpc://|http://]ADDR:PORT[/path]][,engine=auto|sglang|vllm|tokenspeed]" \
+	"[,auth=bearer:FILE]"
 
 /* ---- Options shared by the flags and the file's top level ------------------ */
 
@@ -105,11 +109,15 @@ struct ctx {
 	struct service_draft flag_svc; /* --vip and --backend */
 	struct service_draft *svcs;    /* from the file, then merged with flag_svc */
 	size_t n_svcs;
+	struct steer_auth *auths; /* token files read so far (config_auth.c) */
+	size_t n_auths;
 	struct steer_config out;
 };
 
 /* ---- config_service.c ------------------------------------------------------ */
 
+/* A VIP: an address connections can be made to. */
+int cfg_vip_parse(const char *v, struct steer_addr *vip, char *why, size_t whylen);
 void cfg_draft_free(struct service_draft *d);
 void cfg_draft_set_vip(struct service_draft *d, const struct steer_addr *vip);
 int cfg_backend_add(struct service_draft *d, const struct steer_backend_cfg *b, char *why,
@@ -118,6 +126,8 @@ int cfg_backend_check_family(const struct service_draft *d, const struct steer_b
 			     const char *vip_label, char *why, size_t whylen);
 ssize_t cfg_service_find(const struct ctx *c, const struct steer_addr *vip);
 struct service_draft *cfg_service_append(struct ctx *c);
+/* Addresses that clash across services: a VIP that is a backend or a loads=. */
+int cfg_services_check(struct ctx *c);
 
 /* ---- config_check.c: errors, values, bounds, the option table -------------- */
 
@@ -140,12 +150,39 @@ int cfg_check_timing(struct ctx *c);
 
 /* ---- config_backend.c ------------------------------------------------------ */
 
-/* "ADDR:PORT[,loads=ADDR:PORT]": the flag's form, and a backend scalar's. */
-int cfg_backend_parse(const char *spec, struct steer_backend_cfg *b, char *why, size_t whylen);
+/* The flag's form (and a backend scalar's), BACKEND_SYNTAX. */
+int cfg_backend_parse(struct ctx *c, const char *spec, struct steer_backend_cfg *b, char *why,
+		      size_t whylen);
+/* The mapping form: the address first (it resets b), then each other key. */
+int cfg_backend_address(const char *v, struct steer_backend_cfg *b, char *why, size_t whylen);
+int cfg_backend_key(struct ctx *c, struct steer_backend_cfg *b, const char *key, const char *v,
+		    char *why, size_t whylen);
+/* The accepted form of a key's value, for messages; NULL when its messages say it. */
+const char *cfg_backend_key_form(const char *key);
+const char *cfg_engine_name(int engine);
+const char *cfg_scheme_name(enum steer_scheme s);
+
+/* ---- config_auth.c --------------------------------------------------------- */
+
+/* Reads file's token (unless read already) and sets *ref to 1 + its index. */
+int cfg_auth_add(struct ctx *c, const char *file, uint32_t *ref, char *why, size_t whylen);
+/* Zeroes and frees the tokens, then the array. */
+void cfg_auths_free(struct steer_auth *a, size_t n);
 
 /* ---- config_cli.c, config_yaml.c ------------------------------------------- */
 
 int cfg_flags_parse(struct ctx *c, int argc, char *const argv[]);
 int cfg_file_parse(struct ctx *c);
+
+/* ---- config_addr.c (errors as steer_seterr: negative, reason in err) ------- */
+
+/* steer_addr_parse, and a port in plain decimal: no sign, no leading zero. */
+int cfg_addr_parse(const char *s, struct steer_addr *out, char *err, size_t errlen);
+/* Not unspecified, multicast or broadcast; role names it ("a backend"). */
+int cfg_addr_check_usable(const struct steer_addr *a, const char *role, char *err, size_t errlen);
+/* A listener: the unspecified address is fine, multicast and broadcast are not. */
+int cfg_addr_check_listen(const struct steer_addr *a, char *err, size_t errlen);
+/* "" (the root) or an existing cgroup2 directory, by absolute path. */
+int cfg_cgroup_check(const char *path, char *err, size_t errlen);
 
 #endif /* STEER_CONFIG_INT_H */

@@ -126,52 +126,89 @@ static int file_knob(struct file_walk *w, enum knob k, const yaml_node_t *value,
 	return STEER_CONFIG_OK;
 }
 
-static int file_address(struct file_walk *w, const yaml_node_t *value, const char *key,
-			struct steer_addr *out)
+static int file_vip(struct file_walk *w, const yaml_node_t *value, struct steer_addr *out)
 {
-	char detail[160];
+	char detail[WHY_LEN];
 	const char *v;
-	int rc = node_scalar(w, value, key, &v);
+	int rc = node_scalar(w, value, "vip", &v);
 
 	if (rc)
 		return rc;
-	if (steer_addr_parse(v, out, detail, sizeof(detail)))
-		return file_fail(w, value, "%s: %s", key, detail);
+	if (cfg_vip_parse(v, out, detail, sizeof(detail)))
+		return file_fail(w, value, "vip: %s", detail);
 	return STEER_CONFIG_OK;
 }
 
-/* A backend in mapping form: address (required) and loads. */
+static const char *const backend_keys[] = { "address", "loads", "engine", "auth" };
+
+static const yaml_node_pair_t *pair_find(struct file_walk *w, const yaml_node_t *map,
+					 const char *key)
+{
+	const yaml_node_pair_t *p;
+
+	for (p = map->data.mapping.pairs.start; p < map->data.mapping.pairs.top; p++) {
+		if (!strcmp(pair_key(w, p), key))
+			return p;
+	}
+	return NULL;
+}
+
+static int backend_keys_check(struct file_walk *w, const yaml_node_t *n)
+{
+	const yaml_node_pair_t *p;
+	size_t k;
+
+	for (p = n->data.mapping.pairs.start; p < n->data.mapping.pairs.top; p++) {
+		for (k = 0; k < 4 && strcmp(pair_key(w, p), backend_keys[k]); k++)
+			;
+		if (k == 4)
+			return file_fail(w, yaml_document_get_node(w->doc, p->key),
+					 "unknown key '%s' in backend (expected address, loads, "
+					 "engine, auth)",
+					 pair_key(w, p));
+	}
+	return STEER_CONFIG_OK;
+}
+
+/* A backend in mapping form: address (required) first, then the other keys. */
 static int file_backend_mapping(struct file_walk *w, const yaml_node_t *n,
 				struct steer_backend_cfg *b)
 {
-	const yaml_node_pair_t *p;
-	bool has_loads = false;
+	const yaml_node_pair_t *p, *addr;
+	const yaml_node_t *value;
+	char why[WHY_LEN];
+	const char *v;
 	int rc = expect_mapping(w, n, "a backend");
 
-	memset(b, 0, sizeof(*b));
-	for (p = n->data.mapping.pairs.start; !rc && p < n->data.mapping.pairs.top; p++) {
-		const yaml_node_t *value = yaml_document_get_node(w->doc, p->value);
-		const char *key = pair_key(w, p);
-
-		if (!strcmp(key, "address")) {
-			rc = file_address(w, value, "address", &b->addr);
-		} else if (!strcmp(key, "loads")) {
-			rc = file_address(w, value, "loads", &b->loads);
-			has_loads = true;
-		} else {
-			rc = file_fail(w, yaml_document_get_node(w->doc, p->key),
-				       "unknown key '%s' in backend (expected address, loads)",
-				       key);
-		}
-	}
-	if (!rc && !b->addr.proto)
-		rc = file_fail(w, n, "backend without 'address'");
+	if (!rc)
+		rc = backend_keys_check(w, n);
 	if (rc)
 		return rc;
-	if (!has_loads)
-		b->loads = b->addr;
-	steer_addr_format(&b->addr, b->addr_str, sizeof(b->addr_str));
-	steer_addr_format(&b->loads, b->loads_str, sizeof(b->loads_str));
+	addr = pair_find(w, n, "address");
+	if (!addr)
+		return file_fail(w, n, "backend without 'address'");
+	value = yaml_document_get_node(w->doc, addr->value);
+	rc = node_scalar(w, value, "address", &v);
+	if (rc)
+		return rc;
+	if (cfg_backend_address(v, b, why, sizeof(why)))
+		return file_fail(w, value, "address: %s", why);
+	for (p = n->data.mapping.pairs.start; p < n->data.mapping.pairs.top; p++) {
+		const char *key = pair_key(w, p);
+
+		if (p == addr)
+			continue;
+		value = yaml_document_get_node(w->doc, p->value);
+		rc = node_scalar(w, value, key, &v);
+		if (rc)
+			return rc;
+		if (cfg_backend_key(w->c, b, key, v, why, sizeof(why))) {
+			const char *form = cfg_backend_key_form(key);
+
+			return file_fail(w, value, "backend %s: %s%s%s", b->addr_str, why,
+					 form ? "; expected " : "", form ? form : "");
+		}
+	}
 	return STEER_CONFIG_OK;
 }
 
@@ -185,7 +222,7 @@ static int file_backend(struct file_walk *w, const yaml_node_t *n, struct servic
 		const char *v;
 
 		rc = node_scalar(w, n, "backends", &v);
-		if (!rc && cfg_backend_parse(v, &b, why, sizeof(why)))
+		if (!rc && cfg_backend_parse(w->c, v, &b, why, sizeof(why)))
 			rc = file_fail(w, n, "backends: %s", why);
 	} else {
 		rc = file_backend_mapping(w, n, &b);
@@ -215,7 +252,7 @@ static int file_service_vip(struct file_walk *w, const yaml_node_t *value, struc
 {
 	struct steer_addr vip;
 	ssize_t other;
-	int rc = file_address(w, value, "vip", &vip);
+	int rc = file_vip(w, value, &vip);
 
 	if (rc)
 		return rc;
