@@ -115,7 +115,7 @@ static void test_derived_defaults(void)
 	} t[] = {
 		{ "4s", NS_PER_S, 12 * NS_PER_S },
 		{ "100ms", 50 * NS_PER_MS, 300 * NS_PER_MS },
-		{ "1ns", 1, 3 },
+		{ "10ms", 5 * NS_PER_MS, 30 * NS_PER_MS }, /* the shortest interval */
 	};
 	struct steer_config c;
 	size_t i;
@@ -198,41 +198,45 @@ struct bad_case {
 static const struct bad_case bad_flags[] = {
 	/* policy knobs: range in the policy module's words, and the value given */
 	{ { BASE, "--least-load-kv-pressure-weight", "-0.1" },
-	  { "--least-load-kv-pressure-weight: ", "finite number >= 0 (seconds)", "'-0.1'" } },
+	  { "--least-load-kv-pressure-weight: ", "a number of seconds from 0 to 3600", "'-0.1'" } },
 	{ { BASE, "--least-load-kv-pressure-weight=0.15x" },
-	  { "--least-load-kv-pressure-weight: ", ">= 0", "'0.15x'" } },
+	  { "--least-load-kv-pressure-weight: ", "from 0 to 3600", "'0.15x'" } },
 	{ { BASE, "--least-load-kv-pressure-weight", "nan" },
-	  { "--least-load-kv-pressure-weight: ", ">= 0", "'nan'" } },
+	  { "--least-load-kv-pressure-weight: ", "from 0 to 3600", "'nan'" } },
 	{ { BASE, "--least-load-kv-pressure-weight", "inf" },
-	  { "--least-load-kv-pressure-weight: ", ">= 0", "'inf'" } },
+	  { "--least-load-kv-pressure-weight: ", "from 0 to 3600", "'inf'" } },
 	{ { BASE, "--least-load-kv-pressure-weight", "" },
-	  { "--least-load-kv-pressure-weight: ", ">= 0", "''" } },
+	  { "--least-load-kv-pressure-weight: ", "from 0 to 3600", "''" } },
 	{ { BASE, "--least-load-default-throughput", "0" },
-	  { "--least-load-default-throughput: must be a finite number > 0 (tokens/s), got '0'" } },
+	  { "--least-load-default-throughput: must be a number of tokens/s from 1 to 1e9, got "
+	    "'0'" } },
 	{ { BASE, "--least-load-default-throughput", "-5" },
-	  { "--least-load-default-throughput: ", "> 0", "'-5'" } },
+	  { "--least-load-default-throughput: ", "from 1 to 1e9", "'-5'" } },
 	{ { BASE, "--least-load-default-throughput", "1e999" },
-	  { "--least-load-default-throughput: ", "finite", "'1e999'" } },
+	  { "--least-load-default-throughput: ", "from 1 to 1e9", "'1e999'" } },
 	{ { BASE, "--least-load-default-throughput", "0x10" },
-	  { "--least-load-default-throughput: ", "> 0", "'0x10'" } },
+	  { "--least-load-default-throughput: ", "from 1 to 1e9", "'0x10'" } },
 	{ { BASE, "--least-load-default-throughput", " 5" },
-	  { "--least-load-default-throughput: ", "> 0", "' 5'" } },
+	  { "--least-load-default-throughput: ", "from 1 to 1e9", "' 5'" } },
 	{ { BASE, "--least-load-mean-prefill-tokens", "0" },
-	  { "--least-load-mean-prefill-tokens: ", "integer >= 1", "'0'" } },
+	  { "--least-load-mean-prefill-tokens: ", "integer from 1 to 10000000", "'0'" } },
 	{ { BASE, "--least-load-mean-prefill-tokens", "1.5" },
-	  { "--least-load-mean-prefill-tokens: ", "integer >= 1", "'1.5'" } },
+	  { "--least-load-mean-prefill-tokens: ", "integer from 1 to 10000000", "'1.5'" } },
 	{ { BASE, "--least-load-mean-prefill-tokens", "-1" },
-	  { "--least-load-mean-prefill-tokens: ", "integer >= 1", "'-1'" } },
+	  { "--least-load-mean-prefill-tokens: ", "integer from 1 to 10000000", "'-1'" } },
 	{ { BASE, "--least-load-mean-prefill-tokens", "4294967296" },
-	  { "--least-load-mean-prefill-tokens: ", "integer >= 1 and <= 4294967295",
-	    "'4294967296'" } },
-	{ { BASE, "--peer-routers", "0" }, { "--peer-routers: ", "integer >= 1", "'0'" } },
-	{ { BASE, "--peer-routers", "two" }, { "--peer-routers: ", "integer >= 1", "'two'" } },
+	  { "--least-load-mean-prefill-tokens: ", "integer from 1 to 10000000", "'4294967296'" } },
+	{ { BASE, "--peer-routers", "0" },
+	  { "--peer-routers: ", "integer from 1 to 1024", "'0'" } },
+	{ { BASE, "--peer-routers", "two" },
+	  { "--peer-routers: ", "integer from 1 to 1024", "'two'" } },
 	/* health */
-	{ { BASE, "--unhealthy-after", "0" }, { "--unhealthy-after: ", "integer >= 1", "'0'" } },
+	{ { BASE, "--unhealthy-after", "0" },
+	  { "--unhealthy-after: ", "integer from 1 to 1000", "'0'" } },
 	{ { BASE, "--unhealthy-after", "99999999999" },
-	  { "--unhealthy-after: ", "integer >= 1 and <= 4294967295", "'99999999999'" } },
-	{ { BASE, "--healthy-after", "2x" }, { "--healthy-after: ", "integer >= 1", "'2x'" } },
+	  { "--unhealthy-after: ", "integer from 1 to 1000", "'99999999999'" } },
+	{ { BASE, "--healthy-after", "2x" },
+	  { "--healthy-after: ", "integer from 1 to 1000", "'2x'" } },
 	/* durations */
 	{ { BASE, "--load-check-interval", "fast" },
 	  { "--load-check-interval: 'fast' is not a duration > 0 (e.g. 250ms, 2s, 1.5s, 1m)" } },
@@ -640,10 +644,10 @@ static void test_yaml_wrong_type_line(void)
 		  "  a: 1\n",
 		  2, "least-load-kv-pressure-weight: expected a single value, got a mapping" },
 		{ "least-load-default-throughput: abc\n", 1,
-		  "least-load-default-throughput: must be a finite number > 0 (tokens/s), got "
+		  "least-load-default-throughput: must be a number of tokens/s from 1 to 1e9, got "
 		  "'abc'" },
 		{ "least-load-default-throughput: .nan\n", 1,
-		  "least-load-default-throughput: must be a finite number > 0 (tokens/s), got "
+		  "least-load-default-throughput: must be a number of tokens/s from 1 to 1e9, got "
 		  "'.nan'" },
 		{ "peer-routers: [1, 2]\n", 1,
 		  "peer-routers: expected a single value, got a list" },
@@ -663,7 +667,10 @@ static void test_yaml_wrong_type_line(void)
 		  "  - vip: 127.0.0.100:8000\n"
 		  "    least-load-mean-prefill-tokens: 0\n"
 		  "    backends: [127.0.0.11:8000]\n",
-		  3, "least-load-mean-prefill-tokens: must be an integer >= 1, got '0'" },
+		  3,
+		  "least-load-mean-prefill-tokens: must be an integer from 1 to 10000000 (tokens), "
+		  "got "
+		  "'0'" },
 		{ "services:\n"
 		  "  - vip: 127.0.0.100\n",
 		  2, "vip: '127.0.0.100': expected IPV4:PORT or [IPV6]:PORT" },

@@ -40,11 +40,9 @@ static void derived_defaults_set(struct ctx *c)
 
 	if (!c->flags.set[OPT_TIMEOUT] && !c->top.set[OPT_TIMEOUT]) {
 		o->timeout_ns = o->interval_ns / 2 < NS_PER_S ? o->interval_ns / 2 : NS_PER_S;
-		if (!o->timeout_ns) /* a 1 ns interval */
-			o->timeout_ns = o->interval_ns;
 	}
 	if (!c->flags.set[OPT_MAX_AGE] && !c->top.set[OPT_MAX_AGE])
-		o->max_age_ns = o->interval_ns > UINT64_MAX / 3 ? UINT64_MAX : 3 * o->interval_ns;
+		o->max_age_ns = 3 * o->interval_ns; /* at most 3 h: within its own bound */
 }
 
 static int globals_resolve(struct ctx *c)

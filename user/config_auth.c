@@ -93,7 +93,7 @@ static int token_extract(const char *file, struct token_buf *t, size_t *start, s
 static int token_read(const char *file, char **token, char *why, size_t whylen)
 {
 	struct token_buf *t = malloc(sizeof(*t));
-	size_t start, len;
+	size_t start = 0, len = 0;
 	int rc;
 
 	*token = NULL;

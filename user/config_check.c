@@ -18,7 +18,6 @@
 #include "config_int.h"
 
 #define DURATION_EXAMPLES "(e.g. 250ms, 2s, 1.5s, 1m)"
-#define U32_MAX_TEXT "4294967295"
 
 /* ---- Errors --------------------------------------------------------------------- */
 
@@ -91,16 +90,6 @@ static int parse_u32(const char *s, uint32_t *out)
 		return -1;
 	*out = (uint32_t)v;
 	return 0;
-}
-
-/* A well-formed integer too large for 32 bits: the message then gives the upper bound. */
-static const char *u32_bound_note(const char *s)
-{
-	uint32_t v;
-
-	if (*s && strspn(s, "0123456789") == strlen(s) && parse_u32(s, &v))
-		return " and <= " U32_MAX_TEXT;
-	return "";
 }
 
 static int parse_bool(const char *s, bool *out)
@@ -194,7 +183,11 @@ int steer_parse_duration(const char *s, uint64_t *ns)
 /* For messages: the exact value in the largest unit that divides it. */
 static const char *duration_text(uint64_t ns, char *buf, size_t len)
 {
-	if (ns % NS_PER_S == 0)
+	if (ns % (3600 * NS_PER_S) == 0)
+		snprintf(buf, len, "%lluh", (unsigned long long)(ns / (3600 * NS_PER_S)));
+	else if (ns % (60 * NS_PER_S) == 0)
+		snprintf(buf, len, "%llum", (unsigned long long)(ns / (60 * NS_PER_S)));
+	else if (ns % NS_PER_S == 0)
 		snprintf(buf, len, "%llus", (unsigned long long)(ns / NS_PER_S));
 	else if (ns % NS_PER_MS == 0)
 		snprintf(buf, len, "%llums", (unsigned long long)(ns / NS_PER_MS));
@@ -227,50 +220,45 @@ static void knob_put(struct steer_policy *p, enum knob k, double v)
 	}
 }
 
-static bool knob_is_integer(enum knob k)
-{
-	return k == KNOB_PREFILL || k == KNOB_PEERS;
-}
-
 /*
- * The accepted range of a knob in steer_policy_check()'s own words, so that
- * the flag, the file and the policy module say the same thing: check a
- * policy where only this knob is out of range, and drop the knob's name.
+ * The accepted range of each knob (docs/operations.md says why), narrower
+ * than what the policy module can compute with (steer_policy_check):
+ * outside it a value is a typo or a unit mistake, never a setting.
  */
-static const char *knob_range(enum knob k, char *buf, size_t len)
-{
-	struct steer_policy p = STEER_POLICY_DEFAULTS;
-	size_t name_len = strlen(cfg_knob_names[k]);
+static const struct knob_bound {
+	double min, max;
+	bool integer;
+	const char *text; /* "must be %s" */
+} knob_bounds[N_KNOBS] = {
+	[KNOB_WEIGHT] = { 0, 3600, false, "a number of seconds from 0 to 3600" },
+	[KNOB_THROUGHPUT] = { 1, 1e9, false, "a number of tokens/s from 1 to 1e9" },
+	[KNOB_PREFILL] = { 1, 1e7, true, "an integer from 1 to 10000000 (tokens)" },
+	[KNOB_PEERS] = { 1, 1024, true, "an integer from 1 to 1024 (routers)" },
+};
 
-	knob_put(&p, k, knob_is_integer(k) ? 0 : NAN);
-	steer_policy_check(&p, buf, len);
-	if (!strncmp(buf, cfg_knob_names[k], name_len) && buf[name_len] == ' ')
-		memmove(buf, buf + name_len + 1, strlen(buf + name_len + 1) + 1);
-	return buf;
-}
-
-/* Parses one knob's value into kl, checked by the policy module. */
+/* Parses one knob's value into kl; the policy module agrees with every value in range. */
 int cfg_knob_parse(const char *v, struct knob_layer *kl, enum knob k, char *why, size_t whylen)
 {
+	const struct knob_bound *b = &knob_bounds[k];
 	struct steer_policy p = STEER_POLICY_DEFAULTS;
-	char range[160];
 	uint32_t u = 0;
 	double d = 0;
 	int rc;
 
-	if (knob_is_integer(k)) {
+	if (b->integer) {
 		rc = parse_u32(v, &u);
 		d = u;
 	} else {
 		rc = parse_finite(v, &d);
 	}
+	if (rc == 0 && (d < b->min || d > b->max))
+		rc = -1;
 	if (rc == 0) {
 		knob_put(&p, k, d);
 		rc = steer_policy_check(&p, NULL, 0);
 	}
 	if (rc)
-		return cfg_why(why, whylen, "%s%s, got '%s'", knob_range(k, range, sizeof(range)),
-			       knob_is_integer(k) ? u32_bound_note(v) : "", v);
+		return cfg_why(why, whylen, "must be %s, got '%s'", b->text, v);
 	knob_put(&kl->p, k, d);
 	kl->set[k] = true;
 	return 0;
@@ -338,33 +326,49 @@ static int parse_keep_pinned(const char *v, struct steer_config *dst, char *why,
 	return 0;
 }
 
-static int parse_duration_to(const char *v, uint64_t *dst, char *why, size_t whylen)
+/* A duration within [min, max]: outside, it is a typo or a unit mistake. */
+static int parse_duration_to(const char *v, uint64_t *dst, uint64_t min, uint64_t max, char *why,
+			     size_t whylen)
 {
-	if (steer_parse_duration(v, dst))
+	char lo[32], hi[32];
+	uint64_t ns;
+
+	if (steer_parse_duration(v, &ns))
 		return cfg_why(why, whylen, "'%s' is not a duration > 0 " DURATION_EXAMPLES, v);
+	if (ns < min || ns > max)
+		return cfg_why(why, whylen, "must be between %s and %s, got '%s'",
+			       duration_text(min, lo, sizeof(lo)),
+			       duration_text(max, hi, sizeof(hi)), v);
+	*dst = ns;
 	return 0;
 }
 
 static int parse_interval(const char *v, struct steer_config *dst, char *why, size_t whylen)
 {
-	return parse_duration_to(v, &dst->interval_ns, why, whylen);
+	return parse_duration_to(v, &dst->interval_ns, CFG_INTERVAL_MIN_NS, CFG_INTERVAL_MAX_NS,
+				 why, whylen);
 }
 
 static int parse_timeout(const char *v, struct steer_config *dst, char *why, size_t whylen)
 {
-	return parse_duration_to(v, &dst->timeout_ns, why, whylen);
+	return parse_duration_to(v, &dst->timeout_ns, CFG_TIMEOUT_MIN_NS, CFG_TIMEOUT_MAX_NS, why,
+				 whylen);
 }
 
 static int parse_max_age(const char *v, struct steer_config *dst, char *why, size_t whylen)
 {
-	return parse_duration_to(v, &dst->max_age_ns, why, whylen);
+	return parse_duration_to(v, &dst->max_age_ns, CFG_MAX_AGE_MIN_NS, CFG_MAX_AGE_MAX_NS, why,
+				 whylen);
 }
 
 static int parse_count(const char *v, uint32_t *dst, const char *what, char *why, size_t whylen)
 {
-	if (parse_u32(v, dst) || *dst < 1)
-		return cfg_why(why, whylen, "must be an integer >= 1%s (%s), got '%s'",
-			       u32_bound_note(v), what, v);
+	uint32_t n;
+
+	if (parse_u32(v, &n) || n < 1 || n > CFG_HEALTH_COUNT_MAX)
+		return cfg_why(why, whylen, "must be an integer from 1 to %d (%s), got '%s'",
+			       CFG_HEALTH_COUNT_MAX, what, v);
+	*dst = n;
 	return 0;
 }
 

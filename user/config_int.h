@@ -31,6 +31,22 @@
 #define NS_PER_MS 1000000ULL
 #define NS_PER_S 1000000000ULL
 #define WHY_LEN 512
+
+/*
+ * Bounds of the options (the knobs' are in config_check.c); docs/operations.md
+ * gives the reasons. The interval: below 10 ms a poll round (a network round
+ * trip per backend) cannot finish before the next starts; above 1 h loads are
+ * too old to steer by. The timeout: at most the interval (checked apart). The
+ * max age: above the interval (checked apart), at most a day. Health counts:
+ * 1000 failed polls is already ~17 min at 1 s; more means health checks off.
+ */
+#define CFG_INTERVAL_MIN_NS (10 * NS_PER_MS)
+#define CFG_INTERVAL_MAX_NS (3600 * NS_PER_S)
+#define CFG_TIMEOUT_MIN_NS NS_PER_MS
+#define CFG_TIMEOUT_MAX_NS (3600 * NS_PER_S)
+#define CFG_MAX_AGE_MIN_NS (10 * NS_PER_MS)
+#define CFG_MAX_AGE_MAX_NS (24 * 3600 * NS_PER_S)
+#define CFG_HEALTH_COUNT_MAX 1000
 #define BACKEND_SYNTAX                                                                             \
 	"ADDR:PORT[,loads=[grpc://|http://]ADDR:PORT[/path]][,engine=auto|sglang|vllm|tokenspeed]" \
 	"[,auth=bearer:FILE]"

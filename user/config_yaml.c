@@ -17,6 +17,7 @@
 #include "config_int.h"
 
 #define CONFIG_FILE_MAX (1 << 20) /* a config file is small; this stops /dev/zero */
+#define CONFIG_DEPTH_MAX 64	  /* levels of nesting; a config file has 5 */
 
 struct file_walk {
 	struct ctx *c;
@@ -416,6 +417,40 @@ static int file_load_document(struct ctx *c, yaml_parser_t *p, const char *buf,
 	return STEER_CONFIG_OK;
 }
 
+/*
+ * Nesting deeper than CONFIG_DEPTH_MAX is refused as soon as the bound is
+ * passed, from libyaml's events, before any document is built: the file
+ * needs 5 levels, and libyaml's document loader is quadratic in the nesting
+ * of flow collections (80 KB of '[' took 6 to 15 s). A syntax error stops
+ * the count; the document loader then reports it as it always has.
+ */
+static int depth_check(struct ctx *c, const char *buf, size_t len)
+{
+	yaml_parser_t p;
+	yaml_event_t ev;
+	int depth = 0, rc = STEER_CONFIG_OK;
+	bool done = false;
+
+	if (!yaml_parser_initialize(&p))
+		return cfg_fail(c, "out of memory");
+	yaml_parser_set_input_string(&p, (const unsigned char *)buf, len);
+	while (!done && !rc && yaml_parser_parse(&p, &ev)) {
+		if (ev.type == YAML_SEQUENCE_START_EVENT || ev.type == YAML_MAPPING_START_EVENT) {
+			if (++depth > CONFIG_DEPTH_MAX)
+				rc = cfg_fail(c, "%s:%zu: nested deeper than %d levels",
+					      c->config_path, ev.start_mark.line + 1,
+					      CONFIG_DEPTH_MAX);
+		} else if (ev.type == YAML_SEQUENCE_END_EVENT ||
+			   ev.type == YAML_MAPPING_END_EVENT) {
+			depth--;
+		}
+		done = ev.type == YAML_STREAM_END_EVENT;
+		yaml_event_delete(&ev);
+	}
+	yaml_parser_delete(&p);
+	return rc;
+}
+
 int cfg_file_parse(struct ctx *c)
 {
 	yaml_parser_t parser;
@@ -425,6 +460,8 @@ int cfg_file_parse(struct ctx *c)
 	char *buf;
 	int rc = file_read(c, &buf, &len);
 
+	if (!rc)
+		rc = depth_check(c, buf, len);
 	if (rc) {
 		free(buf);
 		return rc;
