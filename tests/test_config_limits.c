@@ -265,6 +265,11 @@ static const struct refusal out_of_bounds[] = {
 	    "got '10000001'" } },
 	{ { BASE, "--peer-routers", "1025" },
 	  { "--peer-routers: must be an integer from 1 to 1024 (routers), got '1025'" } },
+	/* the kernel's credit per connect, prefill x routers, is 32-bit */
+	{ { BASE, "--least-load-mean-prefill-tokens", "4194304", "--peer-routers", "1024" },
+	  { "service 127.0.0.100:8000: least-load-mean-prefill-tokens (4194304) x peer-routers "
+	    "(1024) = 4294967296 tokens credited per connection, above the kernel's "
+	    "4294967295" } },
 	/* the checks between them stay */
 	{ { BASE, "--load-check-interval", "10ms", "--load-timeout", "11ms" },
 	  { "--load-timeout: must be <= the load-check-interval (10ms), got 11ms" } },
@@ -295,6 +300,7 @@ static void test_bounds_edges_accepted(void)
 		{ BASE, "--least-load-mean-prefill-tokens", "10000000" },
 		{ BASE, "--least-load-mean-prefill-tokens", "1" },
 		{ BASE, "--peer-routers", "1024" },
+		{ BASE, "--least-load-mean-prefill-tokens", "4194303", "--peer-routers", "1024" },
 	};
 	struct steer_config c;
 	int rc;

@@ -90,6 +90,21 @@ static int flag_service_merge(struct ctx *c)
 	return STEER_CONFIG_OK;
 }
 
+/* The kernel credits prefill x routers tokens per connect in a 32-bit field:
+ * each knob is in range, but their product must fit too. */
+static int credit_check(struct ctx *c, const struct steer_service_cfg *s)
+{
+	uint64_t credit = (uint64_t)s->policy.mean_prefill_tokens * s->policy.peer_routers;
+
+	if (credit <= UINT32_MAX)
+		return STEER_CONFIG_OK;
+	return cfg_fail(c,
+			"service %s: least-load-mean-prefill-tokens (%u) x peer-routers (%u) = "
+			"%llu tokens credited per connection, above the kernel's %u",
+			s->vip_str, s->policy.mean_prefill_tokens, s->policy.peer_routers,
+			(unsigned long long)credit, UINT32_MAX);
+}
+
 /* Moves the drafts into out with each policy resolved. */
 static int services_resolve(struct ctx *c)
 {
@@ -111,8 +126,10 @@ static int services_resolve(struct ctx *c)
 		cfg_knobs_apply(&s->policy, &c->svcs[i].knobs);
 		cfg_knobs_apply(&s->policy, &c->flags.knobs);
 		memset(&c->svcs[i].cfg, 0, sizeof(c->svcs[i].cfg));
+		c->out.n_services = i + 1; /* owned by out now, freed with it */
+		if (credit_check(c, s))
+			return STEER_CONFIG_USAGE;
 	}
-	c->out.n_services = c->n_svcs;
 	return STEER_CONFIG_OK;
 }
 
