@@ -150,7 +150,7 @@ $(O)/obj/testenv.o: tests/testenv.c tests/testenv.h
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS_ALL) -Itests -c $< -o $@
 
-$(O)/tests/%: tests/%.c tests/tap.h tests/testenv.h $(O)/obj/testenv.o $(LIB_OBJS) $(HDRS)
+$(O)/tests/%: tests/%.c $(wildcard tests/*.h) $(O)/obj/testenv.o $(LIB_OBJS) $(HDRS)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS_ALL) -Itests -Itools/sim $< $(O)/obj/testenv.o $(LIB_OBJS) -o $@ $(LDFLAGS_SAN) $(LDLIBS_ALL) -lcmocka
 

@@ -183,11 +183,12 @@ enum steer_poll_kind {
  * Chosen by --backend's loads=/engine= keys, or probed (engine=auto).
  */
 enum steer_source {
-	STEER_SOURCE_NONE = 0,		  /* not known yet: probing, or never answered */
-	STEER_SOURCE_GRPC_SGLANG = 1,	  /* /sglang.grpc.scheduler.SglangScheduler/GetLoads */
-	STEER_SOURCE_GRPC_VLLM = 2,	  /* /vllm.grpc.engine.VllmEngine/GetLoads */
-	STEER_SOURCE_GRPC_TOKENSPEED = 3, /* /tokenspeed.grpc.scheduler.TokenSpeedScheduler/GetLoads */
-	STEER_SOURCE_HTTP_LOADS = 4,	  /* HTTP GET /v1/loads?include=core (JSON) */
+	STEER_SOURCE_NONE = 0,	      /* not known yet: probing, or never answered */
+	STEER_SOURCE_GRPC_SGLANG = 1, /* /sglang.grpc.scheduler.SglangScheduler/GetLoads */
+	STEER_SOURCE_GRPC_VLLM = 2,   /* /vllm.grpc.engine.VllmEngine/GetLoads */
+	STEER_SOURCE_GRPC_TOKENSPEED =
+		3,		     /* /tokenspeed.grpc.scheduler.TokenSpeedScheduler/GetLoads */
+	STEER_SOURCE_HTTP_LOADS = 4, /* HTTP GET /v1/loads?include=core (JSON) */
 	STEER_SOURCE_HTTP_METRICS_VLLM = 5,   /* HTTP GET /metrics, vllm: names */
 	STEER_SOURCE_HTTP_METRICS_SGLANG = 6, /* HTTP GET /metrics, sglang: or sglang_ names */
 	STEER_SOURCE_TCP = 7, /* no load endpoint: liveness by TCP connect to the traffic port */

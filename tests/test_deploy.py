@@ -73,6 +73,15 @@ def daemon_verdict(args):
     return "unexpected", f"exit {p.returncode}: {out}"
 
 
+def local_cgroup2_root():
+    with open("/proc/mounts") as f:
+        for line in f:
+            fields = line.split()
+            if len(fields) > 2 and fields[2] == "cgroup2":
+                return fields[1]
+    return "/sys/fs/cgroup"
+
+
 def config_verdict(text, args=()):
     with tempfile.TemporaryDirectory(prefix="smg-steer-deploy-") as d:
         path = os.path.join(d, "steer.yaml")
@@ -269,6 +278,11 @@ with t.case("the ConfigMap's config, with the DaemonSet's args, is accepted by s
             f.write(text)
         args = [path if a == cfg_path else a.replace(cfg_path, path)
                 for a in substitute_env(c["args"], DOCS_ENV)]
+        # --cgroup must be a cgroup2 directory: the pod's mount of the host's
+        # cgroup root is this machine's cgroup2 root.
+        cg = flag_value(args, "cgroup")
+        args = ["--cgroup=" + local_cgroup2_root() if cg and a == "--cgroup=" + cg else a
+                for a in args]
         verdict, out = daemon_verdict(args)
         t.check(verdict == "accepted", f"smg-steerd {' '.join(args)}:\n{out}")
         # The check can fail: one misspelt key is refused, naming its line.

@@ -110,7 +110,15 @@ enum steer_config_rc {
  */
 enum steer_config_rc steer_config_load(int argc, char *const argv[], struct steer_config *out,
 				       char *err, size_t errlen);
+/* Frees what steer_config_load allocated; the tokens are zeroed first. */
 void steer_config_free(struct steer_config *c);
+
+/*
+ * --check-config's report: "configuration ok: ...", then each service and
+ * each backend with its load scheme, load address (and path), engine and
+ * "auth: FILE". Never a token.
+ */
+void steer_config_summary(FILE *f, const struct steer_config *c);
 
 /* "250ms", "2s", "1.5s", "1m" (also "us", "ns", "h") -> ns; -1 when invalid or <= 0. */
 int steer_parse_duration(const char *s, uint64_t *ns);

@@ -1002,14 +1002,7 @@ static int shutdown_daemon(struct daemon *d)
 /* --check-config: the configuration parsed and validated; say what it holds. */
 static int check_config(struct steer_config *cfg)
 {
-	size_t i, backends = 0;
-
-	for (i = 0; i < cfg->n_services; i++)
-		backends += cfg->services[i].n_backends;
-	printf("configuration ok: %zu service(s), %zu backend(s)\n", cfg->n_services, backends);
-	for (i = 0; i < cfg->n_services; i++)
-		printf("  %s: %zu backend(s)\n", cfg->services[i].vip_str,
-		       cfg->services[i].n_backends);
+	steer_config_summary(stdout, cfg);
 	steer_config_free(cfg);
 	return 0;
 }
