@@ -439,6 +439,34 @@ static void test_reprobes_after_failures(void)
 	steer_loads_remove(L, h);
 }
 
+/* Handles added while transfers are in flight (the tables grow): every poll
+ * still ends with its own answer. */
+static void test_many_handles_at_once(void)
+{
+	enum {
+		N = 40
+	};
+	int h[N], i, got = 0, ok = 0;
+	struct steer_loads_result r;
+	uint64_t end;
+
+	server_route(&web, "/v1/loads?include=core", 200, JSON_TWO_RANKS);
+	for (i = 0; i < N; i++) {
+		h[i] = add(STEER_SCHEME_HTTP, STEER_ENGINE_AUTO, web.addr, "/v1/loads?include=core",
+			   NULL);
+		CHECK(h[i] >= 0 && steer_loads_start(L, h[i], 5000 * MS) == 0, "handle %d", i);
+	}
+	end = steer_monotonic_ns() + 20000 * MS;
+	while (got < N && steer_monotonic_ns() < end)
+		if (steer_loads_next(L, end, &r) == 1) {
+			got++;
+			ok += r.kind == STEER_POLL_OK && r.load.ranks == 2;
+		}
+	for (i = 0; i < N; i++)
+		steer_loads_remove(L, h[i]);
+	CHECK(got == N && ok == N, "%d answers, %d ok", got, ok);
+}
+
 /* gRPC on an HTTP port and HTTP on a gRPC port are failures when configured. */
 static void test_wrong_protocol_fails(void)
 {
@@ -466,6 +494,7 @@ int main(void)
 	TAP_RUN(test_bearer_token);
 	TAP_RUN(test_reprobes_after_failures);
 	TAP_RUN(test_wrong_protocol_fails);
+	TAP_RUN(test_many_handles_at_once);
 	steer_loads_free(L);
 	server_stop(&web);
 	return tap_done();

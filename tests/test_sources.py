@@ -280,9 +280,12 @@ def wait_sources(vip):
 
     def probe():
         ex = explain(vip)
-        bad = [a for a, b in by_addr(ex).items()
-               if b.get("source") != want[a].source or b["health"] != "healthy"
-               or (want[a].source != "tcp" and b["mode"] != "snapshot")]
+        got = by_addr(ex)
+        # Every configured backend must be listed: an empty table proves nothing.
+        bad = [a for a, w in want.items()
+               if a not in got or got[a].get("source") != w.source
+               or got[a]["health"] != "healthy"
+               or (w.source != "tcp" and got[a]["mode"] != "snapshot")]
         wrong = "\n".join(f"  {a}: want source {want[a].source}" for a in bad)
         return not bad, f"{describe(ex, bad)}\n{wrong}"
     return wait_until(f"every backend of {vip} healthy on its source", probe)
@@ -577,7 +580,8 @@ with t.case("auth: a wrong token counts as failed polls, never as good ones"):
         for b in AUTH:
             p = polls(m, VIP_E, b.addr)
             grew = failed(p) - failed(before[b.name])
-            done &= grew >= UNHEALTHY_AFTER
+            # The engine writes its counters at most every 100 ms: wait for them too.
+            done &= grew >= UNHEALTHY_AFTER and b.engine.stat("auth_bad") >= UNHEALTHY_AFTER
             rows.append(f"  {b.name}: {p} (before {before[b.name]}), engine {b.engine.stats()}")
         return done, "\n".join(rows)
     wait_until("failed polls for every backend with the wrong token", all_failing)

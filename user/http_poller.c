@@ -44,7 +44,9 @@ struct http_handle {
 
 struct steer_http {
 	CURLM *multi;
-	struct http_handle *handles;
+	/* One allocation per handle: libcurl keeps pointers into it (the body
+	 * callback's data, the error buffer), so it must never move. */
+	struct http_handle **handles;
 	size_t n_handles;
 	size_t outstanding;
 };
@@ -79,18 +81,19 @@ struct steer_http *steer_http_new(void)
 
 static struct http_handle *handle_at(const struct steer_http *h, int handle)
 {
-	if (!h || handle < 0 || (size_t)handle >= h->n_handles || !h->handles[handle].used)
+	if (!h || handle < 0 || (size_t)handle >= h->n_handles || !h->handles[handle] ||
+	    !h->handles[handle]->used)
 		return NULL;
-	return &h->handles[handle];
+	return h->handles[handle];
 }
 
 static int free_slot(struct steer_http *h)
 {
-	struct http_handle *grown;
+	struct http_handle **grown;
 	size_t i, n;
 
 	for (i = 0; i < h->n_handles; i++)
-		if (!h->handles[i].used)
+		if (!h->handles[i])
 			return (int)i;
 	if (h->n_handles >= INT32_MAX / 2)
 		return -ENOSPC;
@@ -115,14 +118,20 @@ int steer_http_add(struct steer_http *h, const char *addr, void *tag)
 	idx = free_slot(h);
 	if (idx < 0)
 		return idx;
-	hh = &h->handles[idx];
-	memset(hh, 0, sizeof(*hh));
-	if ((size_t)snprintf(hh->base, sizeof(hh->base), "http://%s", addr) >= sizeof(hh->base))
-		return -EINVAL;
-	hh->get = curl_easy_init();
-	if (!hh->get)
+	hh = calloc(1, sizeof(*hh));
+	if (!hh)
 		return -ENOMEM;
+	if ((size_t)snprintf(hh->base, sizeof(hh->base), "http://%s", addr) >= sizeof(hh->base)) {
+		free(hh);
+		return -EINVAL;
+	}
+	hh->get = curl_easy_init();
+	if (!hh->get) {
+		free(hh);
+		return -ENOMEM;
+	}
 	hh->used = true;
+	h->handles[idx] = hh;
 	hh->tag = tag;
 	/* Keep one idle connection per backend in the multi's cache. */
 	curl_multi_setopt(h->multi, CURLMOPT_MAXCONNECTS, (long)h->n_handles + 4);
@@ -170,7 +179,8 @@ void steer_http_remove(struct steer_http *h, int handle)
 	curl_easy_cleanup(hh->get);
 	wipe_auth(hh);
 	free(hh->body);
-	memset(hh, 0, sizeof(*hh));
+	free(hh);
+	h->handles[handle] = NULL;
 }
 
 int steer_http_set_auth(struct steer_http *h, int handle, const char *token)
@@ -409,7 +419,7 @@ void steer_http_free(struct steer_http *h)
 	if (!h)
 		return;
 	for (i = 0; i < h->n_handles; i++)
-		if (h->handles[i].used)
+		if (h->handles[i])
 			steer_http_remove(h, (int)i);
 	curl_multi_cleanup(h->multi);
 	free(h->handles);
