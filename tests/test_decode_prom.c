@@ -226,7 +226,11 @@ static void test_syntax_accepted(void)
 		"vllm:something_tiny 1e-400\n"
 		"vllm:utf8{model=\"\xc3\xa9t\xc3\xa9\"} 1\n"
 		"sglang:token_usage{rank=\"0\"} NaN\n" /* the other engine's: not used */
-		"__name_:x_1 0\n";
+		"__name_:x_1 0\n"
+		/* Lines of metrics that are not read are skipped after their name:
+		 * only the lines the load comes from are parsed strictly. */
+		"go_gc_duration_seconds{quantile=unquoted} 1 2 3 4\n"
+		"process_open_fds not-a-number\n";
 	struct steer_load l;
 	enum steer_source src;
 	char why[200];
@@ -267,27 +271,28 @@ static const struct bad refused[] = {
 	/* malformed lines */
 	{ "vllm:kv_cache_usage_perc 0.5", "does not end with a newline" },
 	{ "vllm:kv_cache_usage_perc\n", "line 1: sample without a value" },
-	{ "vllm:kv_cache_usage_perc 0.5\nfoo{bar=baz} 1\n", "line 2: label value must be quoted" },
-	{ "foo{bar=\"baz} 1\n", "unterminated label value" },
-	{ "foo{bar=\"b\\taz\"} 1\n", "invalid escape in a label value" },
-	{ "foo{bar=\"baz\" x=\"y\"} 1\n", "expected ',' or '}'" },
-	{ "foo{bar=\"1\",bar=\"2\"} 1\n", "label name repeated" },
-	{ "foo{1bar=\"1\"} 1\n", "invalid label name" },
-	{ "foo{bar:x=\"1\"} 1\n", "expected '='" },
-	{ "foo{,} 1\n", "invalid label name" },
-	{ "foo-bar 1\n", "invalid character in a metric name" },
+	{ "vllm:kv_cache_usage_perc 0.5\nvllm:num_requests_running{bar=baz} 1\n",
+	  "line 2: label value must be quoted" },
+	{ "vllm:num_requests_running{bar=\"baz} 1\n", "unterminated label value" },
+	{ "vllm:num_requests_running{bar=\"b\\taz\"} 1\n", "invalid escape in a label value" },
+	{ "vllm:num_requests_running{bar=\"baz\" x=\"y\"} 1\n", "expected ',' or '}'" },
+	{ "vllm:num_requests_running{bar=\"1\",bar=\"2\"} 1\n", "label name repeated" },
+	{ "vllm:num_requests_running{1bar=\"1\"} 1\n", "invalid label name" },
+	{ "vllm:num_requests_running{bar:x=\"1\"} 1\n", "expected '='" },
+	{ "vllm:num_requests_running{,} 1\n", "invalid label name" },
+	{ "vllm:num_requests_running-bar 1\n", "invalid character in a metric name" },
 	{ "1foo 1\n", "expected a metric name" },
 	{ "{a=\"b\"} 1\n", "expected a metric name" },
-	{ "foo 1.0abc\n", "not a number" },
-	{ "foo 0x1p3\n", "not a number" },
-	{ "foo 1e999\n", "not a number" },
-	{ "foo 1e\n", "not a number" },
-	{ "foo .\n", "not a number" },
-	{ "foo +nan\n", "not a number" },
-	{ "foo 1,5\n", "not a number" },
-	{ "foo 1 12.5\n", "timestamp" },
-	{ "foo 1 99999999999999999999\n", "timestamp" },
-	{ "foo 1 2 3\n", "after the timestamp" },
+	{ "vllm:num_requests_running 1.0abc\n", "not a number" },
+	{ "vllm:num_requests_running 0x1p3\n", "not a number" },
+	{ "vllm:num_requests_running 1e999\n", "not a number" },
+	{ "vllm:num_requests_running 1e\n", "not a number" },
+	{ "vllm:num_requests_running .\n", "not a number" },
+	{ "vllm:num_requests_running +nan\n", "not a number" },
+	{ "vllm:num_requests_running 1,5\n", "not a number" },
+	{ "vllm:num_requests_running 1 12.5\n", "timestamp" },
+	{ "vllm:num_requests_running 1 99999999999999999999\n", "timestamp" },
+	{ "vllm:num_requests_running 1 2 3\n", "after the timestamp" },
 	{ "# HELP\n", "HELP without a valid metric name" },
 	{ "# HELP 9x text\n", "HELP without a valid metric name" },
 	{ "# HELP foo bad \\t escape\n", "invalid escape in HELP" },
@@ -295,8 +300,8 @@ static const struct bad refused[] = {
 	{ "# TYPE foo gauge extra\n", "TYPE must be" },
 	{ "# TYPE foo Gauge\n", "TYPE must be" },
 	{ "# TYPE foo-bar gauge\n", "invalid character in the metric name" },
-	{ "foo 1\r\r\n", "control character" },
-	{ "foo\v 1\n", "control character" },
+	{ "vllm:num_requests_running 1\r\r\n", "control character" },
+	{ "vllm:num_requests_running\v 1\n", "control character" },
 	{ "<html><body>Not Found</body></html>\n", "expected a metric name" },
 	{ "{\"loads\": []}\n", "expected a metric name" },
 };
@@ -367,9 +372,9 @@ static void test_bounds(void)
 	free(text);
 
 	/* 65 labels in one series */
-	text = malloc(65 * 16 + 64);
+	text = malloc(65 * 16 + 96);
 	CHECK(text != NULL, "malloc");
-	n = (size_t)sprintf(text, "foo{");
+	n = (size_t)sprintf(text, "vllm:num_requests_running{");
 	for (i = 0; i < 65; i++)
 		n += (size_t)sprintf(text + n, "l%zu=\"v\",", i);
 	sprintf(text + n, "} 1\n");

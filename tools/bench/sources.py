@@ -23,6 +23,8 @@ polls in the window, is its CPU per poll. Every poll of the window must
 succeed (the run is reported failed otherwise).
 """
 import argparse
+import ipaddress
+import json
 import os
 import signal
 import statistics
@@ -44,7 +46,8 @@ HTTP_PORT = {"http-loads": 8001, "http-metrics-vllm": 8002, "http-metrics-sglang
 
 
 def addr(i):
-    return f"127.1.{i // 250}.{i % 250 + 1}"
+    """The i-th consecutive address from 127.1.0.1, as bench/fastworker binds them."""
+    return str(ipaddress.IPv4Address("127.1.0.1") + i)
 
 
 def loads_json():
@@ -53,7 +56,6 @@ def loads_json():
               "token_usage": 0.0, "gen_throughput": 0.0, "cache_hit_rate": 0.0,
               "utilization": 0.0, "max_running_requests": 256,
               "num_waiting_uncached_tokens": 0} for r in range(2)]
-    import json
     return json.dumps({"timestamp": "1970-01-01T00:00:00Z", "version": "bench",
                        "dp_rank_count": 2, "loads": ranks})
 
@@ -123,6 +125,7 @@ def start_nginx(args):
     conf = os.path.join(args.tmp, "nginx-sources.conf")
     with open(conf, "w") as f:
         f.write(f"""daemon off;
+user root;  # the bodies live in the run's private (0700) temp directory
 worker_processes 1;
 pid {args.tmp}/nginx-sources.pid;
 error_log {args.tmp}/nginx-sources.err warn;
