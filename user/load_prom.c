@@ -519,6 +519,28 @@ static enum steer_poll_kind parse_sample(struct prom *ps, struct cur *c)
 }
 
 /*
+ * Could a name starting at p (left bytes to the end of the line) be one of
+ * the wanted ones? Every wanted name is longer than 8 bytes, so a name whose
+ * first 8 bytes are none of theirs is not; a shorter line, or one that does
+ * not start like a name, may be anything and is parsed.
+ */
+static bool head_may_be_wanted(const char *p, size_t left)
+{
+	uint64_t head, w;
+	int i;
+
+	if (left < sizeof(head) || !(name_class[(unsigned char)*p] & (NAME_FIRST | NAME_COLON)))
+		return true; /* short, or no name at all: parse it and say what is wrong */
+	memcpy(&head, p, sizeof(head));
+	for (i = 0; i < N_METRICS; i++) {
+		memcpy(&w, wanted[i].name, sizeof(w));
+		if (head == w)
+			return true;
+	}
+	return false;
+}
+
+/*
  * Is this sample line one of the metrics read? Only those are parsed in
  * full: a busy engine's page is mostly histogram buckets of metrics nobody
  * here reads, and checking each of their labels and values cost ~5 ns per
@@ -529,12 +551,31 @@ static enum steer_poll_kind parse_sample(struct prom *ps, struct cur *c)
 static bool sample_is_wanted(struct prom *ps, const struct cur *c)
 {
 	struct cur name = *c;
-	size_t n = read_name(&name, true);
+	size_t n;
 
+	if (!head_may_be_wanted(c->p, (size_t)(c->e - c->p)))
+		goto skip; /* most lines leave here: 8 bytes compared as one word */
+	n = read_name(&name, true);
 	if (n == 0 || find_wanted(c->p, n) >= 0)
 		return true; /* not a name: parse it, and say what is wrong */
+skip:
 	++ps->samples;
 	return false;
+}
+
+/* A "# HELP name ..." or "# TYPE name ..." line about a metric that may be
+ * read (parsed strictly), or any other comment (skipped). */
+static bool comment_is_wanted(const struct cur *c)
+{
+	struct cur w = { c->p + 1, c->e };
+	const char *word;
+
+	skip_blanks(&w);
+	word = w.p;
+	if (read_token(&w) != 4 || (memcmp(word, "HELP", 4) && memcmp(word, "TYPE", 4)))
+		return false;
+	skip_blanks(&w);
+	return head_may_be_wanted(w.p, (size_t)(w.e - w.p));
 }
 
 static enum steer_poll_kind parse_line(struct prom *ps, const char *s, const char *e)
@@ -543,6 +584,8 @@ static enum steer_poll_kind parse_line(struct prom *ps, const char *s, const cha
 	const char *q;
 
 	skip_blanks(&c);
+	if (c.p < c.e && *c.p == '#' && !comment_is_wanted(&c))
+		return STEER_POLL_OK;
 	if (c.p < c.e && *c.p != '#' && !sample_is_wanted(ps, &c))
 		return ps->samples > PROM_MAX_SAMPLES ? bad_line(ps, "more than 100000 samples")
 						      : STEER_POLL_OK;
