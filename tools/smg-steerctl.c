@@ -735,6 +735,27 @@ static int cmd_status(const struct ctl *c, struct steer_dp *dp)
 
 /* ---- explain, text --------------------------------------------------------------- */
 
+/* Where a backend's queued tokens come from. The daemon estimates them in two
+ * cases: the engine reports waiting requests but no token count (a snapshot),
+ * or there is no load report at all (estimate and dark modes). */
+static const char *queued_source(const struct steer_bk_info *info)
+{
+	if (!info->queued_estimated)
+		return "report";
+	return info->mode == STEER_MODE_SNAPSHOT ? "waiting_requests" : "live_connections";
+}
+
+static const char *queued_note(const struct steer_bk_info *info)
+{
+	const char *src = queued_source(info);
+
+	if (!strcmp(src, "waiting_requests"))
+		return " (estimated from waiting requests x mean prefill)";
+	if (!strcmp(src, "live_connections"))
+		return " (no load report: estimated from live connections x mean prefill)";
+	return "";
+}
+
 /* The daemon's inputs to the base wait: queue, throughput, work and KV terms. */
 static void explain_inputs_text(const struct steer_bk_info *info)
 {
@@ -750,7 +771,7 @@ static void explain_inputs_text(const struct steer_bk_info *info)
 	       poll_name(info->last_poll), info->dp_ranks);
 	printf("    load source:    %s\n", steer_source_name((enum steer_source)info->source));
 	printf("    queued tokens:  %llu%s\n", (unsigned long long)info->queued_tokens,
-	       info->queued_estimated ? " (estimated from waiting requests)" : "");
+	       queued_note(info));
 	printf("    throughput:     %.1f tokens/s\n", (double)info->throughput_mtps / 1000.0);
 	printf("    work term:      %s (queued / throughput)\n",
 	       fmt_ms(info->work_ns, t, sizeof(t)));
@@ -878,6 +899,7 @@ static struct json_object *json_backend_explain(const struct steer_dp *dp,
 
 	jadd_u64(o, "queued_tokens", info->queued_tokens);
 	jadd_bool(o, "queued_estimated", info->queued_estimated != 0);
+	jadd_str(o, "queued_from", queued_source(info));
 	jadd_double(o, "throughput_tokens_per_s", (double)info->throughput_mtps / 1000.0);
 	jadd_u64(o, "work_ns", info->work_ns);
 	jadd_u64(o, "kv_ppm", info->kv_ppm);
