@@ -565,7 +565,7 @@ def doc_flags(text):
 
 
 def doc_files():
-    files = sorted(glob.glob(os.path.join(DOCS, "*.md")))
+    files = [os.path.join(TOP, "README.md")] + sorted(glob.glob(os.path.join(DOCS, "*.md")))
     files += sorted(p for p in glob.glob(os.path.join(DEPLOY, "*")) if os.path.isfile(p))
     return files
 
@@ -627,5 +627,17 @@ with t.case("docs/operations.md explains every metric and every pinned object"):
     t.check(len(pins) >= 9, f"found only {sorted(pins)} in bpf/steer_common.h")
     missing = sorted(p for p in pins if p not in ops)
     t.check(not missing, f"pinned objects not in docs/operations.md: {missing}")
+
+with t.case("docs/operations.md: the id in steer_gen's dump is steer_tables' id in the listing"):
+    ops = read(os.path.join(DOCS, "operations.md"))
+    listed = re.search(r"^(\d+): hash\s+name steer_tables\b", ops, re.M)
+    dump = re.search(r"map dump pinned \S*/steer_gen\n.*?value: ((?:[0-9a-f]{2} ){3}[0-9a-f]{2})",
+                     ops, re.S)
+    prose = re.search(r"`0x([0-9a-f]+)` = (\d+), the `steer_tables` map above", ops)
+    t.check(listed and dump and prose, "the listing, the dump or the sentence is missing")
+    ids = {int(listed.group(1)), int.from_bytes(bytes.fromhex(dump.group(1)), "little"),
+           int(prose.group(1), 16), int(prose.group(2))}
+    t.check(len(ids) == 1, f"steer_tables id: listing {listed.group(1)}, dump "
+            f"{dump.group(1)}, prose 0x{prose.group(1)} = {prose.group(2)}")
 
 t.done()
