@@ -201,10 +201,12 @@ test_image() {
 	check "smg-steerd --check-config on docs/deploy/steer.yaml" \
 		expect "configuration ok" prun -v "$cfg:/etc/smg-steer/steer.yaml:ro" "$name" \
 		--config /etc/smg-steer/steer.yaml --check-config
+	# The host's cgroup2 root where the DaemonSet mounts it (--cgroup is checked).
+	cg=$(awk '$3 == "cgroup2" { print $2; exit }' /proc/mounts)
 	# shellcheck disable=SC2086
 	check "the DaemonSet's args with its ConfigMap: --check-config" \
-		expect "configuration ok" prun -v "$work/test:/etc/smg-steer:ro" "$name" \
-		$args --check-config
+		expect "configuration ok" prun -v "$work/test:/etc/smg-steer:ro" \
+		-v "$cg:/host/sys/fs/cgroup:ro" "$name" $args --check-config
 	check "smg-steerd --check-config refuses a service without backends (exit 2)" \
 		exit_code 2 prun "$name" --vip 198.51.100.10:30000 --check-config
 	check "smg-steerctl --help lists uninstall (the cleanup DaemonSet)" \
