@@ -68,8 +68,14 @@ with t.case("README: the fake-worker walkthrough runs as written and steers to t
         try:
             rc = p.wait(90)
         except subprocess.TimeoutExpired:
+            rc = "timeout"
+        # Whatever the block left running (it failed before its kill line,
+        # or hung): bash without job control keeps its jobs in its group.
+        try:
             os.killpg(p.pid, 9)
-            rc = p.wait()
+        except ProcessLookupError:
+            pass
+        p.wait()
     out = open(log).read()
     lines = out.splitlines()
     t.check(rc == 0, f"exit {rc}:\n{script}\n{out[-3000:]}")
