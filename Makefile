@@ -6,6 +6,9 @@
 #   make bench    benchmarks (see docs/benchmarks.md)
 #   make fuzz     libFuzzer targets into build/fuzz/, FUZZ_SECONDS=60 each
 #   make install  PREFIX=/usr/local DESTDIR=
+#   make image    OCI image with buildah from a Debian 12 root (downloads it; not in make test)
+#   make image-test  run that image with podman: --version, --check-config
+#   make image-dockerfile  build the Dockerfile with buildah and run the same checks
 #
 # O is the output directory; SAN=1 builds with AddressSanitizer and UBSan.
 
@@ -74,7 +77,8 @@ FUZZ_SECONDS ?= 60
 FUZZ_RUNS ?=
 
 .SECONDARY: $(PROTO_C) $(PROTO_H)
-.PHONY: all build-all deps deps-test deps-bench test tests demo bench install clean format check-format fuzz fuzz-build
+.PHONY: all build-all deps deps-test deps-bench deps-image test tests demo bench image image-test \
+	image-dockerfile install clean format check-format fuzz fuzz-build
 .DEFAULT_GOAL := all
 
 all: deps
@@ -189,6 +193,23 @@ DEMO_SECONDS ?= 30
 demo: deps deps-test
 	@$(MAKE) --no-print-directory build-all
 	STEER_BUILD=$(CURDIR)/build DEMO_SECONDS=$(DEMO_SECONDS) /usr/bin/python3 tools/demo.py
+
+# ---- container image --------------------------------------------------------------
+
+deps-image:
+	@tools/deps.sh image
+
+# The release build (not the sanitized one) in an image, as the Dockerfile builds it.
+image: deps-image
+	@$(MAKE) --no-print-directory build-all
+	O=$(O) tools/image.sh build
+
+image-test: deps-image
+	O=$(O) tools/image.sh test
+
+# The Dockerfile itself, built by buildah (a local Debian root stands in for its base).
+image-dockerfile: deps-image
+	O=$(O) tools/image.sh dockerfile
 
 # ---- misc -----------------------------------------------------------------------
 

@@ -57,7 +57,7 @@ struct fake_load {
 static const struct fake_load loads_a[] = {
 	{ 0, STEER_MODE_SNAPSHOT, STEER_HEALTH_HEALTHY, 0, 400, 20000, 200000 },
 	{ 1, STEER_MODE_SNAPSHOT, STEER_HEALTH_HEALTHY, 1, 1024, 10000, 0 },
-	{ 2, STEER_MODE_ESTIMATE, STEER_HEALTH_HEALTHY, 0, 2048, 40000, 0 },
+	{ 2, STEER_MODE_ESTIMATE, STEER_HEALTH_HEALTHY, 1, 2048, 40000, 0 },
 };
 
 static uint64_t work_ns(const struct fake_load *l)
@@ -334,6 +334,15 @@ static const char *line_of(const char *text, const char *addr, char *line, size_
 
 /* ---- tests ------------------------------------------------------------------------- */
 
+static int count_of(const char *text, const char *needle)
+{
+	int n = 0;
+
+	for (; (text = strstr(text, needle)); text += strlen(needle))
+		n++;
+	return n;
+}
+
 static void test_explain_shows_every_term(void)
 {
 	struct json_object *root, *b0, *b1, *b2, *b3, *next;
@@ -359,6 +368,10 @@ static void test_explain_shows_every_term(void)
 		 json_object_get_boolean(jget(b0, "queued_estimated")) ||
 		 !json_object_get_boolean(jget(b1, "queued_estimated")))
 		printf("# throughput or estimate flags wrong\n");
+	else if (strcmp(jstr(b0, "queued_from"), "report") ||
+		 strcmp(jstr(b1, "queued_from"), "waiting_requests") ||
+		 strcmp(jstr(b2, "queued_from"), "live_connections"))
+		printf("# queued_from wrong: %s\n", out);
 	else if (strcmp(jstr(b0, "mode"), "snapshot") || strcmp(jstr(b2, "mode"), "estimate") ||
 		 strcmp(jstr(b3, "health"), "ejected") || jget(b3, "rank") != NULL ||
 		 jint(b2, "rank") != 0 || jint(b0, "rank") != 1 || jint(b1, "rank") != 2)
@@ -375,7 +388,11 @@ static void test_explain_shows_every_term(void)
 
 	rc = ctl_run(false, "explain %s", VIP_A);
 	CHECK(rc == 0, "text explain exit %d", rc);
-	CHECK(strstr(out, "estimated from waiting requests"), "no estimate note:\n%s", out);
+	/* b1 reported waiting requests only; b2 reported nothing at all. */
+	CHECK(count_of(out, "estimated from waiting requests") == 1, "waiting-requests note:\n%s",
+	      out);
+	CHECK(count_of(out, "no load report: estimated from live connections") == 1,
+	      "no-report note:\n%s", out);
 	CHECK(strstr(out, "20000.0 tokens/s"), "no throughput:\n%s", out);
 	CHECK(strstr(out, "KV barrier term 37.500 ms"), "no barrier term:\n%s", out);
 	CHECK(strstr(out, "work term:      20.000 ms"), "no work term:\n%s", out);

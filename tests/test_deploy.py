@@ -35,8 +35,9 @@ MAN = os.path.join(DOCS, "man", "smg-steerd.8")
 # Long options of other tools that the docs show: kubectl (--dry-run, --from-file),
 # setpriv (--bounding-set, --inh-caps), systemctl (--now).
 # tools/sim/run.sh takes --quick; wrk --latency.
+# kubectl delete --cascade, kubectl logs --prefix.
 FOREIGN_FLAGS = {"--dry-run", "--from-file", "--bounding-set", "--inh-caps", "--now", "--quick",
-                 "--latency"}
+                 "--latency", "--cascade", "--prefix"}
 
 
 def source_flags():
@@ -105,10 +106,23 @@ def objects(docs, kind):
     return [d for ds in docs.values() for d in ds if isinstance(d, dict) and d.get("kind") == kind]
 
 
-def the_daemonset(docs):
-    ds = objects(docs, "DaemonSet")
-    t.check(len(ds) == 1, f"expected one DaemonSet under docs/deploy, found {len(ds)}")
+def named_daemonset(docs, name):
+    ds = [d for d in objects(docs, "DaemonSet") if d["metadata"]["name"] == name]
+    t.check(len(ds) == 1, f"expected one DaemonSet {name} under docs/deploy, found {len(ds)}")
     return ds[0]
+
+
+def the_daemonset(docs):
+    return named_daemonset(docs, "smg-steer")
+
+
+def the_cleanup(docs):
+    return named_daemonset(docs, "smg-steer-cleanup")
+
+
+def all_containers(ds):
+    pod = ds["spec"]["template"]["spec"]
+    return pod.get("initContainers", []) + pod["containers"]
 
 
 def the_container(ds):
@@ -220,9 +234,12 @@ with t.case("DaemonSet: capabilities instead of privileged, and what the API ser
     t.check(sc.get("privileged") is not True, "privileged: capabilities should do")
     # API validation: Bidirectional propagation only for privileged containers,
     # and allowPrivilegeEscalation: false is refused with SYS_ADMIN.
-    for m in c["volumeMounts"]:
-        t.check(m.get("mountPropagation") != "Bidirectional" or sc.get("privileged") is True,
-                f"{m['name']}: Bidirectional needs privileged: true")
+    for ds_ in (ds, the_cleanup(DOCS_YAML)):
+        for cc in all_containers(ds_):
+            priv = cc.get("securityContext", {}).get("privileged") is True
+            for m in cc.get("volumeMounts", []):
+                t.check(m.get("mountPropagation") != "Bidirectional" or priv,
+                        f"{cc['name']}: {m['name']}: Bidirectional needs privileged: true")
     t.check(sc.get("allowPrivilegeEscalation") is not False,
             "allowPrivilegeEscalation: false cannot be combined with SYS_ADMIN")
     pod = ds["spec"]["template"]["spec"]
@@ -262,10 +279,149 @@ with t.case("DaemonSet: probes on /healthz and Prometheus annotations on the met
     t.check(not listen.startswith("127."), "kubelet probes the node address, not loopback")
     ann = ds["spec"]["template"]["metadata"]["annotations"]
     t.check(ann.get("prometheus.io/scrape") == "true", "prometheus.io/scrape")
-    t.check(ann.get("prometheus.io/port") == str(port), "prometheus.io/port")
+    # Pod discovery scrapes the declared port; an annotation would be one more copy.
+    t.check(ann.get("prometheus.io/port", str(port)) == str(port), "prometheus.io/port")
     res = c["resources"]
     t.check({"cpu", "memory"} <= set(res["requests"]) and {"memory"} <= set(res["limits"]),
             f"resources {res}")
+
+with t.case("DaemonSets tolerate every taint: GPU and tainted nodes get steering too"):
+    for ds in (the_daemonset(DOCS_YAML), the_cleanup(DOCS_YAML)):
+        tol = ds["spec"]["template"]["spec"].get("tolerations", [])
+        # Only {operator: Exists} without key or effect matches every taint.
+        t.check({"operator": "Exists"} in tol, f"{ds['metadata']['name']}: tolerations {tol}")
+
+with t.case("the priority class works in the DaemonSet's namespace"):
+    ds = the_daemonset(DOCS_YAML)
+    ns = ds["metadata"]["namespace"]
+    for d in (ds, the_cleanup(DOCS_YAML)):
+        name = d["spec"]["template"]["spec"].get("priorityClassName")
+        t.check(name, f"{d['metadata']['name']}: no priorityClassName")
+        if name.startswith("system-"):
+            # GKE admits system-* classes only in kube-system (cilium/cilium#13852).
+            t.check(ns == "kube-system", f"{name} outside kube-system (namespace {ns})")
+            continue
+        pcs = [p for p in objects(DOCS_YAML, "PriorityClass") if p["metadata"]["name"] == name]
+        t.check(len(pcs) == 1, f"PriorityClass {name} is not shipped under docs/deploy")
+        pc = pcs[0]
+        t.check(pc["apiVersion"] == "scheduling.k8s.io/v1", pc["apiVersion"])
+        # The API server refuses a user-defined class above one billion.
+        t.check(isinstance(pc["value"], int) and 0 < pc["value"] <= 1000000000,
+                f"value {pc['value']}")
+        t.check(pc.get("globalDefault") is not True, "globalDefault would apply to every pod")
+        t.check("namespace" not in pc["metadata"], "PriorityClass is cluster-scoped")
+
+
+def bpffs_init_container(ds):
+    pod = ds["spec"]["template"]["spec"]
+    vol = {v["name"]: v for v in pod["volumes"]}
+    found = [c for c in pod.get("initContainers", []) for m in c.get("volumeMounts", [])
+             if vol[m["name"]].get("hostPath", {}).get("path") == "/sys/fs/bpf"]
+    t.check(len(found) == 1, "no init container mounts the host's /sys/fs/bpf")
+    return found[0]
+
+
+with t.case("an init container mounts bpffs when missing, with Bidirectional propagation"):
+    ds = the_daemonset(DOCS_YAML)
+    ic = bpffs_init_container(ds)
+    c = the_container(ds)
+    vols = host_volumes(ds)
+    bpf_vol = [n for n, v in vols.items() if v.get("hostPath", {}).get("path") == "/sys/fs/bpf"][0]
+    im = mounts_by_volume(ic)[bpf_vol]
+    t.check(im.get("mountPropagation") == "Bidirectional",
+            f"init container's bpffs mount: {im}: its mount must reach the host")
+    t.check(ic["securityContext"].get("privileged") is True, "Bidirectional needs privileged")
+    cm = mounts_by_volume(c)[bpf_vol]
+    t.check(cm["mountPath"] == im["mountPath"] and cm.get("mountPropagation") == "HostToContainer",
+            f"daemon's bpffs mount {cm}: HostToContainer at the init container's path")
+    t.check(vols[bpf_vol]["hostPath"].get("type") in ("DirectoryOrCreate", "Directory"),
+            vols[bpf_vol]["hostPath"])
+    cmd = ic.get("command", []) + ic.get("args", [])
+    t.check(cmd[:2] == ["/bin/sh", "-c"] and len(cmd) == 3, f"init command {cmd}")
+
+# The init container's shell line, run for real in a private mount namespace
+# (never the host's): over a tmpfs it mounts a bpffs, and again it does nothing.
+INIT_CHECK = r"""
+set -eu
+top() { awk '$5 == "/sys/fs/bpf" { t = $9 } END { print t }' /proc/self/mountinfo; }
+count() { awk '$5 == "/sys/fs/bpf"' /proc/self/mountinfo | wc -l; }
+mount -t tmpfs none /sys/fs/bpf
+before=$(count)
+sh -c "$1"
+echo "first: top=$(top) added=$(($(count) - before))"
+sh -c "$1"
+echo "again: top=$(top) added=$(($(count) - before))"
+"""
+
+with t.case("the init container's command mounts bpffs over a node without one, once"):
+    ic = bpffs_init_container(the_daemonset(DOCS_YAML))
+    line = (ic.get("command", []) + ic.get("args", []))[2]
+    p = run(["unshare", "-m", "--propagation", "private", "--", "sh", "-c", INIT_CHECK, "sh",
+             line])
+    t.check(p.returncode == 0, f"exit {p.returncode}: {p.stdout}{p.stderr}")
+    t.check("first: top=bpf added=1" in p.stdout and "again: top=bpf added=1" in p.stdout,
+            p.stdout + p.stderr)
+
+with t.case("AppArmor unconfined and SELinux type spc_t, as Cilium's agent"):
+    for ds in (the_daemonset(DOCS_YAML), the_cleanup(DOCS_YAML)):
+        pod = ds["spec"]["template"]["spec"]
+        psc = pod.get("securityContext", {})
+        for cc in all_containers(ds):
+            sc = cc.get("securityContext", {})
+            aa = sc.get("appArmorProfile", psc.get("appArmorProfile", {}))
+            t.check(aa.get("type") == "Unconfined" or sc.get("privileged") is True,
+                    f"{cc['name']}: AppArmor {aa}")
+            se = sc.get("seLinuxOptions", psc.get("seLinuxOptions", {}))
+            t.check(se.get("type") == "spc_t" or sc.get("privileged") is True,
+                    f"{cc['name']}: SELinux {se}")
+
+with t.case("the metrics port is written once in args and once as the named port"):
+    ds = the_daemonset(DOCS_YAML)
+    c = the_container(ds)
+    port = metrics_port(c)
+    listen = flag_value(c["args"], "metrics-listen")
+    t.check(listen.endswith(f"]:{port}"), f"--metrics-listen {listen} vs containerPort {port}")
+    text = read(os.path.join(DEPLOY, "smg-steer-daemonset.yaml"))
+    uses = [ln.strip() for ln in text.splitlines()
+            if re.search(rf"\b{port}\b", ln) and not ln.strip().startswith("#")]
+    t.check(len(uses) == 2, f"port {port} appears in {len(uses)} places: {uses}")
+
+with t.case("--metrics-listen takes the node's status.hostIP, IPv4 or IPv6"):
+    c = the_container(the_daemonset(DOCS_YAML))
+    listen = flag_value(c["args"], "metrics-listen")
+    for ip in ("192.0.2.10", "2001:db8::10", "fd00::1"):
+        arg = substitute_env([listen], {"NODE_IP": ip})[0]
+        verdict, out = daemon_verdict(["--vip", "198.51.100.10:30000", "--backend",
+                                       "192.0.2.11:30000", "--metrics-listen", arg])
+        t.check(verdict == "accepted", f"NODE_IP={ip}: --metrics-listen {arg}: {out}")
+    verdict, out = daemon_verdict(["--vip", "198.51.100.10:30000", "--backend",
+                                   "192.0.2.11:30000", "--metrics-listen", "fd00::1:9464"])
+    t.check(verdict == "rejected" and "[IPV6]:PORT" in out,
+            f"an ambiguous bare IPv6 with a port: {verdict}: {out}")
+
+with t.case("cleanup DaemonSet: uninstall on the daemon's pin path, same host mount and image"):
+    ds = the_daemonset(DOCS_YAML)
+    cl = the_cleanup(DOCS_YAML)
+    c = the_container(ds)
+    t.check(cl["metadata"]["namespace"] == ds["metadata"]["namespace"], "namespace")
+    pod = cl["spec"]["template"]["spec"]
+    runs = [x for x in pod.get("initContainers", [])
+            if "uninstall" in x.get("command", []) + x.get("args", [])]
+    t.check(len(runs) == 1, "no init container runs smg-steerctl uninstall")
+    u = runs[0]
+    argv = u.get("command", []) + u.get("args", [])
+    t.check(os.path.basename(argv[0]) == "smg-steerctl", f"{argv}")
+    pin = flag_value(c["args"], "pin-path")
+    t.check(flag_value(argv, "pin-path") == pin, f"{argv} does not clean {pin}")
+    vol = {v["name"]: v for v in pod["volumes"]}
+    mounts = [m for m in u["volumeMounts"]
+              if vol[m["name"]].get("hostPath", {}).get("path") == "/sys/fs/bpf"]
+    t.check(mounts and pin.startswith(mounts[0]["mountPath"].rstrip("/") + "/"),
+            "uninstall does not see the host's /sys/fs/bpf at the pin path")
+    t.check(u["image"] == c["image"], f"image {u['image']} vs {c['image']}")
+    t.check(u["securityContext"].get("privileged") is not True, "uninstall needs no privileged")
+    p = run([CTL, "--help"])
+    t.check(re.search(r"^\s+uninstall\s", p.stdout, re.M), "smg-steerctl --help: no uninstall")
 
 with t.case("the ConfigMap's config, with the DaemonSet's args, is accepted by smg-steerd"):
     ds = the_daemonset(DOCS_YAML)
@@ -409,7 +565,7 @@ def doc_flags(text):
 
 
 def doc_files():
-    files = sorted(glob.glob(os.path.join(DOCS, "*.md")))
+    files = [os.path.join(TOP, "README.md")] + sorted(glob.glob(os.path.join(DOCS, "*.md")))
     files += sorted(p for p in glob.glob(os.path.join(DEPLOY, "*")) if os.path.isfile(p))
     return files
 
@@ -471,5 +627,17 @@ with t.case("docs/operations.md explains every metric and every pinned object"):
     t.check(len(pins) >= 9, f"found only {sorted(pins)} in bpf/steer_common.h")
     missing = sorted(p for p in pins if p not in ops)
     t.check(not missing, f"pinned objects not in docs/operations.md: {missing}")
+
+with t.case("docs/operations.md: the id in steer_gen's dump is steer_tables' id in the listing"):
+    ops = read(os.path.join(DOCS, "operations.md"))
+    listed = re.search(r"^(\d+): hash\s+name steer_tables\b", ops, re.M)
+    dump = re.search(r"map dump pinned \S*/steer_gen\n.*?value: ((?:[0-9a-f]{2} ){3}[0-9a-f]{2})",
+                     ops, re.S)
+    prose = re.search(r"`0x([0-9a-f]+)` = (\d+), the `steer_tables` map above", ops)
+    t.check(listed and dump and prose, "the listing, the dump or the sentence is missing")
+    ids = {int(listed.group(1)), int.from_bytes(bytes.fromhex(dump.group(1)), "little"),
+           int(prose.group(1), 16), int(prose.group(2))}
+    t.check(len(ids) == 1, f"steer_tables id: listing {listed.group(1)}, dump "
+            f"{dump.group(1)}, prose 0x{prose.group(1)} = {prose.group(2)}")
 
 t.done()

@@ -9,6 +9,10 @@ the attached cgroup. Along the way one worker gets busy, one fills its KV
 cache, one is killed and restarted; the table printed every second shows
 where the connections go. Everything runs in a private network namespace
 and is removed at the end.
+
+Every column of a backend's row comes from one read of the pinned maps
+(`smg-steerctl -o json explain`): the inputs (queue, throughput, KV) and the
+published wait come from the same publish, as the kernel sees them.
 """
 import json
 import os
@@ -27,6 +31,8 @@ RATE = 20             # new connections per second
 REQUEST_TOKENS = 1024  # work each connection brings to its worker
 VIP = "127.0.0.100:8000"
 TICK = 0.1
+INTERVAL_S = 1.0      # --load-check-interval
+UNHEALTHY_AFTER = 3   # --unhealthy-after (the daemon's default)
 
 # name, last octet, throughput (tokens/s), KV capacity (tokens)
 SPEC = [("w1", 11, 8000.0, 60000), ("w2", 12, 12000.0, 90000),
@@ -41,6 +47,7 @@ class Model:
         self.queued = {n: 0.0 for n, *_ in SPEC}
         self.kv_floor = {n: 0.0 for n, *_ in SPEC}
         self.alive = {n: True for n, *_ in SPEC}
+        self.ejected = {n: False for n, *_ in SPEC}  # as last seen in the maps
 
     def add(self, name, tokens):
         with self.lock:
@@ -71,7 +78,8 @@ def main():
         w = L.Worker(env, name, f"127.0.0.{octet}:8000", f"127.0.0.{octet}:30000",
                      model.state(name))
         workers[name] = w.start()
-    daemon = L.Daemon(env, ["--vip", VIP, "--load-check-interval", "1s", "--log-level", "warn"]
+    daemon = L.Daemon(env, ["--vip", VIP, "--load-check-interval", f"{INTERVAL_S:g}s",
+                            "--unhealthy-after", str(UNHEALTHY_AFTER), "--log-level", "warn"]
                       + sum((["--backend", f"127.0.0.{o}:8000,loads=127.0.0.{o}:30000"]
                              for _, o, _, _ in SPEC), []))
     daemon.start()
@@ -79,7 +87,7 @@ def main():
 
     per_second = {n: 0 for n, *_ in SPEC}
     totals = {n: 0 for n, *_ in SPEC}
-    failed = [0]
+    failed = Failures()
     events = timeline(SECONDS)
     print(f"smg-steer demo: {len(SPEC)} workers, virtual address {VIP}, {RATE} connections/s, "
           f"{SECONDS} s\n")
@@ -104,10 +112,10 @@ def main():
                     totals[name] += 1
                     model.add(name, REQUEST_TOKENS)
                 else:
-                    failed[0] += 1
+                    failed.count(model)
                 next_conn += 1.0 / RATE
             if now >= next_print:
-                print_table(env, daemon, per_second, totals, now - t0, failed[0])
+                print_table(env, model, per_second, totals, now - t0, failed)
                 per_second = {n: 0 for n in per_second}
                 next_print += 1
             time.sleep(0.005)
@@ -117,7 +125,7 @@ def main():
             w.kill()
         env.cleanup()
     print(f"\ntotal: " + ", ".join(f"{n} {c}" for n, c in totals.items())
-          + f", failed {failed[0]}; daemon exit {rc}; cleaned up.")
+          + f", failed {failed.summary()}; daemon exit {rc}; cleaned up.")
     return 0 if rc == 0 else 1
 
 
@@ -128,13 +136,43 @@ def timeline(seconds):
          lambda m, w: m.add("w2", 60000)],
         [12 * s, "w3 fills its KV cache (token_usage 0.98)",
          lambda m, w: m.kv_floor.__setitem__("w3", 0.98)],
-        [18 * s, "w4 is killed", lambda m, w: kill(m, w, "w4")],
+        [18 * s, "w4 is killed. Until smg-steerd ejects it, the connects the kernel steers\n"
+         f"    to w4 fail (ECONNREFUSED): the kernel steers by the last published table,\n"
+         f"    and the daemon ejects a worker after --unhealthy-after {UNHEALTHY_AFTER} failed polls\n"
+         f"    at --load-check-interval {INTERVAL_S:g}s, about {UNHEALTHY_AFTER * INTERVAL_S:g} s. "
+         "The demo counts those failures.",
+         lambda m, w: kill(m, w, "w4")],
         [24 * s, "w4 restarts; w3's KV cache frees up", lambda m, w: restart(m, w, "w4")],
     ]
 
 
+class Failures:
+    """Failed connects, and why: those made while a killed worker had not
+    been ejected yet are expected (see the timeline); any other is not."""
+
+    def __init__(self):
+        self.awaiting = {}  # worker -> failures while it was down, not ejected
+        self.other = 0
+
+    def count(self, model):
+        down = [n for n, alive in model.alive.items() if not alive and not model.ejected[n]]
+        if down:
+            self.awaiting[down[0]] = self.awaiting.get(down[0], 0) + 1
+        else:
+            self.other += 1
+
+    def total(self):
+        return sum(self.awaiting.values()) + self.other
+
+    def summary(self):
+        why = ", ".join(f"{c} while {n} was down and not yet ejected"
+                        for n, c in self.awaiting.items())
+        return f"{self.total()} ({why + ', ' if why else ''}{self.other} other)"
+
+
 def kill(model, workers, name):
     model.alive[name] = False
+    model.ejected[name] = False
     workers[name].kill()
 
 
@@ -154,48 +192,82 @@ def run_events(events, elapsed, model, workers):
         fn(model, workers)
 
 
-def ctl_status(env):
-    """Per-backend records straight from the pinned maps (smg-steerctl)."""
+def read_explain(env):
+    """{backend address: record} from `smg-steerctl -o json explain VIP`."""
     p = subprocess.run([os.path.join(L.BUILD, "smg-steerctl"), "--pin-path", env.pin, "-o", "json",
-                        "status"], capture_output=True, text=True, timeout=5)
+                        "explain", VIP], capture_output=True, text=True, timeout=5)
     if p.returncode != 0:
-        return {}
-    out = {}
-    for svc in json.loads(p.stdout)["services"]:
-        for b in svc["backends"]:
-            out[b["address"]] = b
-    return out
+        raise RuntimeError(p.stderr.strip())
+    return {b["address"]: b for b in json.loads(p.stdout)["backends"]}
 
 
-def print_table(env, daemon, per_second, totals, elapsed, failed):
+STABLE_KEYS = ("health", "rank", "base_wait_ns", "queued_tokens", "throughput_tokens_per_s",
+               "kv_ppm")
+
+
+def backend_records(env):
+    """Two reads 50 ms apart that agree: the daemon writes a backend's inputs
+    just after it swaps in the new table, and a read between the two would
+    pair the new wait with the old inputs."""
+    last = read_explain(env)
+    for _ in range(5):
+        time.sleep(0.05)
+        now = read_explain(env)
+        if all({k: a.get(k) for k in STABLE_KEYS} == {k: now.get(b, {}).get(k) for k in STABLE_KEYS}
+               for b, a in last.items()):
+            return now
+        last = now
+    return last
+
+
+# Column, alignment; widths follow the widest cell, so header and rows line up.
+COLUMNS = [("backend", "<"), ("health", "<"), ("snap", ">"), ("queued", ">"), ("tput/s", ">"),
+           ("kv", ">"), ("base ms", ">"), ("inflight", ">"), ("score ms", ">"), ("conn/s", ">"),
+           ("total", ">")]
+
+
+def format_rows(rows):
+    """Header and rows (lists of cells) as aligned lines."""
+    cells = [[c for c, _ in COLUMNS]] + rows
+    widths = [max(len(r[i]) for r in cells) for i in range(len(COLUMNS))]
+    return ["  " + " ".join(f"{cell:{align}{w}}" for cell, (_, align), w in zip(r, COLUMNS, widths))
+            for r in cells]
+
+
+def backend_row(name, addr, rec, conn_s, total):
+    health = "drained" if rec.get("drained") else rec.get("health", "?")
+    age = rec.get("snapshot_age_s")
+    base, npt = rec.get("base_wait_ns"), rec.get("ns_per_token")
+    inflight = rec.get("inflight_tokens", 0)
+    ranked = rec.get("rank") is not None  # the inputs are current only for a ranked backend
+    return [f"{name} {addr}", health, "-" if age is None else f"{age:.1f}s",
+            f"{rec['queued_tokens']}" if ranked else "-",
+            f"{rec['throughput_tokens_per_s']:.0f}" if ranked else "-",
+            f"{rec['kv_ppm'] / 1e6:.3f}" if ranked else "-",
+            "-" if base is None else f"{base / 1e6:.1f}",
+            f"{inflight}",
+            # The score the kernel computes for the next connection, right now.
+            "-" if base is None else f"{(base + inflight * npt) / 1e6:.1f}",
+            f"{conn_s}", f"{total}"]
+
+
+def print_table(env, model, per_second, totals, elapsed, failed):
     try:
-        m = daemon.metrics()
-        st = ctl_status(env)
+        recs = backend_records(env)
     except Exception as e:  # the demo goes on even if one read fails
         print(f"(status unavailable: {e})")
         return
-
-    def g(name, backend):
-        return m.get((name, tuple(sorted({"vip": VIP, "backend": backend}.items())))) or 0.0
-
-    print(f"t={elapsed:4.1f}s  failed connects: {failed}")
-    print(f"  {'backend':16} {'health':8} {'snap':>5} {'queued':>7} {'tput/s':>7} {'kv':>5} "
-          f"{'base ms':>8} {'inflight':>8} {'score ms':>9} {'conn/s':>6} {'total':>6}")
+    print(f"t={elapsed:4.1f}s  failed connects: {failed.total()}")
+    rows, notes = [], []
     for name, octet, _, _ in SPEC:
-        b = f"127.0.0.{octet}:8000"
-        rec = st.get(b, {})
-        health = "drained" if rec.get("drained") else rec.get("health", "?")
-        age = rec.get("snapshot_age_s")
-        base, npt = rec.get("base_wait_ns"), rec.get("ns_per_token")
-        inflight = rec.get("inflight_tokens", 0)
-        # The score the kernel computes for the next connection, right now.
-        score = "-" if base is None else f"{(base + inflight * npt) / 1e6:9.1f}"
-        print(f"  {name} {b:13} {health:8} {'-' if age is None else f'{age:4.1f}s':>5} "
-              f"{g('smg_steer_backend_queued_tokens', b):7.0f} "
-              f"{g('smg_steer_backend_throughput_tokens_per_second', b):7.0f} "
-              f"{g('smg_steer_backend_kv_usage_ratio', b):5.2f} "
-              f"{'-' if base is None else f'{base / 1e6:8.1f}':>8} "
-              f"{inflight:8d} {score:>9} {per_second[name]:6d} {totals[name]:6d}")
+        addr = f"127.0.0.{octet}:8000"
+        rec = recs.get(addr, {})
+        rows.append(backend_row(name, addr, rec, per_second[name], totals[name]))
+        if not model.alive[name] and not model.ejected[name] and rec.get("health") == "ejected":
+            model.ejected[name] = True
+            notes.append(f"  >>> smg-steerd ejected {name}: the {failed.awaiting.get(name, 0)} "
+                         f"connects steered to it before that failed")
+    print("\n".join(format_rows(rows) + notes))
     sys.stdout.flush()
 
 

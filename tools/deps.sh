@@ -1,6 +1,7 @@
 #!/bin/sh
 # Install the Debian packages smg-steer needs, only those missing.
 # Usage: tools/deps.sh [build|test|bench]   (each set includes the previous)
+#        tools/deps.sh image                  (make image: build set + image tools)
 # Idempotent: when everything is present it prints nothing and changes nothing.
 set -eu
 
@@ -10,13 +11,15 @@ protobuf-compiler libcurl4-openssl-dev libc-ares-dev libseccomp-dev libcap-dev"
 set_test="python3-grpcio python3-protobuf python3-yaml python3-prometheus-client
 iproute2 util-linux procps libclang-rt-14-dev curl stress-ng dnsmasq-base"
 set_bench="haproxy nginx libnginx-mod-stream wrk gnuplot-nox"
+set_image="mmdebstrap buildah podman runc uidmap"
 
 want="$set_build"
 case "${1:-build}" in
 build) ;;
 test) want="$want $set_test" ;;
 bench | all) want="$want $set_test $set_bench" ;;
-*) echo "usage: $0 [build|test|bench]" >&2; exit 2 ;;
+image) want="$want $set_image python3-yaml" ;;
+*) echo "usage: $0 [build|test|bench|image]" >&2; exit 2 ;;
 esac
 
 missing=""

@@ -5,7 +5,8 @@
  * Reads the pinned BPF maps directly (never talks to smg-steerd), so it works
  * while the daemon is down: status, explain (why the next connection goes
  * where it goes, computed with the kernel's own selection code from
- * steer_common.h), drain and undrain.
+ * steer_common.h), drain and undrain; uninstall removes smg-steer from the
+ * host.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -27,6 +28,7 @@
 #include "dataplane.h"
 #include "load_decode.h"
 #include "steer_common.h"
+#include "uninstall.h"
 
 #define EXIT_OK 0
 #define EXIT_ERROR 1
@@ -43,6 +45,7 @@ enum command {
 	CMD_EXPLAIN,
 	CMD_DRAIN,
 	CMD_UNDRAIN,
+	CMD_UNINSTALL,
 };
 
 struct ctl {
@@ -64,6 +67,7 @@ static void usage(FILE *f)
 		"       %s [--pin-path DIR] [-o text|json] explain VIP\n"
 		"       %s [--pin-path DIR] drain ADDR:PORT\n"
 		"       %s [--pin-path DIR] undrain ADDR:PORT\n"
+		"       %s [--pin-path DIR] uninstall\n"
 		"       %s --help | --version\n"
 		"\n"
 		"Inspect and steer smg-steer's kernel data plane through its pinned BPF maps;\n"
@@ -78,6 +82,8 @@ static void usage(FILE *f)
 		"  drain ADDR:PORT  stop sending new connections to a backend (persists)\n"
 		"  undrain ADDR:PORT\n"
 		"                   make a drained backend eligible again\n"
+		"  uninstall        detach every program and remove every pin (smg-steerd\n"
+		"                   must be stopped); prints what it removed; idempotent\n"
 		"\n"
 		"Options:\n"
 		"  -p, --pin-path DIR   pin directory of the data plane (default %s)\n"
@@ -86,7 +92,7 @@ static void usage(FILE *f)
 		"  -V, --version        print the version\n"
 		"\n"
 		"Exit status: 0 ok, 1 error (nothing pinned, unknown VIP, not root), 2 usage.\n",
-		prog, prog, prog, prog, prog, STEER_DEFAULT_PIN_DIR);
+		prog, prog, prog, prog, prog, prog, STEER_DEFAULT_PIN_DIR);
 }
 
 static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -110,10 +116,8 @@ static enum command command_from_name(const char *name)
 		const char *name;
 		enum command cmd;
 	} cmds[] = {
-		{ "status", CMD_STATUS },
-		{ "explain", CMD_EXPLAIN },
-		{ "drain", CMD_DRAIN },
-		{ "undrain", CMD_UNDRAIN },
+		{ "status", CMD_STATUS },   { "explain", CMD_EXPLAIN },	    { "drain", CMD_DRAIN },
+		{ "undrain", CMD_UNDRAIN }, { "uninstall", CMD_UNINSTALL },
 	};
 	size_t i;
 
@@ -130,11 +134,12 @@ static int parse_command(struct ctl *c, int argc, char *const argv[])
 	bool wants_address;
 
 	if (argc < 1)
-		return usage_error("missing command (status, explain, drain or undrain)");
+		return usage_error(
+			"missing command (status, explain, drain, undrain or uninstall)");
 	c->cmd = command_from_name(argv[0]);
 	if (c->cmd == CMD_NONE)
 		return usage_error("unknown command '%s'", argv[0]);
-	wants_address = c->cmd != CMD_STATUS;
+	wants_address = c->cmd != CMD_STATUS && c->cmd != CMD_UNINSTALL;
 	if (wants_address && argc < 2)
 		return usage_error("'%s' needs an address (ADDR:PORT or [ADDR]:PORT)", argv[0]);
 	if (argc > (wants_address ? 2 : 1))
@@ -730,6 +735,27 @@ static int cmd_status(const struct ctl *c, struct steer_dp *dp)
 
 /* ---- explain, text --------------------------------------------------------------- */
 
+/* Where a backend's queued tokens come from. The daemon estimates them in two
+ * cases: the engine reports waiting requests but no token count (a snapshot),
+ * or there is no load report at all (estimate and dark modes). */
+static const char *queued_source(const struct steer_bk_info *info)
+{
+	if (!info->queued_estimated)
+		return "report";
+	return info->mode == STEER_MODE_SNAPSHOT ? "waiting_requests" : "live_connections";
+}
+
+static const char *queued_note(const struct steer_bk_info *info)
+{
+	const char *src = queued_source(info);
+
+	if (!strcmp(src, "waiting_requests"))
+		return " (estimated from waiting requests x mean prefill)";
+	if (!strcmp(src, "live_connections"))
+		return " (no load report: estimated from live connections x mean prefill)";
+	return "";
+}
+
 /* The daemon's inputs to the base wait: queue, throughput, work and KV terms. */
 static void explain_inputs_text(const struct steer_bk_info *info)
 {
@@ -745,7 +771,7 @@ static void explain_inputs_text(const struct steer_bk_info *info)
 	       poll_name(info->last_poll), info->dp_ranks);
 	printf("    load source:    %s\n", steer_source_name((enum steer_source)info->source));
 	printf("    queued tokens:  %llu%s\n", (unsigned long long)info->queued_tokens,
-	       info->queued_estimated ? " (estimated from waiting requests)" : "");
+	       queued_note(info));
 	printf("    throughput:     %.1f tokens/s\n", (double)info->throughput_mtps / 1000.0);
 	printf("    work term:      %s (queued / throughput)\n",
 	       fmt_ms(info->work_ns, t, sizeof(t)));
@@ -873,6 +899,7 @@ static struct json_object *json_backend_explain(const struct steer_dp *dp,
 
 	jadd_u64(o, "queued_tokens", info->queued_tokens);
 	jadd_bool(o, "queued_estimated", info->queued_estimated != 0);
+	jadd_str(o, "queued_from", queued_source(info));
 	jadd_double(o, "throughput_tokens_per_s", (double)info->throughput_mtps / 1000.0);
 	jadd_u64(o, "work_ns", info->work_ns);
 	jadd_u64(o, "kv_ppm", info->kv_ppm);
@@ -1087,6 +1114,26 @@ static int cmd_drain(const struct ctl *c, struct steer_dp *dp, bool drain)
 	return rc;
 }
 
+/* ---- uninstall ------------------------------------------------------------------ */
+
+/* Needs no data plane: it works on whatever layout is pinned (uninstall.h). */
+static int cmd_uninstall(const struct ctl *c)
+{
+	struct steer_uninstall_report rep;
+	char err[512];
+
+	if (steer_uninstall(c->pin_dir, stdout, &rep, err, sizeof(err)) != 0) {
+		fflush(stdout);
+		fprintf(stderr, "%s: uninstall: %s\n", prog, err);
+		return EXIT_ERROR;
+	}
+	if (!rep.nothing_pinned)
+		printf("uninstalled: %u link(s) detached, %u pin(s) and %u directory(ies) "
+		       "removed\n",
+		       rep.links_detached, rep.pins_removed, rep.dirs_removed);
+	return EXIT_OK;
+}
+
 /* ---- main ------------------------------------------------------------------------- */
 
 static int run_command(const struct ctl *c, struct steer_dp *dp)
@@ -1117,6 +1164,8 @@ int main(int argc, char *argv[])
 	/* Before touching anything: without root every map access fails obscurely. */
 	if (require_root() != 0)
 		return EXIT_ERROR;
+	if (c.cmd == CMD_UNINSTALL)
+		return cmd_uninstall(&c) == EXIT_OK && fflush(stdout) == 0 ? EXIT_OK : EXIT_ERROR;
 	if (open_dataplane(&c, &dp) != 0)
 		return EXIT_ERROR;
 	rc = run_command(&c, dp);

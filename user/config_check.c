@@ -7,6 +7,7 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
+#include <arpa/inet.h>
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
@@ -396,9 +397,36 @@ static int parse_log_level(const char *v, struct steer_config *dst, char *why, s
 	return cfg_why(why, whylen, "must be one of error, warn, info, debug, got '%s'", v);
 }
 
+/*
+ * "[192.0.2.10]:9464" -> "192.0.2.10:9464" in buf; anything else is returned
+ * as is. A DaemonSet writes --metrics-listen=[$(NODE_IP)]:PORT, one form that
+ * fits the node's IPv4 and IPv6 address alike (a bare IPv6 address followed
+ * by :PORT is ambiguous, so brackets are the only form that fits both).
+ */
+static const char *unbracket_v4(const char *v, char *buf, size_t len)
+{
+	const char *close = v[0] == '[' ? strchr(v, ']') : NULL;
+	struct in_addr a;
+	char host[INET_ADDRSTRLEN];
+	size_t hlen;
+
+	if (!close || close[1] != ':')
+		return v;
+	hlen = (size_t)(close - v - 1);
+	if (hlen >= sizeof(host))
+		return v;
+	memcpy(host, v + 1, hlen);
+	host[hlen] = 0;
+	if (inet_pton(AF_INET, host, &a) != 1)
+		return v;
+	if ((size_t)snprintf(buf, len, "%s%s", host, close + 1) >= len)
+		return v;
+	return buf;
+}
+
 static int parse_metrics(const char *v, struct steer_config *dst, char *why, size_t whylen)
 {
-	char detail[WHY_LEN];
+	char detail[WHY_LEN], plain[STEER_ADDR_STRLEN + 8];
 
 	if (!strcmp(v, "off")) {
 		dst->metrics_enabled = false;
@@ -406,6 +434,7 @@ static int parse_metrics(const char *v, struct steer_config *dst, char *why, siz
 		memset(&dst->metrics_addr, 0, sizeof(dst->metrics_addr));
 		return 0;
 	}
+	v = unbracket_v4(v, plain, sizeof(plain));
 	if (cfg_addr_parse(v, &dst->metrics_addr, detail, sizeof(detail)) ||
 	    cfg_addr_check_listen(&dst->metrics_addr, detail, sizeof(detail)))
 		return cfg_why(why, whylen, "%s (or 'off' to disable)", detail);

@@ -192,8 +192,11 @@ void steer_dns_step(struct steer_dns *d, int timeout_ms)
 		return;
 	bits = ares_getsock(d->ch, socks, ARES_GETSOCK_MAXNUM);
 	for (i = 0; i < ARES_GETSOCK_MAXNUM; i++) {
-		short ev = (short)((ARES_GETSOCK_READABLE(bits, i) ? POLLIN : 0) |
-				   (ARES_GETSOCK_WRITABLE(bits, i) ? POLLOUT : 0));
+		/* c-ares' ARES_GETSOCK_WRITABLE shifts a signed 1 by up to 31
+		 * places (undefined): test the bits unsigned. */
+		unsigned ubits = (unsigned)bits;
+		short ev = (short)(((ubits >> i) & 1u ? POLLIN : 0) |
+				   ((ubits >> (i + ARES_GETSOCK_MAXNUM)) & 1u ? POLLOUT : 0));
 
 		if (ev)
 			pfd[n++] = (struct pollfd){ .fd = socks[i], .events = ev };
