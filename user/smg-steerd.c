@@ -562,20 +562,25 @@ static bool is_drained(const struct daemon *d, const struct backend *b)
 static size_t pick_candidates(struct daemon *d, struct service *s, struct backend **c)
 {
 	bool drained[STEER_MAX_BACKENDS];
-	size_t j, n = 0, healthy = 0;
+	size_t j, n = 0, healthy = 0, eligible = 0, unpolled = 0;
 	bool fail_open;
-
-	size_t eligible = 0;
 
 	/* Drained backends neither count as healthy nor come back by failing open. */
 	for (j = 0; j < s->n; j++) {
 		drained[j] = is_drained(d, s->b[j]);
 		eligible += !drained[j];
 		healthy += !drained[j] && s->b[j]->health == STEER_HEALTH_HEALTHY;
+		unpolled += !drained[j] && s->b[j]->last_kind == STEER_POLL_NONE;
 	}
 	fail_open = healthy == 0 && eligible > 0;
 	if (fail_open != s->fail_open) {
-		if (fail_open)
+		/* A service that a reload just added has backends no poll has
+		 * answered yet: nothing has failed, so no alarm. */
+		if (fail_open && unpolled == eligible)
+			log_info("%s: no backend polled yet; publishing all %zu until their first "
+				 "polls",
+				 s->vip_str, eligible);
+		else if (fail_open)
 			log_error("%s: no backend is healthy (ejected, or never polled "
 				  "successfully); failing open: publishing all %zu",
 				  s->vip_str, eligible);
