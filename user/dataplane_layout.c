@@ -14,29 +14,37 @@
  * the sockets layout 0 steered. What changes:
  *
  *   steer_slots   ARRAY[32768] of 64 B -> ARRAY[1] of all slots, fields added
- *   steer_bkinfo  80 B (before the source field) -> 88 B; 88 B is kept
+ *   steer_bkinfo  72 B (before the source field) -> 80 B; 80 B is kept
  *   sockops link  removed: live counts come from connect and release
  *
  * The take-over, in order (dp_layout_prepare, then dp_layout_take_over right
  * after the release program is attached, then the connect and getpeername
  * links get the new programs in place, then dp_layout_retire):
  *
- *  1. The old steer_slots (and an 80-byte steer_bkinfo) are unpinned but kept
+ *  1. The old steer_slots (and a 72-byte steer_bkinfo) are unpinned but kept
  *     open; loading the new object pins new ones.
- *  2. The release program is attached. Until step 3 it leaves layout-0
- *     sockets alone, and sockops still counts their closes in the old map.
- *  3. The counters are copied, slot by slot (the same slot numbers, the same
- *     generations), and the release program is told that layout-0 sockets
- *     exist: from now on it takes a closing layout-0 socket off the new live
- *     count and clears its storage's live flag, so that sockops, still
- *     attached for a moment, no longer counts it in the old map.
- *  4. The sockops link is detached and unpinned.
- *  5. The connect and getpeername links are switched to the new programs,
+ *  2. The release program is attached. It leaves layout-0 sockets alone for
+ *     now: sockops still counts their closes in the old map.
+ *  3. Slot by slot (the same slot numbers), the generations, drain flags and
+ *     statistics are copied, with the in-flight credits as they are now; the
+ *     live counts start at 0. (The connects the old program steers from here
+ *     to step 4 are missing from the steered statistic; their credits are
+ *     not: see step 5.) Then the release program is told that layout-0
+ *     sockets exist: a closing layout-0 socket that sockops counted live
+ *     (STEER_SK_LIVE) is from now on taken off the new count (closed + 1) and
+ *     its live flag cleared, so that sockops, still attached for a moment,
+ *     no longer takes it off the old one. Each close is counted exactly once,
+ *     in one map or the other.
+ *  4. The connect and getpeername links are switched to the new programs,
  *     each in one update: every connect is steered, before or after.
+ *  5. The sockops link is detached: the old live counts stop moving. They are
+ *     added to the new ones (as closed - old live, the user-space side of the
+ *     difference), and the credits the old connect program made since step 3
+ *     are added to the new in-flight counts (as drained - those credits).
  *
- * Counts can be off by the connections that a peer resets in the
- * microseconds between steps 3 and 4, and by the credits the old connect
- * program makes between steps 3 and 5.
+ * What is not exact: a program run already under way at the instant of a
+ * switch (microseconds), and a socket that a peer resets while its
+ * application closes it on another CPU at that moment.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -66,12 +74,13 @@ struct slot_v0 {
 	__u64 reserved[3];
 };
 
-#define BKINFO_V0_SIZE 80 /* steer_bk_info before the source field */
+#define BKINFO_V0_SIZE 72 /* steer_bk_info before the source field */
 
 struct dp_migration {
 	int old_slots_fd;  /* layout 0 steer_slots, unpinned, read at the take-over */
-	int old_bkinfo_fd; /* layout 0 steer_bkinfo of 80 bytes, or -1 (kept as is) */
+	int old_bkinfo_fd; /* layout 0 steer_bkinfo of 72 bytes, or -1 (kept as is) */
 	bool taken_over;
+	__u64 credited[STEER_SLOT_IDS]; /* old inflight_tokens at step 3 */
 };
 
 static bool pinned(const struct steer_dp *dp, const char *name)
@@ -191,28 +200,47 @@ int dp_layout_prepare(struct steer_dp *dp, char *err, size_t errlen)
 	return prepare_from_v0(dp, err, errlen);
 }
 
-/* Layout-0 counters into the new slots: same slot numbers and generations. */
-static uint64_t copy_slots_v0(struct steer_dp *dp, const struct slot_v0 *old)
+/* Step 3: layout-0 counters into the new slots, same numbers and generations;
+ * live counts start at 0 (see step 5). */
+static void copy_slots_v0(struct steer_dp *dp, const struct slot_v0 *old)
+{
+	uint32_t s;
+
+	for (s = 0; s < STEER_SLOT_IDS; s++) {
+		struct steer_slot *n = &dp->slots[s];
+		int svc = dp->slot_used[s] ? dp_svc_id_of(dp, &dp->slot_key[s].vip) : -1;
+
+		dp->mig->credited[s] = __atomic_load_n(&old[s].inflight_tokens, __ATOMIC_ACQUIRE);
+		n->inflight_tokens = dp->mig->credited[s];
+		n->drained_tokens = 0;
+		n->steered = old[s].steered;
+		n->fallbacks = old[s].fallbacks;
+		n->live = 0;
+		n->closed = 0;
+		n->flags = old[s].flags;
+		n->svc_id = svc >= 0 ? (uint32_t)svc : 0;
+		__atomic_store_n(&n->gen, old[s].gen, __ATOMIC_RELEASE);
+	}
+}
+
+/* Step 5: the old live counts, final now, and the old program's last credits. */
+static uint64_t add_final_v0(struct steer_dp *dp, const struct slot_v0 *old)
 {
 	uint64_t legacy_live = 0;
 	uint32_t s;
 
 	for (s = 0; s < STEER_SLOT_IDS; s++) {
 		struct steer_slot *n = &dp->slots[s];
-		int svc = dp->slot_used[s] ? dp_svc_id_of(dp, &dp->slot_key[s].vip) : -1;
-		int64_t live = old[s].live > 0 ? old[s].live : 0;
+		int64_t live = __atomic_load_n(&old[s].live, __ATOMIC_ACQUIRE);
+		__u64 late = __atomic_load_n(&old[s].inflight_tokens, __ATOMIC_ACQUIRE) -
+			     dp->mig->credited[s];
 
-		n->inflight_tokens = old[s].inflight_tokens;
-		n->drained_tokens = 0;
-		n->steered = old[s].steered;
-		n->fallbacks = old[s].fallbacks;
-		n->live = live;
-		n->closed = 0;
-		n->flags = old[s].flags;
-		n->svc_id = svc >= 0 ? (uint32_t)svc : 0;
-		__atomic_store_n(&n->gen, old[s].gen, __ATOMIC_RELEASE);
-		if (svc >= 0)
+		if (live > 0) {
+			__atomic_fetch_sub(&n->closed, (uint64_t)live, __ATOMIC_ACQ_REL);
 			legacy_live += (uint64_t)live;
+		}
+		if (late)
+			__atomic_fetch_sub(&n->drained_tokens, late, __ATOMIC_ACQ_REL);
 	}
 	return legacy_live;
 }
@@ -234,16 +262,13 @@ static void *map_read(int fd, size_t len)
 	return p == MAP_FAILED ? NULL : p;
 }
 
-/* Steps 3 and 4, right after the release program is attached. */
+/* Step 3, right after the release program is attached. */
 int dp_layout_take_over(struct steer_dp *dp, char *err, size_t errlen)
 {
 	struct dp_migration *m = dp->mig;
 	size_t slots_len = sizeof(struct slot_v0) * STEER_SLOT_IDS;
 	size_t bk_len = (size_t)BKINFO_V0_SIZE * STEER_SLOT_IDS;
-	uint64_t legacy_live;
-	char path[PATH_MAX];
 	struct slot_v0 *old;
-	uint32_t i;
 
 	if (!m || m->taken_over)
 		return 0;
@@ -251,7 +276,7 @@ int dp_layout_take_over(struct steer_dp *dp, char *err, size_t errlen)
 	if (!old)
 		return steer_seterr(err, errlen, errno, "cannot read the layout 0 counters: %s",
 				    strerror(errno));
-	legacy_live = copy_slots_v0(dp, old);
+	copy_slots_v0(dp, old);
 	munmap(old, slots_len);
 	if (m->old_bkinfo_fd >= 0) {
 		unsigned char *bk = map_read(m->old_bkinfo_fd, bk_len);
@@ -261,10 +286,20 @@ int dp_layout_take_over(struct steer_dp *dp, char *err, size_t errlen)
 			munmap(bk, bk_len);
 		}
 	}
-	__atomic_store_n(&dp->layout->legacy_live, legacy_live, __ATOMIC_RELEASE);
 	__atomic_fetch_or(&dp->layout->flags, STEER_LAYOUT_LEGACY_SK, __ATOMIC_ACQ_REL);
-	for (i = 0; i < STEER_SVC_IDS; i++)
-		dp_svc_touch(dp, i);
+	m->taken_over = true;
+	return 0;
+}
+
+/* Step 5, once every link runs the new programs. */
+static int finish_v0(struct steer_dp *dp, char *err, size_t errlen)
+{
+	size_t slots_len = sizeof(struct slot_v0) * STEER_SLOT_IDS;
+	uint64_t legacy_live;
+	char path[PATH_MAX];
+	struct slot_v0 *old;
+	uint32_t i;
+
 	dp_pin_path(dp, STEER_LINK_SOCKOPS, path, sizeof(path));
 	if (access(path, F_OK) == 0) {
 		struct bpf_link *l = bpf_link__open(path);
@@ -275,24 +310,33 @@ int dp_layout_take_over(struct steer_dp *dp, char *err, size_t errlen)
 		}
 		unlink(path);
 	}
-	m->taken_over = true;
+	old = map_read(dp->mig->old_slots_fd, slots_len);
+	if (!old)
+		return steer_seterr(err, errlen, errno, "cannot read the layout 0 counters: %s",
+				    strerror(errno));
+	legacy_live = add_final_v0(dp, old);
+	munmap(old, slots_len);
+	__atomic_fetch_add(&dp->layout->legacy_live, legacy_live, __ATOMIC_ACQ_REL);
+	for (i = 0; i < STEER_SVC_IDS; i++)
+		dp_svc_touch(dp, i);
 	log_info("data plane: took over the layout 0 counters (%llu live connections of older "
-		 "sockets); sockops detached",
-		 (unsigned long long)legacy_live);
+		 "sockets); sockops detached; %s is at layout %d",
+		 (unsigned long long)legacy_live, dp->pin_dir, STEER_LAYOUT_VERSION);
 	return 0;
 }
 
 /* The end of any open by the owner: the pins are of this layout now. */
 int dp_layout_retire(struct steer_dp *dp, char *err, size_t errlen)
 {
-	(void)err;
-	(void)errlen;
-	if (__atomic_load_n(&dp->layout->version, __ATOMIC_ACQUIRE) != STEER_LAYOUT_VERSION)
-		__atomic_store_n(&dp->layout->version, STEER_LAYOUT_VERSION, __ATOMIC_RELEASE);
+	int rc = 0;
+
 	if (dp->mig && dp->mig->taken_over)
-		log_info("data plane: %s is at layout %d", dp->pin_dir, STEER_LAYOUT_VERSION);
+		rc = finish_v0(dp, err, errlen);
+	if (rc == 0 &&
+	    __atomic_load_n(&dp->layout->version, __ATOMIC_ACQUIRE) != STEER_LAYOUT_VERSION)
+		__atomic_store_n(&dp->layout->version, STEER_LAYOUT_VERSION, __ATOMIC_RELEASE);
 	dp_layout_free(dp);
-	return 0;
+	return rc;
 }
 
 void dp_layout_free(struct steer_dp *dp)
