@@ -14,6 +14,7 @@
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_endian.h>
+#include <bpf/bpf_core_read.h>
 #include "steer_common.h"
 
 #define SOCK_STREAM 1
@@ -22,6 +23,7 @@
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 extern void *bpf_cast_to_kern_ctx(void *obj) __ksym;
+extern void *bpf_rdonly_cast(void *obj, __u32 btf_id) __ksym;
 
 /*
  * One generation of tables: every service, keyed by its virtual address.
@@ -209,23 +211,57 @@ static __always_inline struct steer_sock *sock_find(__u64 cookie)
 }
 
 /*
- * The socket's record is gone or moves elsewhere: take it off its backend's
- * live count, unless that slot has changed owner since (its gen moved on).
+ * Was the socket's handshake ever completed? Its SYN was acknowledged then:
+ * tcp_sock.bytes_acked counts the SYN as one byte; a refused, timed-out or
+ * abandoned connect leaves it at 0. Read-only, through the kernel's type.
  */
-static __always_inline void sock_uncount(struct steer_sock *r)
+static __always_inline bool ever_established(struct sock *sk)
 {
-	struct steer_slot_array *all;
-	struct steer_slot *s;
+	struct tcp_sock *tp = bpf_rdonly_cast(sk, bpf_core_type_id_kernel(struct tcp_sock));
 
-	if (!(r->flags & STEER_SOCK_LIVE))
-		return;
+	return tp->bytes_acked != 0;
+}
+
+static __always_inline void svc_touch(__u16 svc_id)
+{
+	__u32 id = svc_id;
+	struct steer_svc_stats *st = bpf_map_lookup_elem(&steer_svcst, &id);
+
+	if (st)
+		__sync_fetch_and_add(&st->epoch, 1);
+}
+
+/*
+ * A steered socket is released, or connected again elsewhere: take it off its
+ * backend's live count, and count a connect that never got established
+ * towards fast ejection (one that did resets the count). Nothing when the
+ * slot has changed owner since (its gen moved on). Crossing the threshold
+ * either way has the service's tree rebuilt at its next connect.
+ */
+static __always_inline void sock_done(struct steer_sock *r, bool established)
+{
+	struct steer_slot_array *all = slots_all();
+	struct steer_slot *s;
+	bool live = r->flags & STEER_SOCK_LIVE;
+
 	r->flags &= ~STEER_SOCK_LIVE;
-	all = slots_all();
 	if (!all)
 		return;
 	s = slot_in(all, r->slot);
-	if (s->gen == r->slot_gen)
+	if (s->gen != r->slot_gen)
+		return;
+	if (live)
 		__sync_fetch_and_add(&s->closed, 1);
+	if (!established) {
+		if (__sync_fetch_and_add(&s->fails, 1) == STEER_FAIL_EJECT - 1)
+			svc_touch(r->svc_id);
+	} else if (s->fails) {
+		bool was_out = s->fails >= STEER_FAIL_EJECT;
+
+		s->fails = 0;
+		if (was_out)
+			svc_touch(r->svc_id);
+	}
 }
 
 /*
@@ -233,10 +269,11 @@ static __always_inline void sock_uncount(struct steer_sock *r)
  * before this call, so that it cannot have a record yet. The cookie is read
  * from the socket directly first: bpf_get_socket_cookie would create it.
  */
-static __always_inline __u64 connect_cookie(struct bpf_sock_addr *ctx, int *fresh)
+static __always_inline __u64 connect_cookie(struct bpf_sock_addr *ctx, int *fresh, struct sock **sk)
 {
 	struct bpf_sock_addr_kern *k = bpf_cast_to_kern_ctx(ctx);
 
+	*sk = k->sk;
 	*fresh = k->sk->__sk_common.skc_cookie.counter == 0;
 	return bpf_get_socket_cookie(ctx);
 }
@@ -246,7 +283,7 @@ static __always_inline __u64 connect_cookie(struct bpf_sock_addr *ctx, int *fres
  * again (a connect that failed, retried), else a free one claimed with a
  * compare-and-swap. NULL when the probed records are all taken.
  */
-static __always_inline struct steer_sock *sock_claim(__u64 cookie, int fresh)
+static __always_inline struct steer_sock *sock_claim(__u64 cookie, int fresh, struct sock *sk)
 {
 	__u32 p;
 
@@ -254,7 +291,7 @@ static __always_inline struct steer_sock *sock_claim(__u64 cookie, int fresh)
 		struct steer_sock *old = sock_find(cookie);
 
 		if (old) {
-			sock_uncount(old);
+			sock_done(old, ever_established(sk));
 			return old;
 		}
 	}
@@ -292,17 +329,17 @@ static __always_inline __u32 pick_round_robin(struct steer_table *t, struct stee
 
 /*
  * Fresh table: the root of the service's tree, rebuilt first when the table
- * or anything it caches changed. A drained winner means a drain landed just
- * before its epoch bump: rebuild once more with the flags as they are now.
+ * or anything it caches changed. A winner that is no longer eligible means a
+ * drain or an ejection landed just before its epoch bump: rebuild with the
+ * slots as they are now.
  */
 static __always_inline __u32 pick_least_wait(struct steer_table *t, struct steer_slot_array *all,
 					     struct steer_svc_stats *st, struct steer_svc_tree *tr)
 {
 	__u32 pos = steer_tree_pick(tr);
-	bool drained = pos < STEER_MAX_BACKENDS &&
-		       (slot_in(all, t->e[pos].slot)->flags & STEER_SLOT_DRAINED);
+	bool out = pos < STEER_MAX_BACKENDS && !steer_slot_eligible(slot_in(all, t->e[pos].slot));
 
-	if (tr->tgen != t->generation || tr->epoch != st->epoch || drained) {
+	if (tr->tgen != t->generation || tr->epoch != st->epoch || out) {
 		steer_tree_build(tr, t, slot_in, all, st->epoch);
 		pos = steer_tree_pick(tr);
 	}
@@ -399,13 +436,14 @@ static __always_inline int steer_connect(struct bpf_sock_addr *ctx, const struct
 {
 	struct steer_table *t = table_lookup(vip);
 	struct steer_sock *rec;
+	struct sock *sk;
 	__u64 cookie;
 	int fresh;
 
 	if (!t)
 		return 0; /* not a virtual address: untouched */
-	cookie = connect_cookie(ctx, &fresh);
-	rec = sock_claim(cookie, fresh);
+	cookie = connect_cookie(ctx, &fresh, &sk);
+	rec = sock_claim(cookie, fresh, sk);
 	if (choose(t, dest, rec != 0) != CHOICE_STEERED) {
 		if (rec)
 			rec->cookie = 0;
@@ -578,7 +616,7 @@ int steer_release(struct bpf_sock *ctx)
 	struct steer_sock *r;
 
 	if (cookie && (r = sock_find(cookie))) {
-		sock_uncount(r);
+		sock_done(r, ever_established(sk));
 		r->cookie = 0; /* free for the next socket */
 		return 1;
 	}

@@ -163,16 +163,27 @@ struct steer_slot {
 	__u64 inflight_tokens; /* tokens credited by connects, cumulative (kernel) */
 	__u64 drained_tokens;  /* tokens drained by the daemon, cumulative (user space) */
 	__u64 steered;	       /* connections placed by score (kernel) */
-	__u64 fallbacks; /* connections placed round-robin because the table expired (kernel) */
-	__s64 live;	 /* connections opened: +1 per tracked connect (kernel) */
-	__u64 closed;	 /* tracked sockets released, or re-steered elsewhere (kernel, atomic) */
-	__u32 gen;    /* bumped when the slot changes owner; older sockets' releases are ignored */
-	__u32 flags;  /* STEER_SLOT_* (user space) */
-	__u32 svc_id; /* the service this slot belongs to (user space) */
-	__u32 reserved; /* zero; room for a failure count (fast ejection) */
+	__u64 fallbacks;       /* placed round-robin, the table had expired (kernel) */
+	__s64 live;	       /* tracked connects, cumulative (kernel) */
+	__u64 closed;	       /* tracked sockets released or steered again (kernel, atomic) */
+	__u32 gen;	       /* bumped when the slot changes owner (user space) */
+	__u32 flags;	       /* STEER_SLOT_* (user space) */
+	__u32 svc_id;	       /* the service this slot belongs to (user space) */
+	__u32 fails;	       /* connects in a row never established (kernel, atomic) */
 };
 
 #define STEER_SLOT_DRAINED 0x1 /* operator drain: never chosen for new connections */
+
+/*
+ * Fast ejection: a backend whose last STEER_FAIL_EJECT steered connects in a
+ * row were released without ever being established (refused, timed out,
+ * given up) is not chosen until a publish puts it back, or one of its
+ * connects still in flight gets through. Up to three failures never eject.
+ */
+#define STEER_FAIL_EJECT 4
+
+/* May the slot be chosen for a new connection? */
+#define steer_slot_eligible(s) (!((s)->flags & STEER_SLOT_DRAINED) && (s)->fails < STEER_FAIL_EJECT)
 
 /* Every slot in one map value, so that the kernel reaches any of them under a
  * service lock, where no map lookup is allowed. 2 MiB. */
@@ -449,7 +460,7 @@ static __always_inline void steer_select(const struct steer_table *t, steer_slot
 			break;
 		best->scanned = (__u16)(i + 1);
 		s = slot_at(ctx, e->slot);
-		if (!s || (s->flags & STEER_SLOT_DRAINED))
+		if (!s || !steer_slot_eligible(s))
 			continue;
 		score = steer_score(e->base_wait_ns, steer_slot_inflight(s), e->ns_per_token);
 		if (!best->found || score < best->score) {
@@ -491,7 +502,7 @@ static __always_inline __u32 steer_round_robin(const struct steer_table *t, stee
 		if (pos >= STEER_MAX_BACKENDS)
 			break;
 		s = slot_at(ctx, t->e[pos].slot);
-		if (s && !(s->flags & STEER_SLOT_DRAINED))
+		if (s && steer_slot_eligible(s))
 			return pos;
 	}
 	return STEER_NO_PICK;
@@ -542,7 +553,7 @@ static __always_inline void steer_tree_build(struct steer_svc_tree *tr, const st
 		const struct steer_entry *e = &t->e[i];
 		struct steer_slot *s = slot_at(ctx, e->slot);
 
-		if (!s || (s->flags & STEER_SLOT_DRAINED))
+		if (!s || !steer_slot_eligible(s))
 			continue;
 		tr->score[i] =
 			steer_score(e->base_wait_ns, steer_slot_inflight(s), e->ns_per_token);

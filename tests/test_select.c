@@ -355,6 +355,10 @@ static void test_tree_picks_what_steer_select_picks(void)
 				__u32 k = (__u32)(rnd() % n);
 
 				slots[t.e[k].slot].flags ^= STEER_SLOT_DRAINED;
+				/* and a fast ejection, or a readmission */
+				slots[t.e[rnd() % n].slot].fails =
+					rnd() % 2 ? STEER_FAIL_EJECT
+						  : (__u32)(rnd() % STEER_FAIL_EJECT);
 				slots[t.e[rnd() % n].slot].drained_tokens +=
 					steer_slot_inflight(&slots[t.e[k].slot]) / 2;
 				steer_tree_build(&tr, &t, slot_at, NULL, 8);

@@ -261,13 +261,16 @@ static void test_no_record_leaks_after_failed_refused_and_reset_connects(void)
 	const double zero = 0, npt = 1000;
 	size_t before = tracked();
 	long n[3] = { 0 }, odd = 0, retried = 0, k;
+	uint32_t s_dead, s_reset;
 	uint64_t steered_dead, steered_reset;
 	struct steer_svc_stats st;
 
 	CHECK(publish(&vip_dead, &dead_be, 1, NULL, &zero, &npt, 1) == 0, "publish: %s", err);
 	CHECK(publish(&vip_empty, &dead_be, 1, NULL, NULL, NULL, 0) == 0, "publish: %s", err);
 	CHECK(publish(&vip_reset, &reset_be, 1, NULL, &zero, &npt, 1) == 0, "publish: %s", err);
-	steered_dead = steer_dp_slot_counters(dp, slot_of(&vip_dead, &dead_be))->steered;
+	s_dead = slot_of(&vip_dead, &dead_be);
+	s_reset = slot_of(&vip_reset, &reset_be);
+	steered_dead = steer_dp_slot_counters(dp, s_dead)->steered;
 	steered_reset = steer_dp_slot_counters(dp, slot_of(&vip_reset, &reset_be))->steered;
 	for (k = 0; k < 100000; k++) {
 		const struct steer_addr *to = k % 3 == 0   ? &vip_dead
@@ -276,6 +279,14 @@ static void test_no_record_leaks_after_failed_refused_and_reset_connects(void)
 		int fd = -1, tag, rc = connect_to(to, k % 3 == 2 ? &fd : NULL, &tag);
 
 		n[k % 3]++;
+		/* The dead backend would be ejected after STEER_FAIL_EJECT of these
+		 * (and the connects refused by the hook): put it back each time, so
+		 * that they keep failing in TCP. So would the resetting one, whose
+		 * reset sometimes beats connect() back to the application. */
+		if (steer_dp_fails(dp, s_dead) >= STEER_FAIL_EJECT - 1)
+			steer_dp_readmit(dp, s_dead);
+		if (steer_dp_fails(dp, s_reset) >= STEER_FAIL_EJECT - 1)
+			steer_dp_readmit(dp, s_reset);
 		if (k % 3 == 2 && rc == 0) { /* reset: the read saw it */
 			odd += tag != -1;
 			close(fd);
@@ -294,6 +305,7 @@ static void test_no_record_leaks_after_failed_refused_and_reset_connects(void)
 			odd += connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0;
 			odd += connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0;
 			close(fd);
+			steer_dp_readmit(dp, s_dead);
 			retried++;
 		}
 	}
@@ -314,7 +326,11 @@ static void test_no_record_leaks_after_failed_refused_and_reset_connects(void)
 	      n[0] + 2 * retried);
 	CHECK(steer_dp_slot_counters(dp, slot_of(&vip_reset, &reset_be))->steered - steered_reset ==
 		      (uint64_t)n[2],
-	      "resetting backend steered a different number");
+	      "resetting backend steered %llu, want %ld (fails %u)",
+	      (unsigned long long)(steer_dp_slot_counters(dp, slot_of(&vip_reset, &reset_be))
+					   ->steered -
+				   steered_reset),
+	      n[2], steer_dp_fails(dp, slot_of(&vip_reset, &reset_be)));
 	CHECK(steer_dp_service_stats(dp, &vip_empty, &st) == 0 && st.refused == (uint64_t)n[1],
 	      "refused %llu, want %ld", (unsigned long long)st.refused, n[1]);
 }
@@ -353,6 +369,50 @@ static void test_a_failed_socket_steered_again_is_counted_once(void)
 	close(fd);
 	CHECK(steer_dp_live(dp, s_ok) == 0, "live %lld after close",
 	      (long long)steer_dp_live(dp, s_ok));
+}
+
+/* ---- fast ejection -------------------------------------------------------------- */
+
+static struct steer_addr vip_ej, ej_be[2];
+
+/* A dead backend that looks best is chosen STEER_FAIL_EJECT times, then no
+ * more until a publish or a readmission; fewer failures never eject it, and
+ * one connect that gets through resets the count. */
+static void test_a_dead_backend_is_ejected_after_a_few_failed_connects(void)
+{
+	const double base[2] = { 0, 1e9 }, npt[2] = { 1, 1 };
+	struct test_backend revived;
+	uint32_t dead;
+	int k, tag, failed = 0, rc;
+
+	CHECK(publish(&vip_ej, ej_be, 2, NULL, base, npt, 2) == 0, "publish: %s", err);
+	dead = slot_of(&vip_ej, &ej_be[0]);
+	for (k = 0; k < 20; k++) {
+		rc = connect_to(&vip_ej, NULL, &tag);
+		if (rc == -ECONNREFUSED)
+			failed++;
+		else
+			CHECK(rc == 0 && tag == 9, "connect %d: rc %d tag %d", k, rc, tag);
+	}
+	CHECK(failed == STEER_FAIL_EJECT, "%d connects failed, want %d", failed, STEER_FAIL_EJECT);
+	CHECK(steer_dp_fails(dp, dead) == STEER_FAIL_EJECT, "fails %u", steer_dp_fails(dp, dead));
+	/* A publish puts it back: the same again, and no more. */
+	CHECK(publish(&vip_ej, ej_be, 2, NULL, base, npt, 2) == 0, "publish: %s", err);
+	for (k = 0, failed = 0; k < 20; k++)
+		failed += connect_to(&vip_ej, NULL, &tag) == -ECONNREFUSED;
+	CHECK(failed == STEER_FAIL_EJECT, "after a publish %d failed, want %d", failed,
+	      STEER_FAIL_EJECT);
+	/* Readmitted, fails fewer times than the threshold, comes back to life:
+	 * still chosen, and the count starts over. */
+	steer_dp_readmit(dp, dead);
+	for (k = 0; k < STEER_FAIL_EJECT - 1; k++)
+		CHECK(connect_to(&vip_ej, NULL, &tag) == -ECONNREFUSED, "failure %d", k);
+	CHECK(test_backend_start(&revived, "127.0.0.62:9062", "x") == 0, "listener");
+	rc = connect_to(&vip_ej, NULL, &tag);
+	test_backend_stop(&revived);
+	CHECK(rc == 0 && tag == 'x', "the revived backend was not chosen: rc %d tag %d", rc, tag);
+	CHECK(steer_dp_fails(dp, dead) == 0, "fails %u after a connect got through",
+	      steer_dp_fails(dp, dead));
 }
 
 /* ---- 3. releases racing republishes ------------------------------------------- */
@@ -497,6 +557,7 @@ static int setup(void)
 	}
 	if (farm_add("127.0.4.2:21000", 0, FARM_RESET, &reset_be) != 0 ||
 	    farm_add("127.0.4.4:23000", 7, FARM_BYTE, &ok_be) != 0 ||
+	    farm_add("127.0.4.5:24000", 9, FARM_BYTE, &ej_be[1]) != 0 ||
 	    pthread_create(&farm.thr, NULL, farm_loop, NULL) != 0)
 		return -1;
 	steer_addr_parse("127.0.0.61:9061", &dead_be, err, sizeof(err)); /* nothing listens */
@@ -506,6 +567,8 @@ static int setup(void)
 	steer_addr_parse("127.0.0.102:8103", &vip_reset, err, sizeof(err));
 	steer_addr_parse("127.0.0.102:8105", &vip_ok, err, sizeof(err));
 	steer_addr_parse("127.0.0.103:8104", &vip_race, err, sizeof(err));
+	steer_addr_parse("127.0.0.104:8106", &vip_ej, err, sizeof(err));
+	steer_addr_parse("127.0.0.62:9062", &ej_be[0], err, sizeof(err)); /* dead, then revived */
 	struct steer_dp_opts o = { .pin_dir = testenv_pin_dir(),
 				   .cgroup = testenv_cgroup(),
 				   .own = true };
@@ -523,6 +586,7 @@ int main(void)
 	TAP_RUN(test_equal_shape_at_256_backends_is_exact);
 	TAP_RUN(test_no_record_leaks_after_failed_refused_and_reset_connects);
 	TAP_RUN(test_a_failed_socket_steered_again_is_counted_once);
+	TAP_RUN(test_a_dead_backend_is_ejected_after_a_few_failed_connects);
 	TAP_RUN(test_releases_racing_republishes_keep_live_exact);
 	TAP_RUN(test_holders_closing_brings_live_to_zero);
 	if (dp) {

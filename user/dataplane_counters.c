@@ -55,6 +55,7 @@ void dp_slot_reset(struct steer_dp *dp, uint32_t s, uint32_t svc_id, bool draine
 	__atomic_store_n(&c->live, 0, __ATOMIC_RELEASE);
 	__atomic_store_n(&c->closed, 0, __ATOMIC_RELEASE);
 	__atomic_store_n(&c->svc_id, svc_id, __ATOMIC_RELEASE);
+	__atomic_store_n(&c->fails, 0, __ATOMIC_RELEASE);
 	__atomic_store_n(&c->flags, drained ? STEER_SLOT_DRAINED : 0, __ATOMIC_RELEASE);
 	memset(&dp->bkinfo[s], 0, sizeof(dp->bkinfo[s]));
 	dp_svc_touch(dp, svc_id);
@@ -154,6 +155,20 @@ int64_t steer_dp_live(const struct steer_dp *dp, uint32_t slot)
 	closed = __atomic_load_n(&s->closed, __ATOMIC_ACQUIRE);
 	v = (int64_t)((uint64_t)__atomic_load_n(&s->live, __ATOMIC_ACQUIRE) - closed);
 	return v < 0 ? 0 : v; /* a release racing a slot reset can leave -1 */
+}
+
+uint32_t steer_dp_fails(const struct steer_dp *dp, uint32_t slot)
+{
+	return slot < STEER_SLOT_IDS ? __atomic_load_n(&dp->slots[slot].fails, __ATOMIC_ACQUIRE)
+				     : 0;
+}
+
+void steer_dp_readmit(struct steer_dp *dp, uint32_t slot)
+{
+	if (slot >= STEER_SLOT_IDS || !__atomic_load_n(&dp->slots[slot].fails, __ATOMIC_ACQUIRE))
+		return;
+	__atomic_store_n(&dp->slots[slot].fails, 0, __ATOMIC_RELEASE);
+	dp_svc_touch(dp, __atomic_load_n(&dp->slots[slot].svc_id, __ATOMIC_ACQUIRE));
 }
 
 bool steer_dp_is_drained(const struct steer_dp *dp, const struct steer_addr *backend)

@@ -589,6 +589,26 @@ static void drain_flags_sync(struct steer_dp *dp)
 	}
 }
 
+/*
+ * Every backend a new table lists gets its fast-ejection count back to zero:
+ * the daemon's view is newer than the failures the kernel counted. Connects
+ * see the new tables already, whose trees are rebuilt at their next connect.
+ */
+static void readmit(struct steer_dp *dp, const struct plan *p)
+{
+	uint32_t i, k;
+
+	for (i = 0; i < STEER_SVC_IDS; i++) {
+		const struct steer_table *t = p->tables[i];
+
+		for (k = 0; t && k < t->n && k < STEER_MAX_BACKENDS; k++)
+			if (t->e[k].slot < STEER_SLOT_IDS &&
+			    __atomic_load_n(&dp->slots[t->e[k].slot].fails, __ATOMIC_RELAXED))
+				__atomic_store_n(&dp->slots[t->e[k].slot].fails, 0,
+						 __ATOMIC_RELEASE);
+	}
+}
+
 /* The limits hold for what the plan keeps; the id spaces are twice as large. */
 static int plan_check_limits(const struct plan *p, char *err, size_t errlen)
 {
@@ -670,6 +690,7 @@ static int publish_plan(struct steer_dp *dp, const struct steer_dp_service *svcs
 		registry_commit(dp, p);
 		dp->generation++;
 		drain_flags_sync(dp);
+		readmit(dp, p);
 	} else {
 		registry_rollback(dp, p);
 	}
