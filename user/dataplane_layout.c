@@ -193,8 +193,8 @@ int dp_layout_prepare(struct steer_dp *dp, char *err, size_t errlen)
 	if (v > 0)
 		return steer_seterr(err, errlen, EPROTO,
 				    "%s holds pins of layout %d, newer than this smg-steerd's "
-				    "%d; stop that instance and run smg-steerctl detach first",
-				    dp->pin_dir, v, STEER_LAYOUT_VERSION);
+				    "%d; stop that instance and remove %s first",
+				    dp->pin_dir, v, STEER_LAYOUT_VERSION, dp->pin_dir);
 	if (!pinned(dp, STEER_MAP_GEN))
 		return 0; /* a fresh install */
 	return prepare_from_v0(dp, err, errlen);
