@@ -350,7 +350,8 @@ static __always_inline __u32 pick_least_wait(struct steer_table *t, struct steer
  * Choose a backend for a connect to the service of table t and account for
  * it: everything a connect writes is written here, under the service's lock,
  * so that the lock is the one atomic a steered connect pays on a shared line.
- * rec is the socket's record (NULL: untracked).
+ * tracked: the socket has a record, so its release will be seen and it may
+ * count as live.
  */
 static __always_inline enum choice choose(struct steer_table *t, struct steer_dest *dest,
 					  bool tracked)
