@@ -104,7 +104,19 @@ $(VMLINUX):
 
 $(BPF_OBJ): bpf/steer.bpf.c bpf/steer_common.h $(VMLINUX)
 	@mkdir -p $(@D)
-	$(CLANG) -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Wall -Werror -I$(O) -Ibpf -c $< -o $@
+	$(CLANG) -g -O2 -target bpf -mcpu=v3 -D__TARGET_ARCH_$(ARCH) -Wall -Werror -I$(O) -Ibpf -c $< -o $@
+
+# Test fixtures: the BPF object of layout 0, as an older smg-steerd pinned it
+# (tests/test_upgrade.c), with and without steer_bk_info.source.
+LAYOUT0_OBJS := $(O)/layout0/steer.bpf.o $(O)/layout0/steer_nosource.bpf.o
+
+$(O)/layout0/steer.bpf.o: tests/data/layout0/steer.bpf.c tests/data/layout0/steer_common.h $(VMLINUX)
+	@mkdir -p $(@D)
+	$(CLANG) -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Wall -Werror -I$(O) -Itests/data/layout0 -c $< -o $@
+
+$(O)/layout0/steer_nosource.bpf.o: tests/data/layout0/steer.bpf.c tests/data/layout0/steer_common.h $(VMLINUX)
+	@mkdir -p $(@D)
+	$(CLANG) -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -DSTEER_LAYOUT0_NO_SOURCE -Wall -Werror -I$(O) -Itests/data/layout0 -c $< -o $@
 
 $(SKEL): $(BPF_OBJ)
 	$(BPFTOOL) gen skeleton $< name steer_bpf > $@.tmp && mv $@.tmp $@
@@ -143,7 +155,7 @@ $(O)/steer-sim: $(SIM_SRCS) $(wildcard tools/sim/*.h) $(O)/obj/policy.o $(HDRS)
 
 # ---- tests ----------------------------------------------------------------------
 
-tests: $(TEST_BINS)
+tests: $(TEST_BINS) $(LAYOUT0_OBJS)
 
 # The simulator's test links the simulator's modules (all but its main).
 $(O)/tests/test_sim: tests/test_sim.c tests/tap.h $(SIM_LIB_SRCS) $(wildcard tools/sim/*.h) $(O)/obj/policy.o $(HDRS)

@@ -16,6 +16,7 @@
 #define STEER_COMMON_H
 
 #ifndef __bpf__
+#include <linux/bpf.h> /* struct bpf_spin_lock */
 #include <linux/types.h>
 #endif
 
@@ -33,6 +34,21 @@
 #define STEER_SVC_IDS (2 * STEER_MAX_SERVICES)
 #define STEER_SLOT_IDS (2 * STEER_MAX_SLOTS)
 #define STEER_MAX_DRAINED 4096 /* persisted drained backend addresses */
+/*
+ * Steered sockets tracked at once per node (steer_socks), a power of two.
+ * A connect that finds no free record within STEER_SOCK_PROBES positions is
+ * still steered and credited, but not tracked: getpeername then reports the
+ * backend and the socket is not in the live count (steer_svc_stats.untracked).
+ */
+#define STEER_SOCK_RECORDS (1u << 17)
+#define STEER_SOCK_PROBES 8
+
+/*
+ * Layout of the pinned maps. Bumped whenever a pinned map changes type, key,
+ * value or meaning; smg-steerd migrates older pins (user/dataplane_layout.c).
+ * 0 is the layout before steer_layout existed (connect-time scan, sockops).
+ */
+#define STEER_LAYOUT_VERSION 1
 
 /* ---- Defaults (the same names and values as smg's least_load) --------- */
 
@@ -43,9 +59,12 @@
 
 #define STEER_MAP_GEN "steer_gen"	/* ARRAY_OF_MAPS[1] -> current table generation */
 #define STEER_MAP_TABLES "steer_tables" /* pin of the current generation, for bpftool */
-#define STEER_MAP_SLOTS "steer_slots"	/* ARRAY[slot] of struct steer_slot, mmapable */
+#define STEER_MAP_SLOTS "steer_slots"	/* ARRAY[1] of struct steer_slot_array, mmapable */
 #define STEER_MAP_SVCST "steer_svcst"	/* ARRAY[svc_id] of struct steer_svc_stats, mmapable */
-#define STEER_MAP_SK "steer_sk"		/* SK_STORAGE of struct steer_sk */
+#define STEER_MAP_TREE "steer_tree"	/* ARRAY[svc_id] of struct steer_svc_tree (lock) */
+#define STEER_MAP_SOCKS "steer_socks"	/* ARRAY[record] of struct steer_sock, mmapable */
+#define STEER_MAP_SK "steer_sk"		/* SK_STORAGE of struct steer_sk: layout 0 sockets */
+#define STEER_MAP_LAYOUT "steer_layout" /* ARRAY[1] of struct steer_layout, mmapable */
 #define STEER_MAP_SVCID "steer_svcid"	/* HASH vip -> svc_id, the user-space registry */
 #define STEER_MAP_BKSLOT "steer_bkslot" /* HASH (vip, backend) -> slot, the registry */
 #define STEER_MAP_DRAIN "steer_drain"	/* HASH backend address -> drain flag, persisted */
@@ -55,7 +74,8 @@
 #define STEER_LINK_CONNECT6 "steer_lnk_c6"
 #define STEER_LINK_PEER4 "steer_lnk_gp4"
 #define STEER_LINK_PEER6 "steer_lnk_gp6"
-#define STEER_LINK_SOCKOPS "steer_lnk_ops"
+#define STEER_LINK_RELEASE "steer_lnk_rel"
+#define STEER_LINK_SOCKOPS "steer_lnk_ops" /* layout 0 only: removed by the migration */
 
 /* ---- Keys ------------------------------------------------------------ */
 
@@ -126,21 +146,60 @@ struct steer_table {
 /* ---- Per-backend counters (steer_slots) --------------------------------- */
 
 /*
- * One backend's kernel-side counters, one cache line each so that
- * concurrent connects to different backends do not share a line.
- * User space reads and drains these through an mmap of the map.
+ * One backend's kernel-side counters. The kernel writes them under its
+ * service's lock (steer_svc_tree.lock), so a connect pays one atomic, on the
+ * lock; release adds to closed atomically, without the lock. User space reads
+ * them through an mmap of the map and never writes a field the kernel writes:
+ * it drains by adding to drained_tokens, and counts stay cumulative, so
+ *
+ *     tokens in flight     = inflight_tokens - drained_tokens  (steer_slot_inflight)
+ *     live connections     = live - closed                     (steer_slot_live)
+ *
+ * (both differences modulo 2^64). steer_dp_view() hands out copies with the
+ * differences already taken: inflight_tokens and live as named, drained_tokens
+ * and closed 0.
  */
 struct steer_slot {
-	__u64 inflight_tokens; /* tokens; credited by connect, drained (subtracted) by the daemon */
-	__u64 steered;	       /* connections placed by score */
-	__u64 fallbacks;       /* connections placed round-robin because the table expired */
-	__s64 live;	       /* connections established and not yet closed */
-	__u32 gen;   /* bumped when the slot changes owner; older sockets' closes are ignored */
-	__u32 flags; /* STEER_SLOT_* */
-	__u64 reserved[3];
+	__u64 inflight_tokens; /* tokens credited by connects, cumulative (kernel) */
+	__u64 drained_tokens;  /* tokens drained by the daemon, cumulative (user space) */
+	__u64 steered;	       /* connections placed by score (kernel) */
+	__u64 fallbacks;       /* placed round-robin, the table had expired (kernel) */
+	__s64 live;	       /* tracked connects, cumulative (kernel) */
+	__u64 closed;	       /* tracked sockets released or steered again (kernel, atomic) */
+	__u32 gen;	       /* bumped when the slot changes owner (user space) */
+	__u32 flags;	       /* STEER_SLOT_* (user space) */
+	__u32 svc_id;	       /* the service this slot belongs to (user space) */
+	__u32 fails;	       /* connects in a row never established (kernel, atomic) */
 };
 
 #define STEER_SLOT_DRAINED 0x1 /* operator drain: never chosen for new connections */
+
+/*
+ * Fast ejection: a backend whose last STEER_FAIL_EJECT steered connects in a
+ * row were released without ever being established (refused, timed out,
+ * given up) is not chosen until a publish puts it back, or one of its
+ * connects still in flight gets through. Up to three failures never eject.
+ */
+#define STEER_FAIL_EJECT 4
+
+/* May the slot be chosen for a new connection? */
+#define steer_slot_eligible(s) (!((s)->flags & STEER_SLOT_DRAINED) && (s)->fails < STEER_FAIL_EJECT)
+
+/* Every slot in one map value, so that the kernel reaches any of them under a
+ * service lock, where no map lookup is allowed. 2 MiB. */
+struct steer_slot_array {
+	struct steer_slot s[STEER_SLOT_IDS];
+};
+
+static __always_inline __u64 steer_slot_inflight(const struct steer_slot *s)
+{
+	return s->inflight_tokens - s->drained_tokens;
+}
+
+static __always_inline __s64 steer_slot_live(const struct steer_slot *s)
+{
+	return (__s64)((__u64)s->live - s->closed);
+}
 
 /* Per-service counters (steer_svcst), one cache line each. */
 struct steer_svc_stats {
@@ -148,7 +207,14 @@ struct steer_svc_stats {
 	__u64 fallbacks; /* connections placed round-robin after expiry */
 	__u64 refused;	 /* connects failed because no backend was eligible */
 	__u64 rr_cursor; /* round-robin position for the expiry fallback */
-	__u64 reserved[4];
+	/*
+	 * Bumped by user space after it changes anything the kernel's selection
+	 * tree caches (a drain flag, drained_tokens, a slot's owner); the next
+	 * connect then rebuilds the tree. The kernel only reads it.
+	 */
+	__u64 epoch;
+	__u64 untracked; /* steered connects that found no free socket record */
+	__u64 reserved[2];
 };
 
 /* How the daemon scored a backend (steer_bk_info.mode). */
@@ -220,7 +286,60 @@ struct steer_bk_info {
 	__u32 reserved32;      /* zero */
 };
 
-/* Socket-local storage of a steered socket (steer_sk). */
+/*
+ * One steered socket (steer_socks): what getpeername reports and what its
+ * release gives back. Found by socket cookie: the record at cookie % RECORDS,
+ * or one of the STEER_SOCK_PROBES after it. 64 bytes, one cache line.
+ */
+struct steer_sock {
+	__u64 cookie;	  /* socket cookie; 0: free. Claimed with a compare-and-swap */
+	__u32 vip_ip6[4]; /* the address the application asked for, network order */
+	__u32 be_ip6[4];  /* the backend it was steered to, network order */
+	__u16 vip_port;	  /* network order */
+	__u16 be_port;	  /* network order */
+	__u32 slot;	  /* backend slot */
+	__u32 slot_gen;	  /* steer_slot.gen at connect */
+	__u16 flags;	  /* STEER_SOCK_* */
+	__u16 svc_id;	  /* service id at connect */
+	__u64 reserved;	  /* zero; room for per-socket request accounting */
+};
+
+#define STEER_SOCK_LIVE 0x1 /* counted in steer_slot.live; release adds 1 to closed */
+
+/*
+ * A service's selection state (steer_tree), under its lock: a tournament tree
+ * over the positions of the table it was built from. Leaf p holds position p
+ * when that entry is eligible; each inner node holds the better of its two
+ * children (lower score, ties to the lower position), so the root is exactly
+ * steer_select()'s pick. A connect credits the root and re-plays the eight
+ * matches on its path: O(log 256) whatever the shape of the table. The tree is
+ * rebuilt when the table's generation or steer_svc_stats.epoch changes.
+ */
+#define STEER_TREE_LEAF0 (STEER_MAX_BACKENDS - 1) /* node index of leaf 0 */
+#define STEER_TREE_DEPTH 8			  /* log2(STEER_MAX_BACKENDS) */
+#define STEER_TREE_NONE 0xffff
+
+struct steer_svc_tree {
+	struct bpf_spin_lock lock;
+	__u32 n;			   /* leaves built (the table's n) */
+	__u64 tgen;			   /* steer_table.generation built from; 0: none */
+	__u64 epoch;			   /* steer_svc_stats.epoch built with */
+	__u64 score[STEER_MAX_BACKENDS];   /* ns, by table position */
+	__u16 win[2 * STEER_MAX_BACKENDS]; /* node k: children 2k+1, 2k+2; the last is unused */
+};
+
+/* The pinned layout version and what the kernel must still do for sockets of
+ * an older layout (steer_layout). */
+struct steer_layout {
+	__u32 version;	   /* STEER_LAYOUT_VERSION */
+	__u32 flags;	   /* STEER_LAYOUT_* */
+	__u64 legacy_live; /* layout-0 sockets still counted live; release takes them off */
+	__u64 reserved[6];
+};
+
+#define STEER_LAYOUT_LEGACY_SK 0x1 /* sockets steered by layout 0 may still be open */
+
+/* Socket-local storage of a socket steered by layout 0 (steer_sk). */
 struct steer_sk {
 	__u32 vip_ip6[4]; /* the virtual address the application asked for, network order */
 	__u16 vip_port;	  /* network order */
@@ -341,9 +460,9 @@ static __always_inline void steer_select(const struct steer_table *t, steer_slot
 			break;
 		best->scanned = (__u16)(i + 1);
 		s = slot_at(ctx, e->slot);
-		if (!s || (s->flags & STEER_SLOT_DRAINED))
+		if (!s || !steer_slot_eligible(s))
 			continue;
-		score = steer_score(e->base_wait_ns, s->inflight_tokens, e->ns_per_token);
+		score = steer_score(e->base_wait_ns, steer_slot_inflight(s), e->ns_per_token);
 		if (!best->found || score < best->score) {
 			best->found = 1;
 			best->score = score;
@@ -383,10 +502,90 @@ static __always_inline __u32 steer_round_robin(const struct steer_table *t, stee
 		if (pos >= STEER_MAX_BACKENDS)
 			break;
 		s = slot_at(ctx, t->e[pos].slot);
-		if (s && !(s->flags & STEER_SLOT_DRAINED))
+		if (s && steer_slot_eligible(s))
 			return pos;
 	}
 	return STEER_NO_PICK;
+}
+
+/* ---- The selection tree (steer_svc_tree), shared verbatim too ------------ */
+
+/* The better of two tree nodes' winners: a is from the left (lower positions),
+ * so a tie keeps a, as steer_select's strict < keeps the earlier position. */
+static __always_inline __u16 steer_tree_better(const struct steer_svc_tree *tr, __u16 a, __u16 b)
+{
+	if (b == STEER_TREE_NONE)
+		return a;
+	if (a == STEER_TREE_NONE)
+		return b;
+	return tr->score[b & (STEER_MAX_BACKENDS - 1)] < tr->score[a & (STEER_MAX_BACKENDS - 1)]
+		       ? b
+		       : a;
+}
+
+/* Re-play the matches above leaf pos, after its score changed. */
+static __always_inline void steer_tree_fix(struct steer_svc_tree *tr, __u32 pos)
+{
+	__u32 node = STEER_TREE_LEAF0 + (pos & (STEER_MAX_BACKENDS - 1)), i;
+
+	for (i = 0; i < STEER_TREE_DEPTH; i++) {
+		node = (node - 1) >> 1;
+		tr->win[node & (2 * STEER_MAX_BACKENDS - 1)] = steer_tree_better(
+			tr, tr->win[(2 * node + 1) & (2 * STEER_MAX_BACKENDS - 1)],
+			tr->win[(2 * node + 2) & (2 * STEER_MAX_BACKENDS - 1)]);
+	}
+}
+
+/*
+ * Build the tree from table t and the live counters: leaf p is entry p when
+ * its slot resolves and is not drained. Sets tgen and epoch.
+ */
+static __always_inline void steer_tree_build(struct steer_svc_tree *tr, const struct steer_table *t,
+					     steer_slot_fn slot_at, void *ctx, __u64 epoch)
+{
+	__u32 n = t->n, i;
+
+	/* Three plain loops rather than one with an "i < n" test inside: the
+	 * verifier then walks each once, instead of once per value of n. */
+	for (i = 0; i < STEER_MAX_BACKENDS; i++)
+		tr->win[STEER_TREE_LEAF0 + i] = STEER_TREE_NONE;
+	for (i = 0; i < n && i < STEER_MAX_BACKENDS; i++) {
+		const struct steer_entry *e = &t->e[i];
+		struct steer_slot *s = slot_at(ctx, e->slot);
+
+		if (!s || !steer_slot_eligible(s))
+			continue;
+		tr->score[i] =
+			steer_score(e->base_wait_ns, steer_slot_inflight(s), e->ns_per_token);
+		tr->win[STEER_TREE_LEAF0 + i] = (__u16)i;
+	}
+	for (i = 0; i < STEER_TREE_LEAF0; i++) {
+		__u32 node = STEER_TREE_LEAF0 - 1 - i;
+
+		tr->win[node] = steer_tree_better(tr, tr->win[2 * node + 1], tr->win[2 * node + 2]);
+	}
+	tr->n = n;
+	tr->tgen = t->generation;
+	tr->epoch = epoch;
+}
+
+/* The table position the tree picks, or STEER_NO_PICK. */
+static __always_inline __u32 steer_tree_pick(const struct steer_svc_tree *tr)
+{
+	__u16 w = tr->win[0];
+
+	return w == STEER_TREE_NONE ? STEER_NO_PICK : w;
+}
+
+/* Record that position pos's slot now has inflight tokens in flight. */
+static __always_inline void
+steer_tree_credit(struct steer_svc_tree *tr, const struct steer_table *t, __u32 pos, __u64 inflight)
+{
+	const struct steer_entry *e = &t->e[pos & (STEER_MAX_BACKENDS - 1)];
+
+	tr->score[pos & (STEER_MAX_BACKENDS - 1)] =
+		steer_score(e->base_wait_ns, inflight, e->ns_per_token);
+	steer_tree_fix(tr, pos);
 }
 
 #endif /* STEER_COMMON_H */

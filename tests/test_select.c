@@ -312,6 +312,63 @@ static void test_water_filling_matches_reference(void)
 	}
 }
 
+/*
+ * The kernel's selection tree (steer_svc_tree), driven the way connect4
+ * drives it: build from the table and counters, pick the root, credit it,
+ * replay its path; rebuild when a drain flag or a counter changes behind its
+ * back. At every step its pick must be steer_select's, on random tables of
+ * every size, with saturated and equal scores, drains and undrains.
+ */
+static void test_tree_picks_what_steer_select_picks(void)
+{
+	static struct steer_table t;
+	static struct steer_svc_tree tr;
+	int round, step, bad = 0;
+
+	for (round = 0; round < 400 && !bad; round++) {
+		__u32 n = round % 50 == 0 ? STEER_MAX_BACKENDS
+					  : 1 + (__u32)(rnd() % STEER_MAX_BACKENDS);
+		__u32 credit = rnd() % 4 ? 1024 : (__u32)edgy();
+
+		random_table(&t, n, round % 5 == 0);
+		t.generation = (__u64)round + 1;
+		memset(&tr, 0xa5, sizeof(tr)); /* whatever a previous table left */
+		steer_tree_build(&tr, &t, slot_at, NULL, 7);
+		for (step = 0; step < 300 && !bad; step++) {
+			struct steer_pick want;
+			__u32 got = steer_tree_pick(&tr);
+
+			steer_select(&t, slot_at, NULL, 0, &want);
+			if ((want.found ? want.pos : STEER_NO_PICK) != got) {
+				bad = 1;
+				CHECK(0, "round %d step %d n=%u: tree %u, steer_select %u", round,
+				      step, n, got, want.found ? want.pos : STEER_NO_PICK);
+			}
+			if (got == STEER_NO_PICK) {
+				slots[t.e[rnd() % n].slot].flags = 0; /* undrain one, rebuild */
+				steer_tree_build(&tr, &t, slot_at, NULL, 7);
+				continue;
+			}
+			slots[t.e[got].slot].inflight_tokens += credit;
+			steer_tree_credit(&tr, &t, got, steer_slot_inflight(&slots[t.e[got].slot]));
+			if (rnd() % 40 == 0) { /* a drain flag, a daemon drain: rebuild */
+				__u32 k = (__u32)(rnd() % n);
+
+				slots[t.e[k].slot].flags ^= STEER_SLOT_DRAINED;
+				/* and a fast ejection, or a readmission */
+				slots[t.e[rnd() % n].slot].fails =
+					rnd() % 2 ? STEER_FAIL_EJECT
+						  : (__u32)(rnd() % STEER_FAIL_EJECT);
+				slots[t.e[rnd() % n].slot].drained_tokens +=
+					steer_slot_inflight(&slots[t.e[k].slot]) / 2;
+				steer_tree_build(&tr, &t, slot_at, NULL, 8);
+			}
+		}
+		memset(slots, 0, sizeof(slots));
+	}
+	CHECK(!bad, "see above");
+}
+
 int main(void)
 {
 	TAP_RUN(test_saturating_add_matches_128bit);
@@ -323,5 +380,6 @@ int main(void)
 	TAP_RUN(test_drained_and_empty);
 	TAP_RUN(test_round_robin_cycles_and_skips_drained);
 	TAP_RUN(test_water_filling_matches_reference);
+	TAP_RUN(test_tree_picks_what_steer_select_picks);
 	return tap_done();
 }

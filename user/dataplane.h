@@ -106,7 +106,15 @@ uint64_t steer_dp_inflight_read(const struct steer_dp *dp, uint32_t slot);
 void steer_dp_inflight_sub(struct steer_dp *dp, uint32_t slot, uint64_t tokens);
 /* Atomically take the whole counter. */
 uint64_t steer_dp_inflight_exchange(struct steer_dp *dp, uint32_t slot);
+/* Connections steered to the slot (counted at connect) and not yet released. */
 int64_t steer_dp_live(const struct steer_dp *dp, uint32_t slot);
+/* Steered connects to the slot in a row that were never established (fast
+ * ejection at STEER_FAIL_EJECT; every publish listing the backend resets it). */
+uint32_t steer_dp_fails(const struct steer_dp *dp, uint32_t slot);
+/* Put a fast-ejected backend back at once (a re-poll found it healthy). */
+void steer_dp_readmit(struct steer_dp *dp, uint32_t slot);
+/* Steered sockets that hold a record now (steer_socks), counted in one pass. */
+int steer_dp_sockets_tracked(const struct steer_dp *dp, size_t *out);
 
 /* ---- Drain --------------------------------------------------------------- */
 

@@ -1,33 +1,39 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /*
- * deccost.c - what one steering decision costs in the kernel.
+ * deccost.c - what a steered connection costs in BPF time, every program summed.
  *
  *   deccost --pin DIR --cgroup DIR --first 127.0.3.1:9000 [--sizes 8,64,256]
- *           [--shapes passthrough,spread,equal] [--connects 5000] [--rounds 3]
- *           [--header]
+ *           [--shapes passthrough,spread,equal,rebuild] [--connects 5000]
+ *           [--rounds 3] [--drain-every 1000] [--header]
  *
  * Loads and attaches the real programs (dataplane API), joins the cgroup,
  * turns on BPF run-time statistics with BPF_ENABLE_STATS (the same switch as
  * sysctl kernel.bpf_stats_enabled=1, but held by a file descriptor, so the
  * kernel turns it back off by itself when this process exits, however it
- * exits), and reads run_time_ns and run_cnt of the connect4 program before and
- * after K connects: cost = delta run_time_ns / delta run_cnt.
+ * exits), and reads run_time_ns and run_cnt of every program a connection
+ * meets: connect4, sock_release and getpeername4, before and after K connects.
+ * Next to each, an empty program of the same type (r0 = 1; exit) is attached:
+ * its time per run is the floor that the statistics and the dispatch cost by
+ * themselves, reported so that net = total - floors can be read too.
  *
  * Per table size n (backends FIRST, FIRST+1, ..., listening onebyte servers,
  * whose byte names the backend), interleaved round by round:
  *   passthrough  connects to a backend address directly: no table matches,
- *                the floor every connect in the cgroup pays;
+ *                what every unsteered connection in the cgroup pays;
  *   spread       base waits i x 100 ms, 2000 tokens/s (a connection's credit
- *                of 1024 tokens adds 512 ms), in-flight counters drained every
- *                4 connects as the daemon drains them: the early exit stops
- *                the scan after a few entries;
+ *                of 1024 tokens adds 512 ms);
  *   equal        every base wait equal and every backend already credited:
- *                each decision scans the whole table (water-filling).
- * Before each steered connect the same selection (steer_select from
- * steer_common.h) runs in user space on the live counters: it gives the
- * number of entries the kernel scans, and its pick must be the backend that
- * answered (counted as mismatches otherwise). The sockops program's cost per
- * connection is reported too. One CSV row per measurement.
+ *                a plain scan would read the whole table at each connect;
+ *   rebuild      spread, with the in-flight counters drained before every
+ *                connect: each connect then rebuilds the selection tree (what
+ *                the first connect after a publish or a drain pays).
+ * In spread and equal the counters are drained every --drain-every connects,
+ * as the daemon drains them once per poll. Each steered connect calls
+ * getpeername once (its cost is reported per call) and checks that it gives
+ * the virtual address. Before it, the same selection (steer_select from
+ * steer_common.h) runs in user space on the live counters: its pick must be
+ * the backend that answered (counted as mismatches otherwise). One CSV row per
+ * measurement.
  */
 #include <bpf/bpf.h>
 #include <errno.h>
@@ -51,15 +57,31 @@
 #define TTL_NS (3600ULL * 1000000000ULL)
 #define SPREAD_STEP_NS 100e6
 #define NS_PER_TOKEN 500000.0 /* 2000 tokens/s */
-#define DRAIN_EVERY 4
 
 enum shape {
 	SHAPE_PASSTHROUGH,
 	SHAPE_SPREAD,
 	SHAPE_EQUAL,
+	SHAPE_REBUILD,
 	SHAPES
 };
-static const char *const shape_names[SHAPES] = { "passthrough", "spread", "equal" };
+static const char *const shape_names[SHAPES] = { "passthrough", "spread", "equal", "rebuild" };
+
+/* The programs a connection meets, and the empty one of each type. */
+enum prog {
+	PROG_CONNECT4,
+	PROG_RELEASE,
+	PROG_PEER4,
+	PROGS
+};
+static const char *const prog_links[PROGS] = { STEER_LINK_CONNECT4, STEER_LINK_RELEASE,
+					       STEER_LINK_PEER4 };
+static const enum bpf_attach_type prog_attach[PROGS] = { BPF_CGROUP_INET4_CONNECT,
+							 BPF_CGROUP_INET_SOCK_RELEASE,
+							 BPF_CGROUP_INET4_GETPEERNAME };
+static const enum bpf_prog_type prog_type[PROGS] = { BPF_PROG_TYPE_CGROUP_SOCK_ADDR,
+						     BPF_PROG_TYPE_CGROUP_SOCK,
+						     BPF_PROG_TYPE_CGROUP_SOCK_ADDR };
 
 struct prog_stats {
 	uint64_t run_time_ns, run_cnt;
@@ -70,9 +92,9 @@ struct bench {
 	struct steer_addr vip, backends[STEER_MAX_BACKENDS];
 	uint32_t slots[STEER_MAX_BACKENDS];
 	struct steer_table mirror; /* the published table, as the kernel sees it */
-	int connect4_fd, sockops_fd;
-	int empty_fd, empty_link_fd; /* calibration: a connect4 program that only returns 1 */
-	long connects;
+	int prog_fd[PROGS];
+	int empty_fd[PROGS], empty_link_fd[PROGS]; /* calibration: programs that only return 1 */
+	long connects, drain_every;
 };
 
 static volatile sig_atomic_t stopping;
@@ -106,9 +128,9 @@ static int prog_of_link(const char *pin_dir, const char *link)
 }
 
 /*
- * The measuring floor: a connect4 program of two instructions (r0 = 1; exit),
- * attached next to ours. Its run time per connect is what the statistics and
- * the program dispatch cost by themselves.
+ * The measuring floor: a program of two instructions (r0 = 1; exit) of each
+ * type, attached next to ours. Its run time is what the statistics and the
+ * program dispatch cost by themselves.
  */
 static int attach_empty(struct bench *b, const char *cgroup)
 {
@@ -116,17 +138,22 @@ static int attach_empty(struct bench *b, const char *cgroup)
 		{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_0, .imm = 1 },
 		{ .code = BPF_JMP | BPF_EXIT },
 	};
-	LIBBPF_OPTS(bpf_prog_load_opts, po, .expected_attach_type = BPF_CGROUP_INET4_CONNECT);
-	int cg = open(cgroup, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int cg = open(cgroup, O_RDONLY | O_DIRECTORY | O_CLOEXEC), i, rc = 0;
 
 	if (cg < 0)
 		return -errno;
-	b->empty_fd = bpf_prog_load(BPF_PROG_TYPE_CGROUP_SOCK_ADDR, "bench_empty", "GPL", insns,
-				    sizeof(insns) / sizeof(insns[0]), &po);
-	if (b->empty_fd >= 0)
-		b->empty_link_fd = bpf_link_create(b->empty_fd, cg, BPF_CGROUP_INET4_CONNECT, NULL);
+	for (i = 0; i < PROGS && rc == 0; i++) {
+		LIBBPF_OPTS(bpf_prog_load_opts, po, .expected_attach_type = prog_attach[i]);
+
+		b->empty_fd[i] = bpf_prog_load(prog_type[i], "bench_empty", "GPL", insns,
+					       sizeof(insns) / sizeof(insns[0]), &po);
+		if (b->empty_fd[i] >= 0)
+			b->empty_link_fd[i] =
+				bpf_link_create(b->empty_fd[i], cg, prog_attach[i], NULL);
+		rc = b->empty_fd[i] < 0 || b->empty_link_fd[i] < 0 ? -1 : 0;
+	}
 	close(cg);
-	return b->empty_fd < 0 || b->empty_link_fd < 0 ? -1 : 0;
+	return rc;
 }
 
 static int read_stats(int prog_fd, struct prog_stats *out)
@@ -142,6 +169,17 @@ static int read_stats(int prog_fd, struct prog_stats *out)
 	return 0;
 }
 
+/* Statistics of every program and every floor, in one array. */
+static int read_all(const struct bench *b, struct prog_stats *st)
+{
+	int i;
+
+	for (i = 0; i < PROGS; i++)
+		if (read_stats(b->prog_fd[i], &st[i]) || read_stats(b->empty_fd[i], &st[PROGS + i]))
+			return -1;
+	return 0;
+}
+
 static struct steer_slot *mirror_slot(void *ctx, __u32 slot)
 {
 	struct bench *b = ctx;
@@ -152,7 +190,7 @@ static struct steer_slot *mirror_slot(void *ctx, __u32 slot)
 
 static double base_wait(enum shape s, size_t i)
 {
-	return s == SHAPE_SPREAD ? SPREAD_STEP_NS * (double)i : 0.0;
+	return s == SHAPE_EQUAL ? 0.0 : SPREAD_STEP_NS * (double)i;
 }
 
 /* Publish n backends in the given shape; the mirror gets the same entries in
@@ -199,88 +237,105 @@ static void drain(struct bench *b, size_t n)
 		steer_dp_inflight_exchange(b->dp, b->slots[i]);
 }
 
-/* Connect, read the backend's byte, close. Returns the byte or -1. */
-static int connect_once(const struct steer_addr *to)
+/* Connect, read the backend's byte, close. With vip set, also ask
+ * getpeername, which must report it. Returns the byte, or -1. */
+static int connect_once(const struct steer_addr *to, const struct steer_addr *vip)
 {
 	struct sockaddr_in sa = { .sin_family = AF_INET,
 				  .sin_port = to->port,
 				  .sin_addr.s_addr = to->ip6[3] };
 	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), rc = -1;
+	struct sockaddr_in peer;
+	socklen_t plen = sizeof(peer);
 	unsigned char byte;
 
 	if (fd < 0)
 		return -1;
 	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0 && read(fd, &byte, 1) == 1)
 		rc = byte;
+	if (rc >= 0 && vip &&
+	    (getpeername(fd, (struct sockaddr *)&peer, &plen) != 0 ||
+	     peer.sin_addr.s_addr != vip->ip6[3] || peer.sin_port != vip->port))
+		rc = -1;
 	close(fd);
 	return rc;
 }
 
 struct result {
-	struct prog_stats c4, ops;
-	long errors, mismatches;
-	double scanned_sum;
-	long steered;
+	long errors, mismatches, steered;
 };
 
 static void run_connects(struct bench *b, size_t n, enum shape s, struct result *r)
 {
-	long k;
+	long every = s == SHAPE_REBUILD ? 1 : b->drain_every, k;
 
 	for (k = 0; k < b->connects && !stopping; k++) {
 		struct steer_pick pick;
 		int got;
 
 		if (s == SHAPE_PASSTHROUGH) {
-			if (connect_once(&b->backends[k % (long)n]) < 0)
+			if (connect_once(&b->backends[k % (long)n], NULL) < 0)
 				r->errors++;
 			continue;
 		}
-		if (s == SHAPE_SPREAD && k % DRAIN_EVERY == 0)
+		if (every > 0 && k % every == 0)
 			drain(b, n);
 		steer_select(&b->mirror, mirror_slot, b, 1, &pick);
-		got = connect_once(&b->vip);
+		got = connect_once(&b->vip, &b->vip);
 		if (got < 0) {
 			r->errors++;
 			continue;
 		}
 		r->steered++;
-		r->scanned_sum += pick.scanned;
 		if (!pick.found || got != (int)pick.pos)
 			r->mismatches++;
 	}
 }
 
+static double per_run(const struct prog_stats *a, const struct prog_stats *z)
+{
+	return z->run_cnt > a->run_cnt ? (double)(z->run_time_ns - a->run_time_ns) /
+						 (double)(z->run_cnt - a->run_cnt)
+				       : 0.0;
+}
+
+static double per_conn(const struct prog_stats *a, const struct prog_stats *z, long conns)
+{
+	return conns > 0 ? (double)(z->run_time_ns - a->run_time_ns) / (double)conns : 0.0;
+}
+
 static int measure(struct bench *b, size_t n, enum shape s, int round)
 {
-	struct prog_stats c4a, c4b, opa, opb, ema, emb;
+	struct prog_stats a[2 * PROGS], z[2 * PROGS];
 	struct result r = { 0 };
+	double c4, rel, gp, floor_c4, floor_rel, floor_gp, total;
 	size_t i;
 
-	if (publish(b, n, s) != 0)
+	if (publish(b, n, s == SHAPE_REBUILD ? SHAPE_SPREAD : s) != 0)
 		return -1;
-	if (s == SHAPE_EQUAL) /* credit every backend once: from here on, full scans */
+	if (s == SHAPE_EQUAL) /* credit every backend once: a water-fill from here on */
 		for (i = 0; i < n; i++)
-			if (connect_once(&b->vip) < 0)
+			if (connect_once(&b->vip, NULL) < 0)
 				r.errors++;
-	if (read_stats(b->connect4_fd, &c4a) || read_stats(b->sockops_fd, &opa) ||
-	    read_stats(b->empty_fd, &ema))
+	if (read_all(b, a) != 0)
 		return -1;
 	run_connects(b, n, s, &r);
-	if (read_stats(b->connect4_fd, &c4b) || read_stats(b->sockops_fd, &opb) ||
-	    read_stats(b->empty_fd, &emb))
+	if (read_all(b, z) != 0)
 		return -1;
-	r.c4.run_cnt = c4b.run_cnt - c4a.run_cnt;
-	r.c4.run_time_ns = c4b.run_time_ns - c4a.run_time_ns;
-	r.ops.run_time_ns = opb.run_time_ns - opa.run_time_ns;
-	printf("%d,%zu,%s,%ld,%llu,%llu,%.1f,%.2f,%ld,%ld,%.1f,%.1f\n", round, n, shape_names[s],
-	       b->connects, (unsigned long long)r.c4.run_cnt, (unsigned long long)r.c4.run_time_ns,
-	       r.c4.run_cnt ? (double)r.c4.run_time_ns / (double)r.c4.run_cnt : 0.0,
-	       r.steered ? r.scanned_sum / (double)r.steered : 0.0, r.mismatches, r.errors,
-	       b->connects ? (double)r.ops.run_time_ns / (double)b->connects : 0.0,
-	       emb.run_cnt > ema.run_cnt ? (double)(emb.run_time_ns - ema.run_time_ns) /
-						   (double)(emb.run_cnt - ema.run_cnt)
-					 : 0.0);
+	/* Per connection: connect4 and release run once for each; getpeername
+	 * once per steered connect, reported per call. */
+	c4 = per_conn(&a[PROG_CONNECT4], &z[PROG_CONNECT4], b->connects);
+	rel = per_conn(&a[PROG_RELEASE], &z[PROG_RELEASE], b->connects);
+	gp = per_run(&a[PROG_PEER4], &z[PROG_PEER4]);
+	floor_c4 = per_run(&a[PROGS + PROG_CONNECT4], &z[PROGS + PROG_CONNECT4]);
+	floor_rel = per_run(&a[PROGS + PROG_RELEASE], &z[PROGS + PROG_RELEASE]);
+	floor_gp = per_run(&a[PROGS + PROG_PEER4], &z[PROGS + PROG_PEER4]);
+	total = c4 + rel;
+	printf("%d,%zu,%s,%ld,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%ld,%ld\n", round,
+	       n, shape_names[s], b->connects, c4, rel, gp, total, total + gp, floor_c4, floor_rel,
+	       floor_gp, total - floor_c4 - floor_rel,
+	       total + gp - floor_c4 - floor_rel - (s == SHAPE_PASSTHROUGH ? 0 : floor_gp),
+	       r.mismatches, r.errors);
 	fflush(stdout);
 	return 0;
 }
@@ -323,7 +378,8 @@ static void usage(void)
 {
 	fprintf(stderr,
 		"usage: deccost --pin DIR --cgroup DIR --first IPV4:PORT [--sizes 8,64,256] "
-		"[--shapes passthrough,spread,equal] [--connects K] [--rounds R] [--header]\n");
+		"[--shapes passthrough,spread,equal,rebuild] [--connects K] [--rounds R] "
+		"[--drain-every K] [--header]\n");
 	exit(2);
 }
 
@@ -352,17 +408,18 @@ int main(int argc, char **argv)
 		{ "rounds", required_argument, 0, 'r' },
 		{ "header", no_argument, 0, 'H' },
 		{ "shapes", required_argument, 0, 'S' },
+		{ "drain-every", required_argument, 0, 'd' },
 		{ 0, 0, 0, 0 },
 	};
-	static struct bench b = { .connect4_fd = -1,
-				  .sockops_fd = -1,
-				  .empty_fd = -1,
-				  .empty_link_fd = -1,
-				  .connects = 5000 };
+	static struct bench b = { .prog_fd = { -1, -1, -1 },
+				  .empty_fd = { -1, -1, -1 },
+				  .empty_link_fd = { -1, -1, -1 },
+				  .connects = 5000,
+				  .drain_every = 1000 };
 	struct steer_dp_opts o = { .own = true };
 	size_t sizes[MAX_SIZES] = { 8, 64, 256 };
 	int n_sizes = 3, rounds = 3, c, i, rc = 1, stats_fd = -1;
-	unsigned shapes = (1u << SHAPES) - 1;
+	unsigned shapes = (1u << SHAPE_REBUILD) - 1; /* rebuild on request */
 	bool header = false, have_first = false;
 	char err[512];
 
@@ -396,11 +453,15 @@ int main(int argc, char **argv)
 			if (parse_shapes(optarg, &shapes) != 0)
 				usage();
 			break;
+		case 'd':
+			b.drain_every = atol(optarg);
+			break;
 		default:
 			usage();
 		}
 	}
-	if (!o.pin_dir || !o.cgroup || !have_first || b.connects < 1 || rounds < 1)
+	if (!o.pin_dir || !o.cgroup || !have_first || b.connects < 1 || rounds < 1 ||
+	    b.drain_every < 0)
 		usage();
 	for (i = 1; i < STEER_MAX_BACKENDS; i++)
 		b.backends[i] = bench_addr_plus(&b.backends[0], (uint32_t)i);
@@ -411,10 +472,10 @@ int main(int argc, char **argv)
 		fprintf(stderr, "deccost: %s\n", err);
 		return 1;
 	}
-	b.connect4_fd = prog_of_link(o.pin_dir, STEER_LINK_CONNECT4);
-	b.sockops_fd = prog_of_link(o.pin_dir, STEER_LINK_SOCKOPS);
+	for (i = 0; i < PROGS; i++)
+		b.prog_fd[i] = prog_of_link(o.pin_dir, prog_links[i]);
 	stats_fd = bpf_enable_stats(BPF_STATS_RUN_TIME);
-	if (b.connect4_fd < 0 || b.sockops_fd < 0 || stats_fd < 0 ||
+	if (b.prog_fd[0] < 0 || b.prog_fd[1] < 0 || b.prog_fd[2] < 0 || stats_fd < 0 ||
 	    attach_empty(&b, o.cgroup) != 0) {
 		fprintf(stderr, "deccost: cannot find the programs or enable statistics: %s\n",
 			strerror(errno));
@@ -422,21 +483,23 @@ int main(int argc, char **argv)
 		fprintf(stderr, "deccost: cannot join %s: %s\n", o.cgroup, strerror(errno));
 	} else {
 		if (header)
-			printf("round,backends,shape,connects,run_cnt,run_time_ns,ns_per_decision,"
-			       "mean_scanned,mismatches,errors,sockops_ns_per_conn,empty_prog_"
-			       "ns\n");
+			printf("round,backends,shape,connects,connect4_ns,release_ns,getpeername_"
+			       "ns,"
+			       "total_ns,total_with_getpeername_ns,floor_connect4_ns,floor_release_"
+			       "ns,floor_getpeername_ns,net_ns,net_with_getpeername_ns,mismatches,"
+			       "errors\n");
 		rc = run_rounds(&b, sizes, n_sizes, rounds, shapes) == 0 ? 0 : 1;
 	}
 	if (stats_fd >= 0)
 		close(stats_fd);
-	if (b.connect4_fd >= 0)
-		close(b.connect4_fd);
-	if (b.sockops_fd >= 0)
-		close(b.sockops_fd);
-	if (b.empty_link_fd >= 0)
-		close(b.empty_link_fd); /* not pinned: closing detaches it */
-	if (b.empty_fd >= 0)
-		close(b.empty_fd);
+	for (i = 0; i < PROGS; i++) {
+		if (b.prog_fd[i] >= 0)
+			close(b.prog_fd[i]);
+		if (b.empty_link_fd[i] >= 0)
+			close(b.empty_link_fd[i]); /* not pinned: closing detaches it */
+		if (b.empty_fd[i] >= 0)
+			close(b.empty_fd[i]);
+	}
 	if (steer_dp_detach(b.dp, err, sizeof(err)) != 0) {
 		fprintf(stderr, "deccost: detach: %s\n", err);
 		rc = 1;

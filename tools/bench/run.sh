@@ -10,7 +10,8 @@
 #      programs over 64 backends, HAProxy leastconn (mode tcp) and nginx stream
 #      least_conn over the same 64 backends; measured by connbench (connect, read
 #      one byte, close) and by wrk (HTTP, Connection: close, 64 nginx backends);
-#   2. the kernel's decision cost at 8, 64 and 256 backends (deccost);
+#   2. BPF time per connection, every program summed, at 8, 64 and 256
+#      backends, unsteered, spread, equal and rebuild (deccost);
 #   3. the control plane: the real smg-steerd at 100, 1,000 and 5,000 backends
 #      against fake workers (ctlplane.py): bench/fastworker (C), then the Python
 #      reference tests/fake_worker.py --many at 100 and 1,000;
@@ -408,13 +409,14 @@ stop_dataplane_paths() {
 # ---- 2. decision cost -----------------------------------------------------------------------
 
 dec_part() {
-	log "decision cost: 8, 64, 256 backends x passthrough/spread/equal, $ROUNDS rounds"
+	log "BPF time per connection: 8, 64, 256 backends x passthrough/spread/equal/rebuild, $ROUNDS rounds"
 	loadavg "decision cost start"
 	bg "$BIN/onebyte" --base 127.0.3.1 --port 9000 --count 256 >"$TMP/onebyte256.out" 2>&1
 	local ob=${PIDS[-1]}
 	wait_ready "$TMP/onebyte256.out" "onebyte (256)"
 	fg_wait "$BIN/deccost" --pin "$PIN-dec" --cgroup "$CG_DEC" --first 127.0.3.1:9000 \
-		--sizes 8,64,256 --connects "$DEC_CONNECTS" --rounds "$ROUNDS" --header \
+		--sizes 8,64,256 --shapes passthrough,spread,equal,rebuild \
+		--connects "$DEC_CONNECTS" --rounds "$ROUNDS" --header \
 		>"$RES/decision.csv"
 	stop_pid "$ob"
 	loadavg "decision cost end"
@@ -464,7 +466,7 @@ machine >"$RES/machine.md"
 	echo "vipctl --pin PIN --cgroup CG --service $VIP:8000=$ONE:9000*$NB --service $VIP:8080=$HTTP:8080*$NB"
 	echo "connbench --addr ADDR:PORT --seconds $CONN_SECONDS --concurrency {1,4} [--cgroup CG] [--addr-count 64]"
 	echo "wrk -t2 -c16 -d${WRK_SECONDS}s --latency -H 'Connection: close' http://ADDR:8080/"
-	echo "deccost --pin PIN --cgroup CG --first 127.0.3.1:9000 --sizes 8,64,256 --connects $DEC_CONNECTS --rounds $ROUNDS"
+	echo "deccost --pin PIN --cgroup CG --first 127.0.3.1:9000 --sizes 8,64,256 --shapes passthrough,spread,equal,rebuild --connects $DEC_CONNECTS --rounds $ROUNDS"
 	echo "ctlplane.py --scales $CTL_SCALES --rounds $CTL_ROUNDS --worker fast   # smg-steerd --config ... vs fastworker --many"
 	echo "ctlplane.py --scales $CTL_PY_SCALES --rounds 1 --worker python     # vs tests/fake_worker.py --many"
 	echo "sources.py --backends $SRC_BACKENDS --rounds $SRC_ROUNDS   # CPU per poll by load source (fastworker --engine, nginx)"

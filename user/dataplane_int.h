@@ -1,0 +1,111 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/*
+ * dataplane_int.h - what the dataplane*.c files share and nobody else sees.
+ *
+ *   dataplane.c           open, adopt, attach, close, detach (the loader)
+ *   dataplane_layout.c    the pinned layout's version, and migration of older pins
+ *   dataplane_publish.c   the registry, table building and the generation swap
+ *   dataplane_counters.c  counters, drains and the inspection view
+ *   dataplane_util.c      addresses, errors, the clock
+ */
+#ifndef STEER_DATAPLANE_INT_H
+#define STEER_DATAPLANE_INT_H
+
+#include <limits.h>
+#include <pthread.h>
+
+#include "dataplane.h"
+
+#define NO_SLOT UINT32_MAX
+#define STEER_PIN_DIR_MAX 200	      /* leaves room for the object names in PATH_MAX */
+#define HASH_CAP (2 * STEER_SLOT_IDS) /* power of two, load factor <= 1/2 */
+
+/* The programs, in the order they are attached (see attach_or_adopt_links):
+ * release first, so that a socket steered by the old programs during an
+ * upgrade is already seen when it closes. */
+enum dp_link {
+	DP_LINK_RELEASE,
+	DP_LINK_CONNECT4,
+	DP_LINK_CONNECT6,
+	DP_LINK_PEER4,
+	DP_LINK_PEER6,
+	DP_LINKS,
+};
+
+struct steer_bpf;
+struct bpf_link;
+struct dp_migration;
+
+struct steer_dp {
+	char pin_dir[STEER_PIN_DIR_MAX];
+	char cgroup[PATH_MAX];
+	bool own;
+	int lock_fd;
+	struct steer_bpf *skel; /* owner only */
+	struct bpf_link *links[DP_LINKS];
+	bool adopted;		  /* the links were pinned already: a previous owner left them */
+	struct dp_migration *mig; /* owner, while older pins are being taken over */
+
+	int gen_fd, slots_fd, svcst_fd, tree_fd, socks_fd, sk_fd, svcid_fd, bkslot_fd, drain_fd,
+		bkinfo_fd, ports_fd, layout_fd;
+	struct steer_slot *slots; /* mmap of the one value of steer_slots */
+	size_t slots_len;
+	struct steer_bk_info *bkinfo;
+	size_t bkinfo_len;
+	struct steer_ports *ports;
+	size_t ports_len;
+	struct steer_svc_stats *svcst;
+	size_t svcst_len;
+	struct steer_layout *layout;
+	size_t layout_len;
+
+	/* BTF of struct steer_table, so that each generation dumps with names. */
+	int btf_fd;
+	uint32_t btf_key_id, btf_value_id;
+	uint64_t generation;
+
+	/* In-memory copy of the registries (steer_svcid, steer_bkslot). */
+	bool svc_used[STEER_SVC_IDS];
+	struct steer_addr svc_vip[STEER_SVC_IDS];
+	bool slot_used[STEER_SLOT_IDS];
+	struct steer_bk_key slot_key[STEER_SLOT_IDS];
+	uint32_t slot_hash[HASH_CAP]; /* open addressing: slot number or NO_SLOT */
+
+	/* The last generation swap, whose syscall may still be waiting out the
+	 * RCU grace period in its own thread (see swap_in). */
+	struct gen_swap {
+		pthread_t thread;
+		bool running; /* thread started and not yet joined */
+		int map_fd;   /* the new generation; closed once joined */
+		int err;      /* errno of the update, 0 on success */
+		int done;     /* set (atomically) by the thread when the syscall returned */
+	} swap;
+};
+
+/* dataplane.c */
+void dp_pin_path(const struct steer_dp *dp, const char *name, char *buf, size_t len);
+int dp_current_generation_fd(const struct steer_dp *dp);
+int dp_new_generation_map(struct steer_dp *dp);
+
+/* dataplane_layout.c */
+int dp_layout_check(struct steer_dp *dp, char *err, size_t errlen);
+int dp_layout_prepare(struct steer_dp *dp, char *err, size_t errlen);
+int dp_layout_take_over(struct steer_dp *dp, char *err, size_t errlen);
+int dp_layout_retire(struct steer_dp *dp, char *err, size_t errlen);
+void dp_layout_free(struct steer_dp *dp);
+void dp_layout_tidy(struct steer_dp *dp);
+
+/* dataplane_publish.c */
+uint32_t dp_slot_find(const struct steer_dp *dp, const struct steer_bk_key *k);
+void dp_hash_rebuild(struct steer_dp *dp);
+int dp_registry_load(struct steer_dp *dp);
+void dp_ports_sync(struct steer_dp *dp);
+int dp_swap_join(struct steer_dp *dp);
+
+/* dataplane_counters.c */
+void dp_slot_reset(struct steer_dp *dp, uint32_t s, uint32_t svc_id, bool drained);
+void dp_slot_apply_drain(struct steer_dp *dp, uint32_t s, bool drained);
+void dp_svc_touch(struct steer_dp *dp, uint32_t svc_id);
+int dp_svc_id_of(const struct steer_dp *dp, const struct steer_addr *vip);
+
+#endif /* STEER_DATAPLANE_INT_H */
