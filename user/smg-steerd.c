@@ -23,6 +23,7 @@
 #include "metrics.h"
 #include "policy.h"
 #include "poller.h"
+#include "privs.h"
 
 #define NO_SLOT UINT32_MAX
 #define SLICE_NS (100ULL * 1000000ULL) /* longest wait before signals are looked at */
@@ -835,9 +836,11 @@ static void reload(struct daemon *d)
 }
 
 /*
- * Everything that can fail for local reasons (the metrics port, gRPC) comes
- * before the data plane is touched, so that a daemon that cannot start
- * leaves a running data plane alone.
+ * What can fail for local reasons (the metrics port) comes before the data
+ * plane is touched, so that a daemon that cannot start leaves a running data
+ * plane alone. Privileges are dropped once the data plane is open and before
+ * any thread starts (gRPC's, the metrics server's): threads keep the
+ * capabilities they start with.
  */
 static int start(struct daemon *d)
 {
@@ -848,7 +851,16 @@ static int start(struct daemon *d)
 	int rc;
 
 	if (d->cfg.metrics_enabled &&
-	    steer_metrics_start(d->cfg.metrics_listen, &d->metrics, err, sizeof(err)) != 0) {
+	    steer_metrics_open(d->cfg.metrics_listen, &d->metrics, err, sizeof(err)) != 0) {
+		log_error("%s", err);
+		return 1;
+	}
+	rc = steer_dp_open(&o, &d->dp, err, sizeof(err));
+	if (rc) {
+		log_error("%s", err);
+		return 1;
+	}
+	if (steer_privs_daemon(err, sizeof(err)) < 0) {
 		log_error("%s", err);
 		return 1;
 	}
@@ -857,17 +869,16 @@ static int start(struct daemon *d)
 		log_error("cannot start gRPC");
 		return 1;
 	}
-	rc = steer_dp_open(&o, &d->dp, err, sizeof(err));
-	if (rc) {
-		log_error("%s", err);
-		return 1;
-	}
 	if (services_build(d, &d->cfg, &d->svcs) != 0) {
 		log_error("cannot set up the backends");
 		return 1;
 	}
 	d->n_svcs = d->cfg.n_services;
 	publish_refusing_tables(d);
+	if (d->metrics && steer_metrics_serve(d->metrics, err, sizeof(err)) != 0) {
+		log_error("%s", err);
+		return 1;
+	}
 	log_info("steering %zu service(s) in cgroup %s, state pinned at %s%s", d->n_svcs,
 		 steer_dp_cgroup(d->dp), steer_dp_pin_dir(d->dp),
 		 steer_dp_adopted(d->dp) ? " (adopted)" : "");
