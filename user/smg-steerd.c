@@ -24,6 +24,7 @@
 #include "policy.h"
 #include "poller.h"
 #include "privs.h"
+#include "reload.h"
 
 #define NO_SLOT UINT32_MAX
 #define SLICE_NS (100ULL * 1000000ULL) /* longest wait before signals are looked at */
@@ -84,6 +85,7 @@ struct daemon {
 	struct steer_dp *dp;
 	struct steer_poller *poller;
 	struct steer_metrics *metrics;
+	struct steer_reload *reload; /* SIGHUP's parse, on its own thread */
 	struct service *svcs;
 	size_t n_svcs;
 	size_t pending; /* GetLoads calls in flight */
@@ -416,6 +418,12 @@ static void handle_result(struct daemon *d, const struct steer_poll_result *r)
 	}
 }
 
+/* A SIGHUP to act on, or a reload's parse ready to apply. */
+static bool reload_pending(struct daemon *d)
+{
+	return reload_requested || steer_reload_ready(d->reload);
+}
+
 /*
  * Process results until the deadline, in slices so that signals are seen;
  * stop early once no call is pending (when collecting a cycle's results) or
@@ -425,7 +433,7 @@ static void wait_results(struct daemon *d, uint64_t deadline_ns, bool until_all_
 {
 	struct steer_poll_result r;
 
-	while (!stop_requested && (until_all_done ? d->pending > 0 : !reload_requested)) {
+	while (!stop_requested && (until_all_done ? d->pending > 0 : !reload_pending(d))) {
 		uint64_t now = steer_monotonic_ns(), until;
 
 		if (now >= deadline_ns)
@@ -799,14 +807,24 @@ static void run_cycle(struct daemon *d)
 	malloc_trim(0);
 }
 
+static const char *config_name(const struct daemon *d)
+{
+	return d->cfg.config_path[0] ? d->cfg.config_path : "the command line";
+}
+
+/* Apply a reload whose parse is ready (see idle()). */
 static void reload(struct daemon *d)
 {
 	struct steer_config next;
 	struct service *svcs;
 	char err[512];
 
-	reload_requested = 0;
-	if (steer_config_load(d->argc, d->argv, &next, err, sizeof(err)) != STEER_CONFIG_OK) {
+	unsigned long parses = steer_reload_parses(d->reload);
+	int taken = steer_reload_take(d->reload, &next, err, sizeof(err));
+
+	if (steer_reload_parses(d->reload) != parses)
+		log_info("reload: parsing %s again (SIGHUP during the last parse)", config_name(d));
+	if (taken <= 0) {
 		log_error("reload rejected, the running configuration stays: %s", err);
 		return;
 	}
@@ -833,6 +851,32 @@ static void reload(struct daemon *d)
 	log_info("reloaded %s: %zu service(s)",
 		 d->cfg.config_path[0] ? d->cfg.config_path : "flags", d->n_svcs);
 	publish(d);
+}
+
+/*
+ * Between cycles, until next_tick: handle results, start a parse on SIGHUP
+ * (a SIGHUP during a parse makes one more, after it), and apply a parse
+ * that is ready. Polling and publishing never wait for a parse; once a
+ * reload is applied the next cycle starts at once, so that new backends are
+ * polled without waiting for the tick.
+ */
+static void idle(struct daemon *d, uint64_t next_tick)
+{
+	while (!stop_requested) {
+		wait_results(d, next_tick, false);
+		if (reload_requested) {
+			reload_requested = 0;
+			if (steer_reload_request(d->reload))
+				log_info("reload: parsing %s", config_name(d));
+			else
+				log_info(
+					"reload: SIGHUP during a parse; one more parse follows it");
+			continue;
+		}
+		if (steer_reload_ready(d->reload))
+			reload(d);
+		return;
+	}
 }
 
 /*
@@ -891,6 +935,7 @@ static int shutdown_daemon(struct daemon *d)
 	char err[512];
 	int rc = 0;
 
+	steer_reload_free(d->reload); /* a parse still running is abandoned */
 	if (d->svcs)
 		services_free(d, d->svcs, d->n_svcs);
 	if (d->poller)
@@ -958,7 +1003,8 @@ int main(int argc, char **argv)
 	steer_log_set_level(d.cfg.log_level);
 	seed_random(&d);
 	install_signals();
-	rc = start(&d);
+	d.reload = steer_reload_new(argc, argv);
+	rc = d.reload ? start(&d) : 1;
 	if (rc) {
 		shutdown_daemon(&d);
 		return rc;
@@ -969,9 +1015,7 @@ int main(int argc, char **argv)
 		next_tick += d.cfg.interval_ns;
 		if (next_tick < steer_monotonic_ns())
 			next_tick = steer_monotonic_ns(); /* overran: do not burst */
-		wait_results(&d, next_tick, false);
-		if (reload_requested)
-			reload(&d);
+		idle(&d, next_tick);
 	}
 	return shutdown_daemon(&d);
 }
