@@ -295,12 +295,14 @@ static void test_scrapes_answer_during_a_connection_flood(void)
 {
 	struct churn c = { 0 };
 	struct steer_metrics *m;
+	uint64_t t0;
 	pthread_t thr;
 	int rc;
 
 	CHECK(raise_fd_limit() == 0, "cannot raise RLIMIT_NOFILE to 2048");
 	m = start_fresh();
 	CHECK(m, "start failed");
+	t0 = now_ns();
 	if (pthread_create(&thr, NULL, churn_loop, &c) != 0) {
 		steer_metrics_stop(m);
 		CHECK(0, "pthread_create");
@@ -312,7 +314,8 @@ static void test_scrapes_answer_during_a_connection_flood(void)
 	c.stop = 1;
 	pthread_join(thr, NULL);
 	steer_metrics_stop(m);
-	printf("# the flood opened %d connections\n", c.opened);
+	printf("# the flood opened %d connections in %.1f s\n", c.opened,
+	       (double)(now_ns() - t0) / 1e9);
 	CHECK(rc == 0, "scrapes failed during the flood");
 }
 

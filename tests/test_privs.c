@@ -440,6 +440,42 @@ static void test_allowlist_names_resolve(void)
 	CHECK(n > 50, "only %zu names", n);
 }
 
+/* Every call of the allowlist is allowed by the systemd unit's
+ * SystemCallFilter too (it applies from the start, a superset). */
+static void test_systemd_unit_allows_the_allowlist(void)
+{
+	const char *top = getenv("STEER_TOP");
+	char path[4096], line[1024], *units = NULL, *p;
+	size_t len = 0, i;
+	FILE *f, *m;
+
+	snprintf(path, sizeof(path), "%s/docs/deploy/smg-steerd.service", top ? top : ".");
+	f = fopen(path, "r");
+	CHECK(f, "%s: %s", path, strerror(errno));
+	m = open_memstream(&units, &len);
+	while (m && fgets(line, sizeof(line), f))
+		if (strncmp(line, "SystemCallFilter=", 17) == 0) {
+			line[strcspn(line, "\n")] = 0;
+			fprintf(m, " %s ", line + 17);
+		}
+	fclose(f);
+	if (m)
+		fclose(m);
+	CHECK(units && len > 0, "no SystemCallFilter= in %s", path);
+	for (i = 0; steer_privs_allowed[i]; i++) {
+		char word[64];
+
+		snprintf(word, sizeof(word), " %s ", steer_privs_allowed[i]);
+		p = strstr(units, word);
+		if (!p) {
+			free(units);
+			CHECK(0, "%s is allowed by the daemon but not by %s",
+			      steer_privs_allowed[i], path);
+		}
+	}
+	free(units);
+}
+
 int main(void)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -453,5 +489,6 @@ int main(void)
 	TAP_RUN(test_drop_refused_once_threads_run);
 	TAP_RUN(test_no_sandbox_env_skips_both);
 	TAP_RUN(test_allowlist_names_resolve);
+	TAP_RUN(test_systemd_unit_allows_the_allowlist);
 	return tap_done();
 }
