@@ -129,6 +129,7 @@ static int scrape(const char *url, unsigned int *ms)
 	int status = 0;
 	FILE *p;
 
+	*ms = 0;
 	/* -m 20: generous; the server without the guard kept /healthz away for minutes. */
 	snprintf(cmd, sizeof(cmd),
 		 "curl -sS --noproxy '*' -m 20 -o /dev/null -w '%%{http_code}' '%s' 2>/dev/null",
@@ -197,7 +198,7 @@ static int raise_fd_limit(void)
 static int check_scrapes_answer(int rounds, const char *when)
 {
 	static const char *const paths[] = { "/healthz", "/metrics" };
-	unsigned int ms, worst = 0;
+	unsigned int ms = 0, worst = 0;
 	char url[128];
 	int i, k, st;
 
