@@ -6,6 +6,7 @@
 #include "reload.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -13,6 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+
+#include "log.h"
 
 enum reload_state {
 	RELOAD_IDLE,	/* no parse, no result */
@@ -23,6 +26,7 @@ enum reload_state {
 struct steer_reload {
 	int argc;
 	char **argv;
+	char name[PATH_MAX];
 	pthread_mutex_t lock; /* guards everything below but ready */
 	enum reload_state state;
 	bool thread_started; /* a thread to join once DONE */
@@ -30,14 +34,13 @@ struct steer_reload {
 	bool abandoned;	     /* freed while running: the thread frees it all */
 	pthread_t thread;
 	atomic_bool ready;
-	unsigned long parses;
 	/* The result. */
 	int rc; /* STEER_CONFIG_OK or not */
 	struct steer_config cfg;
 	char err[512];
 };
 
-struct steer_reload *steer_reload_new(int argc, char **argv)
+struct steer_reload *steer_reload_new(int argc, char **argv, const char *name)
 {
 	struct steer_reload *r = calloc(1, sizeof(*r));
 
@@ -45,6 +48,7 @@ struct steer_reload *steer_reload_new(int argc, char **argv)
 		return NULL;
 	r->argc = argc;
 	r->argv = argv;
+	snprintf(r->name, sizeof(r->name), "%s", name);
 	pthread_mutex_init(&r->lock, NULL);
 	atomic_init(&r->ready, false);
 	return r;
@@ -96,7 +100,6 @@ static void start_parse(struct steer_reload *r)
 	sigset_t all, old;
 	int e;
 
-	r->parses++;
 	r->state = RELOAD_RUNNING;
 	/* Signals stay with the control loop's thread. */
 	sigfillset(&all);
@@ -112,18 +115,17 @@ static void start_parse(struct steer_reload *r)
 	}
 }
 
-bool steer_reload_request(struct steer_reload *r)
+void steer_reload_request(struct steer_reload *r)
 {
-	bool started;
-
 	pthread_mutex_lock(&r->lock);
-	started = r->state == RELOAD_IDLE;
-	if (started)
+	if (r->state == RELOAD_IDLE) {
+		log_info("reload: parsing %s", r->name);
 		start_parse(r);
-	else
+	} else {
+		log_info("reload: SIGHUP during a parse; one more parse follows it");
 		r->again = true;
+	}
 	pthread_mutex_unlock(&r->lock);
-	return started;
 }
 
 bool steer_reload_ready(struct steer_reload *r)
@@ -153,15 +155,11 @@ int steer_reload_take(struct steer_reload *r, struct steer_config *cfg, char *er
 	atomic_store(&r->ready, false);
 	if (r->again) {
 		r->again = false;
+		log_info("reload: parsing %s again (SIGHUP during the last parse)", r->name);
 		start_parse(r);
 	}
 	pthread_mutex_unlock(&r->lock);
 	return out;
-}
-
-unsigned long steer_reload_parses(const struct steer_reload *r)
-{
-	return r ? r->parses : 0;
 }
 
 void steer_reload_free(struct steer_reload *r)

@@ -24,17 +24,18 @@
 
 struct steer_reload;
 
-/* argv must stay valid while parses run (main's argv does). */
-struct steer_reload *steer_reload_new(int argc, char **argv);
+/* argv must stay valid while parses run (main's argv does); name (the
+ * file, for the log: "reload: parsing NAME") is copied. */
+struct steer_reload *steer_reload_new(int argc, char **argv, const char *name);
 /*
  * A parse still running is abandoned, not waited for (a configuration file
  * can be a FIFO nobody writes): its thread frees what it holds when done.
  */
 void steer_reload_free(struct steer_reload *r);
 
-/* Start a parse (true), or remember to parse once more after the one
- * running (false). */
-bool steer_reload_request(struct steer_reload *r);
+/* Start a parse, or remember to parse once more after the one running.
+ * Each is logged. */
+void steer_reload_request(struct steer_reload *r);
 /* A result waits to be taken (cheap: no lock). */
 bool steer_reload_ready(struct steer_reload *r);
 /*
@@ -43,7 +44,5 @@ bool steer_reload_ready(struct steer_reload *r);
  * 0 when none waits. Starts the remembered parse, if any.
  */
 int steer_reload_take(struct steer_reload *r, struct steer_config *cfg, char *err, size_t errlen);
-/* Parses started so far (for logs and tests). */
-unsigned long steer_reload_parses(const struct steer_reload *r);
 
 #endif /* STEER_RELOAD_H */

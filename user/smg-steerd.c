@@ -79,8 +79,6 @@ struct service {
 };
 
 struct daemon {
-	int argc;
-	char **argv;
 	struct steer_config cfg;
 	struct steer_dp *dp;
 	struct steer_poller *poller;
@@ -807,11 +805,6 @@ static void run_cycle(struct daemon *d)
 	malloc_trim(0);
 }
 
-static const char *config_name(const struct daemon *d)
-{
-	return d->cfg.config_path[0] ? d->cfg.config_path : "the command line";
-}
-
 /* Apply a reload whose parse is ready (see idle()). */
 static void reload(struct daemon *d)
 {
@@ -819,12 +812,7 @@ static void reload(struct daemon *d)
 	struct service *svcs;
 	char err[512];
 
-	unsigned long parses = steer_reload_parses(d->reload);
-	int taken = steer_reload_take(d->reload, &next, err, sizeof(err));
-
-	if (steer_reload_parses(d->reload) != parses)
-		log_info("reload: parsing %s again (SIGHUP during the last parse)", config_name(d));
-	if (taken <= 0) {
+	if (steer_reload_take(d->reload, &next, err, sizeof(err)) <= 0) {
 		log_error("reload rejected, the running configuration stays: %s", err);
 		return;
 	}
@@ -866,11 +854,7 @@ static void idle(struct daemon *d, uint64_t next_tick)
 		wait_results(d, next_tick, false);
 		if (reload_requested) {
 			reload_requested = 0;
-			if (steer_reload_request(d->reload))
-				log_info("reload: parsing %s", config_name(d));
-			else
-				log_info(
-					"reload: SIGHUP during a parse; one more parse follows it");
+			steer_reload_request(d->reload);
 			continue;
 		}
 		if (steer_reload_ready(d->reload))
@@ -978,7 +962,7 @@ static int check_config(struct steer_config *cfg)
 
 int main(int argc, char **argv)
 {
-	struct daemon d = { .argc = argc, .argv = argv };
+	struct daemon d = { 0 };
 	char err[512];
 	uint64_t next_tick;
 	int rc;
@@ -1003,7 +987,8 @@ int main(int argc, char **argv)
 	steer_log_set_level(d.cfg.log_level);
 	seed_random(&d);
 	install_signals();
-	d.reload = steer_reload_new(argc, argv);
+	d.reload = steer_reload_new(argc, argv,
+				    d.cfg.config_path[0] ? d.cfg.config_path : "the command line");
 	rc = d.reload ? start(&d) : 1;
 	if (rc) {
 		shutdown_daemon(&d);
