@@ -1,6 +1,7 @@
 #!/usr/bin/python3
 """End to end: the real smg-steerd, real fake workers over gRPC, real
 connects through the virtual address from inside the attached cgroup."""
+import json
 import os
 import signal
 import socket
@@ -75,6 +76,36 @@ def backend_metric(d, name, n, **labels):
     return d.metric(name, vip=VIP, backend=f"127.0.0.{OCTET[n]}:8000", **labels)
 
 
+def service_status():
+    p = subprocess.run([os.path.join(L.BUILD, "smg-steerctl"), "--pin-path", env.pin, "-o",
+                        "json", "status"], capture_output=True, text=True, timeout=30)
+    return json.loads(p.stdout)["services"][0]
+
+
+def frozen_burst(d, n, tries=10):
+    """n connects with the daemon stopped (SIGSTOP), so that no publish and no
+    drain lands among them and the kernel's picks follow the water-fill from
+    a drained table, however slowly a loaded machine connects. Tried again
+    when the stop caught a publish half done (credits not drained yet), or
+    the table expired during the burst (fallbacks)."""
+    for _ in range(tries):
+        settle(d)
+        d.send(signal.SIGSTOP)
+        try:
+            before = service_status()
+            if before["expires_in_s"] < 2.0 or any(b["inflight_tokens"]
+                                                   for b in before["backends"]):
+                continue
+            got = burst(n)
+            after = service_status()
+            if (after["fallbacks"], after["refused"]) == (before["fallbacks"],
+                                                          before["refused"]):
+                return got
+        finally:
+            d.send(signal.SIGCONT)
+    raise AssertionError(f"no burst of {n} between two publishes in {tries} tries")
+
+
 decoy = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
 decoy.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
 decoy.bind(("127.0.0.100", 8000))
@@ -133,8 +164,7 @@ d = L.Daemon(env, ["--config", cfg])
 d.start()
 
 with t.case("distribution matches the independent reference (4 workers, one with 2 DP ranks)"):
-    settle(d)
-    got = burst(40)
+    got = frozen_burst(d, 40)
     want = reference(NAMES, 40)
     t.check(got == want, f"got  {got}\nwant {want}")
 
@@ -177,8 +207,7 @@ with t.case("loads change and the distribution follows within two intervals"):
     L.wait_for(lambda: backend_metric(d, "smg_steer_backend_queued_tokens", "wD") == 200
                and backend_metric(d, "smg_steer_backend_queued_tokens", "wA") == 90000, 30,
                "the new loads scored")
-    settle(d)
-    got = burst(30)
+    got = frozen_burst(d, 30)
     want = reference(NAMES, 30)
     t.check(got == want, f"got  {got}\nwant {want}")
     t.check(got.count("wD") > got.count("wA"), "wD should now take most")
@@ -226,13 +255,12 @@ with t.case("a worker without GetLoads stays in the table, scored from live conn
             "an UNIMPLEMENTED backend must stay healthy")
     # Its peers report, so wE is estimated from its live connections (none):
     # base 0, at the fleet's nominal throughput (mean of the peers' positive ones).
-    settle(d)
     peers = ["wA", "wB", "wC", "wD"]
     tps = [sum(r["gen_throughput"] for r in workers[n].state["loads"]) for n in peers]
     nominal = sum(x for x in tps if x > 0) / len([x for x in tps if x > 0])
     entries = [(n, *L.reference_costs(workers[n].state)) for n in peers]
     entries.append(("wE", 0, int(1e9 / nominal)))
-    got = burst(16)
+    got = frozen_burst(d, 16)
     want = L.water_fill(entries, 16)
     t.check("wE" in got, f"wE never chosen: {got}")
     t.check(got == want, f"got  {got}\nwant {want}")
@@ -270,14 +298,8 @@ with t.case("SIGHUP removes backends, keeping unchanged backends' state"):
     t.check(polls_a2, "unchanged backend lost its counters")
 
 with t.case("every backend ejected: fail open, publish them all, log each change"):
-    import json
     for n in ["wA", "wB", "wC"]:
         workers[n].set_state({"mode": "garbage"})
-    def service_status():
-        p = subprocess.run([os.path.join(L.BUILD, "smg-steerctl"), "--pin-path", env.pin, "-o",
-                            "json", "status"], capture_output=True, text=True, timeout=30)
-        return json.loads(p.stdout)["services"][0]
-
     # --unhealthy-after 3: three failed polls each, then a table of all three;
     # once their last snapshots are older than --snapshot-max-age, they are
     # scored alike (fewest live connections), which spreads the connects.
