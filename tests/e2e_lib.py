@@ -235,6 +235,20 @@ class Daemon:
         return rc, time.monotonic() - t0
 
 
+def wait_for(cond, timeout, what):
+    """Poll cond() until it returns something true, for at most timeout
+    seconds (generous: a loaded machine is slow, never wrong). Returns that
+    value; raises AssertionError naming what was awaited."""
+    deadline = time.monotonic() + timeout
+    while True:
+        v = cond()
+        if v:
+            return v
+        if time.monotonic() >= deadline:
+            raise AssertionError(f"not within {timeout} s: {what}")
+        time.sleep(0.05)
+
+
 def parse_addr(a):
     if a.startswith("["):
         host, port = a[1:].split("]:")

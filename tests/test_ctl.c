@@ -307,7 +307,8 @@ static int wait_live(const struct steer_addr *vip, int b, int64_t want)
 
 	if (steer_dp_slot(dp, vip, &addr4[b], &slot) != 0)
 		return -1;
-	for (i = 0; i < 400 && steer_dp_live(dp, slot) != want; i++)
+	/* Generous: a loaded machine may deliver the state changes late. */
+	for (i = 0; i < 2000 && steer_dp_live(dp, slot) != want; i++)
 		usleep(5000);
 	return steer_dp_live(dp, slot) == want ? 0 : -1;
 }

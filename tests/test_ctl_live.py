@@ -48,6 +48,16 @@ def addr(n):
     return f"127.0.0.{OCT[n]}:8000"
 
 
+def settle(d):
+    """Every credit of the connects so far is drained and a table scored
+    without them is in place (however many polls a loaded machine fails)."""
+    d.wait_publishes(2, timeout=30)
+    L.wait_for(lambda: all(v == 0 for (n, _), v in d.metrics().items()
+                           if n == "smg_steer_backend_inflight_tokens"), 30,
+               "in-flight tokens drained")
+    d.wait_publishes(1, timeout=30)
+
+
 d = L.Daemon(env, ["--config", cfg, "--keep-pinned"]).start()
 d.wait_publishes(2)
 
@@ -57,8 +67,9 @@ with t.case("status against a live daemon: health, ranks, modes, snapshot age"):
     for n in OCT:
         b = st[addr(n)]
         t.check(b["health"] == "healthy" and b["mode"] == "snapshot", f"{n}: {b}")
+        # Polled every 0.5 s; generous for a loaded machine.
         t.check(b["rank"] is not None and b["snapshot_age_s"] is not None
-                and b["snapshot_age_s"] < 2.0, f"{n}: {b}")
+                and b["snapshot_age_s"] < 10.0, f"{n}: {b}")
     # w2 (no queue) ranks first, w3 (most queued) last.
     t.check(st[addr("w2")]["rank"] == 0 and st[addr("w3")]["rank"] == 2,
             f"ranks {[(a, b['rank']) for a, b in st.items()]}")
@@ -66,19 +77,28 @@ with t.case("status against a live daemon: health, ranks, modes, snapshot age"):
     t.check(addr("w1") in text and "healthy" in text, text)
 
 with t.case("explain against a live daemon predicts the next connect"):
-    hits = 0
-    for _ in range(8):
+    # A publish between explain and the connect (every 0.5 s) may change the
+    # answer: such samples are set aside, every other one must agree.
+    hits, misses, tries = 0, [], 0
+    while hits + len(misses) < 8 and tries < 60:
+        tries += 1
+        before = d.publishes()
         e = json.loads(ctl("-o", "json", "explain", VIP).stdout)
         want = e["next_connection"]["backend"]
         got = L.connect_name(VIP)
-        hits += got == {addr(n): n for n in OCT}.get(want)
-    # A publish can land between explain and connect (every 0.5 s); most must agree.
-    t.check(hits >= 6, f"only {hits} of 8 predictions held")
+        if d.publishes() != before:
+            continue
+        if got == {addr(n): n for n in OCT}.get(want):
+            hits += 1
+        else:
+            misses.append((want, got))
+    print(f"# {hits} predictions held, {tries - hits - len(misses)} samples set aside")
+    t.check(hits >= 4 and not misses, f"{hits} held, mispredicted: {misses}")
     text = ctl("explain", VIP).stdout
     t.check("next connection" in text, text)
 
 with t.case("drain: the backend gets no new connects, the daemon republishes without it"):
-    d.wait_publishes(2)
+    settle(d)
     t.check(L.connect_name(VIP) == "w2", "w2 should be the best")
     ctl("drain", addr("w2"))
     got = [L.connect_name(VIP) for _ in range(15)]
@@ -111,7 +131,7 @@ with t.case("the drain survives a daemon restart (--keep-pinned) and a crash"):
 
 with t.case("undrain: the backend is back at once and in the next table"):
     ctl("undrain", addr("w2"))
-    d.wait_publishes(2)
+    settle(d)
     t.check(L.connect_name(VIP) == "w2", "w2 not chosen after undrain")
     t.check(status_json()[addr("w2")]["rank"] == 0, "w2 not back in the table")
 

@@ -33,6 +33,9 @@
 #define NHANG 8
 #define MAX_WORKERS 16
 #define READY_TIMEOUT_MS 20000
+/* Deadline of a call expected to succeed: generous, for a loaded machine
+ * (the fake worker is Python, the test runs under ASan). */
+#define CALL_TIMEOUT (10 * SEC)
 
 struct worker {
 	char name[32];
@@ -438,7 +441,7 @@ static void test_ok_two_ranks_aggregated(void)
 	h = steer_poller_add(poller, w_ok.grpc, &tag, 1000);
 	CHECK(h >= 0, "add %d", h);
 	before = worker_stat(&w_ok, "getloads");
-	CHECK(poll_once(poller, h, 2 * SEC, &r) == 1, "no result");
+	CHECK(poll_once(poller, h, CALL_TIMEOUT, &r) == 1, "no result");
 	steer_poller_remove(poller, h);
 	CHECK(r.kind == STEER_POLL_OK, "kind %s status %d: %s", kind_name(r.kind), r.grpc_status,
 	      r.detail);
@@ -451,7 +454,7 @@ static void test_ok_two_ranks_aggregated(void)
 	CHECK(fabs(r.load.kv_usage - 0.3) < 1e-12, "kv %f", r.load.kv_usage);
 	CHECK(r.load.waiting_reqs == 4 && r.load.running_reqs == 10, "reqs %f %f",
 	      r.load.waiting_reqs, r.load.running_reqs);
-	CHECK(r.started_ns > 0 && r.duration_ns > 0 && r.duration_ns < 5 * SEC,
+	CHECK(r.started_ns > 0 && r.duration_ns > 0 && r.duration_ns < CALL_TIMEOUT,
 	      "started %llu duration %llu", (unsigned long long)r.started_ns,
 	      (unsigned long long)r.duration_ns);
 	CHECK(wait_stat(&w_ok, "getloads", before + 1) >= before + 1, "the worker saw no call");
@@ -465,11 +468,11 @@ static void test_state_changes_show_in_next_poll(void)
 
 	CHECK(h >= 0, "add %d", h);
 	CHECK(write_state(&w_ok, TWO_RANKS) == 0, "state");
-	CHECK(poll_once(poller, h, 2 * SEC, &r) == 1 && r.kind == STEER_POLL_OK, "first %s",
+	CHECK(poll_once(poller, h, CALL_TIMEOUT, &r) == 1 && r.kind == STEER_POLL_OK, "first %s",
 	      kind_name(r.kind));
 	CHECK(r.load.ranks == 2, "ranks %u", r.load.ranks);
 	CHECK(write_state(&w_ok, ONE_RANK) == 0, "state");
-	CHECK(poll_once(poller, h, 2 * SEC, &r) == 1 && r.kind == STEER_POLL_OK, "second %s",
+	CHECK(poll_once(poller, h, CALL_TIMEOUT, &r) == 1 && r.kind == STEER_POLL_OK, "second %s",
 	      kind_name(r.kind));
 	steer_poller_remove(poller, h);
 	CHECK(r.load.ranks == 1 && r.load.queued_uncached_tokens == 7 && r.load.kv_usage == 0.5,
@@ -484,7 +487,7 @@ static void test_ipv6_backend(void)
 
 	CHECK(h >= 0, "add %d", h);
 	CHECK(write_state(&w_v6, ONE_RANK) == 0, "state");
-	CHECK(poll_once(poller, h, 2 * SEC, &r) == 1, "no result");
+	CHECK(poll_once(poller, h, CALL_TIMEOUT, &r) == 1, "no result");
 	steer_poller_remove(poller, h);
 	CHECK(r.kind == STEER_POLL_OK && r.load.queued_uncached_tokens == 7, "kind %s: %s",
 	      kind_name(r.kind), r.detail);
@@ -497,7 +500,7 @@ static int poll_in_state(const char *state, enum steer_poll_kind want, struct st
 
 	CHECK_RC(h >= 0, "add %d", h);
 	CHECK_RC(write_state(&w_ok, state) == 0, "state");
-	got = poll_once(poller, h, 2 * SEC, r);
+	got = poll_once(poller, h, CALL_TIMEOUT, r);
 	steer_poller_remove(poller, h);
 	CHECK_RC(got == 1, "no result for %s", state);
 	CHECK_RC(r->kind == want, "state %s: kind %s (want %s), status %d: %s", state,
@@ -569,8 +572,9 @@ static void test_deadline_when_the_worker_hangs(void)
 	CHECK(got == 1, "no result");
 	CHECK(r.kind == STEER_POLL_DEADLINE, "kind %s: %s", kind_name(r.kind), r.detail);
 	CHECK(r.grpc_status == 4, "status %d", r.grpc_status);
-	/* Generous: only guards against the deadline not firing. */
-	CHECK(r.duration_ns >= 400 * MS && r.duration_ns < 3 * SEC, "took %llu ms",
+	/* Generous: only guards against the deadline not firing (the worker
+	 * would answer after 10 s). */
+	CHECK(r.duration_ns >= 400 * MS && r.duration_ns < 8 * SEC, "took %llu ms",
 	      (unsigned long long)(r.duration_ns / MS));
 }
 
@@ -602,10 +606,10 @@ static void test_busy_while_in_flight(void)
 	CHECK(h >= 0, "add %d", h);
 	CHECK(write_state(&w_ok, "{\"mode\": \"hang\", \"hang_seconds\": 0.3}") == 0, "state");
 	CHECK(!steer_poller_busy(poller, h), "busy before start");
-	CHECK(steer_poller_start(poller, h, 2 * SEC) == 0, "start");
+	CHECK(steer_poller_start(poller, h, CALL_TIMEOUT) == 0, "start");
 	CHECK(steer_poller_busy(poller, h), "not busy in flight");
-	CHECK(steer_poller_start(poller, h, 2 * SEC) == -EBUSY, "second start not refused");
-	got = steer_poller_next(poller, now_ns() + 5 * SEC, &r);
+	CHECK(steer_poller_start(poller, h, CALL_TIMEOUT) == -EBUSY, "second start not refused");
+	got = steer_poller_next(poller, now_ns() + CALL_TIMEOUT + 5 * SEC, &r);
 	CHECK(!steer_poller_busy(poller, h), "busy after the result");
 	steer_poller_remove(poller, h);
 	write_state(&w_ok, ONE_RANK);
@@ -625,23 +629,27 @@ static void test_next_times_out_when_idle(void)
 	CHECK(steer_poller_next(poller, t0, &r) == 0, "past deadline");
 }
 
-/* Eight slow backends at once take about one call's time, not eight. */
+/* Eight slow backends at once take about one call's time, not eight. The
+ * calls hang 2 s each: in sequence they would take 16 s, concurrently 2 s;
+ * the bound in between (half of 16 s) leaves room for a loaded machine. */
+#define HANG_S 2
 static void test_calls_run_concurrently(void)
 {
 	struct steer_poll_result r;
 	int h[NHANG], seen[NHANG] = { 0 }, i, done = 0;
 	uint64_t t0, elapsed;
+	char state[64];
 
+	snprintf(state, sizeof(state), "{\"mode\": \"hang\", \"hang_seconds\": %d}", HANG_S);
 	for (i = 0; i < NHANG; i++) {
-		CHECK(write_state(&w_hang[i], "{\"mode\": \"hang\", \"hang_seconds\": 0.5}") == 0,
-		      "state");
+		CHECK(write_state(&w_hang[i], state) == 0, "state");
 		h[i] = steer_poller_add(poller, w_hang[i].grpc, &seen[i], 1000);
 		CHECK(h[i] >= 0, "add %d", h[i]);
 	}
 	t0 = now_ns();
 	for (i = 0; i < NHANG; i++)
-		CHECK(steer_poller_start(poller, h[i], 5 * SEC) == 0, "start %d", i);
-	while (done < NHANG && steer_poller_next(poller, t0 + 10 * SEC, &r) == 1) {
+		CHECK(steer_poller_start(poller, h[i], 60 * SEC) == 0, "start %d", i);
+	while (done < NHANG && steer_poller_next(poller, t0 + 60 * SEC, &r) == 1) {
 		CHECK(r.kind == STEER_POLL_OK, "kind %s: %s", kind_name(r.kind), r.detail);
 		CHECK(r.tag >= (void *)&seen[0] && r.tag <= (void *)&seen[NHANG - 1], "tag %p",
 		      r.tag);
@@ -651,63 +659,103 @@ static void test_calls_run_concurrently(void)
 	elapsed = now_ns() - t0;
 	for (i = 0; i < NHANG; i++)
 		steer_poller_remove(poller, h[i]);
-	printf("# %d calls of 0.5 s took %llu ms\n", NHANG, (unsigned long long)(elapsed / MS));
+	printf("# %d calls of %d s took %llu ms\n", NHANG, HANG_S,
+	       (unsigned long long)(elapsed / MS));
 	CHECK(done == NHANG, "%d results", done);
 	for (i = 0; i < NHANG; i++)
 		CHECK(seen[i] == 1, "backend %d reported %d times", i, seen[i]);
-	CHECK(elapsed >= 450 * MS && elapsed < 2500 * MS, "8 x 0.5 s calls took %llu ms",
-	      (unsigned long long)(elapsed / MS));
+	CHECK(elapsed >= (HANG_S * SEC * 9) / 10 && elapsed < NHANG * HANG_S * SEC / 2,
+	      "%d x %d s calls took %llu ms", NHANG, HANG_S, (unsigned long long)(elapsed / MS));
 }
 
-/* The daemon's loop: start a call every interval, idle in next() until the
- * next interval. Returns the first interval (1-based) with an OK, or 0. */
-static int poll_intervals(int h, int intervals, uint64_t interval_ns, int *failures)
+/*
+ * Poll as the daemon does, a call every period (deadline 80 % of it), for up
+ * to bound_ns. Returns the time from the start to the first OK, or -1 when
+ * none came; counts the failed results in *failures (may be NULL).
+ */
+static int64_t poll_until_ok(int h, uint64_t period_ns, uint64_t bound_ns, int *failures)
 {
+	uint64_t t0 = now_ns(), end = t0 + bound_ns;
 	struct steer_poll_result r;
-	int i;
 
-	for (i = 1; i <= intervals; i++) {
-		uint64_t end = now_ns() + interval_ns;
-		int ok = 0;
+	while (now_ns() < end) {
+		uint64_t next = now_ns() + period_ns;
 
 		if (!steer_poller_busy(poller, h) &&
-		    steer_poller_start(poller, h, interval_ns * 8 / 10) != 0)
+		    steer_poller_start(poller, h, period_ns * 8 / 10) != 0)
 			return -1;
-		while (steer_poller_next(poller, end, &r) == 1) {
+		while (steer_poller_next(poller, next < end ? next : end, &r) == 1) {
 			if (r.kind == STEER_POLL_OK)
-				ok = 1;
-			else if (failures)
+				return (int64_t)(now_ns() - t0);
+			if (failures)
 				(*failures)++;
 		}
-		if (ok)
-			return i;
 	}
-	return 0;
+	return -1;
 }
 
+/*
+ * A restarted worker is polled successfully again. Waits for that with a
+ * generous bound rather than counting intervals: the reconnect backoff is
+ * capped at max_backoff_ms (1 s here) but gRPC adds up to 20 % jitter, and
+ * a loaded machine adds more. That the cap holds at all is
+ * test_reconnect_backoff_is_capped's business.
+ */
 static void test_reconnects_after_restart(void)
 {
-	int h = steer_poller_add(poller, w_restart.grpc, NULL, 1000), failures = 0, first;
+	int h = steer_poller_add(poller, w_restart.grpc, NULL, 1000), failures = 0;
+	int64_t took;
 
 	CHECK(h >= 0, "add %d", h);
 	CHECK(write_state(&w_restart, ONE_RANK) == 0, "state");
-	CHECK(poll_intervals(h, 2, SEC, NULL) == 1, "not OK before the restart");
-	worker_kill(&w_restart);
-	/* Ten failing intervals: the channel's backoff grows to its maximum
-	 * (gRPC's default would be 4 to 8 s by now, and growing). */
-	first = poll_intervals(h, 10, SEC, &failures);
-	if (first != 0 || failures < 10) {
+	took = poll_until_ok(h, SEC, 30 * SEC, NULL);
+	if (took < 0) {
 		steer_poller_remove(poller, h);
-		CHECK(0, "dead worker: first OK in interval %d, %d failures", first, failures);
+		CHECK(0, "not OK before the restart");
+	}
+	worker_kill(&w_restart);
+	/* Ten seconds dead: gRPC's default backoff would have grown to 4-8 s. */
+	took = poll_until_ok(h, SEC, 10 * SEC, &failures);
+	if (took >= 0 || failures == 0) {
+		steer_poller_remove(poller, h);
+		CHECK(0, "dead worker: OK after %lld ms, %d failures",
+		      (long long)(took / (int64_t)MS), failures);
 	}
 	if (worker_start(&w_restart) != 0) {
 		steer_poller_remove(poller, h);
 		CHECK(0, "restart failed");
 	}
-	first = poll_intervals(h, 6, SEC, NULL);
+	took = poll_until_ok(h, SEC, 30 * SEC, NULL);
 	steer_poller_remove(poller, h);
-	printf("# OK again in interval %d after the restart\n", first);
-	CHECK(first >= 1 && first <= 2, "OK again only in interval %d after the restart", first);
+	CHECK(took >= 0, "not OK again within 30 s of the restart");
+	printf("# OK again %lld ms after the restart\n", (long long)(took / (int64_t)MS));
+}
+
+/*
+ * The channel reconnects at least once per max_backoff_ms however long the
+ * backend has been failing. A listener that accepts and hangs up (never a
+ * valid HTTP/2 server) counts the attempts while calls keep failing. Over
+ * 10 s a 200 ms cap allows about 50 (measured: 41 in 8 s); the same backoff
+ * without the cap (100 ms growing by 1.6x) makes about 10 (measured: 9 in
+ * 8 s). The threshold between leaves a factor of two on either side.
+ */
+static void test_reconnect_backoff_is_capped(void)
+{
+	struct test_backend b;
+	int h, attempts;
+
+	CHECK(test_backend_start(&b, "127.0.0.13:30000", "nothttp2") == 0, "listener");
+	h = steer_poller_add(poller, "127.0.0.13:30000", NULL, 200);
+	if (h < 0) {
+		test_backend_stop(&b);
+		CHECK(0, "add %d", h);
+	}
+	poll_until_ok(h, 100 * MS, 10 * SEC, NULL);
+	steer_poller_remove(poller, h);
+	attempts = __atomic_load_n(&b.accepted, __ATOMIC_RELAXED);
+	test_backend_stop(&b);
+	printf("# %d connection attempts in 10 s with a 200 ms backoff cap\n", attempts);
+	CHECK(attempts >= 22, "only %d connection attempts in 10 s", attempts);
 }
 
 /* A removed handle's call never reports, even when its slot is reused. */
@@ -731,8 +779,8 @@ static void test_remove_swallows_the_result(void)
 
 	h2 = steer_poller_add(poller, w_ok.grpc, &tag_new, 1000);
 	CHECK(h2 >= 0, "add %d", h2);
-	CHECK(steer_poller_start(poller, h2, 2 * SEC) == 0, "start");
-	got = steer_poller_next(poller, now_ns() + 5 * SEC, &r);
+	CHECK(steer_poller_start(poller, h2, CALL_TIMEOUT) == 0, "start");
+	got = steer_poller_next(poller, now_ns() + CALL_TIMEOUT + 5 * SEC, &r);
 	CHECK(got == 1 && r.tag == &tag_new && r.kind == STEER_POLL_OK, "got %d tag %p kind %s",
 	      got, r.tag, kind_name(r.kind));
 	/* Well past the removed call's hang: still nothing. */
@@ -762,12 +810,13 @@ static void test_free_with_calls_in_flight(void)
 	CHECK(steer_poller_next(p, now_ns() + 300 * MS, &r) == 0, "early result");
 	t0 = now_ns();
 	steer_poller_free(p);
-	CHECK(now_ns() - t0 < 3 * SEC, "free took %llu ms",
+	/* Generous: waiting for the calls would take their 10 s hang. */
+	CHECK(now_ns() - t0 < 7 * SEC, "free took %llu ms",
 	      (unsigned long long)((now_ns() - t0) / MS));
 
 	h = steer_poller_add(p2, w_ok.grpc, NULL, 1000);
 	CHECK(h >= 0, "add %d", h);
-	got = poll_once(p2, h, 2 * SEC, &r);
+	got = poll_once(p2, h, CALL_TIMEOUT, &r);
 	steer_poller_free(p2);
 	for (i = 0; i < 3; i++)
 		write_state(&w_hang[i], ONE_RANK);
@@ -856,6 +905,7 @@ int main(void)
 	TAP_RUN(test_next_times_out_when_idle);
 	TAP_RUN(test_calls_run_concurrently);
 	TAP_RUN(test_reconnects_after_restart);
+	TAP_RUN(test_reconnect_backoff_is_capped);
 	TAP_RUN(test_remove_swallows_the_result);
 	TAP_RUN(test_free_with_calls_in_flight);
 	TAP_RUN(test_fake_worker_traffic_port);

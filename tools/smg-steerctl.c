@@ -27,6 +27,7 @@
 #include "config.h" /* STEER_VERSION */
 #include "dataplane.h"
 #include "load_decode.h"
+#include "privs.h"
 #include "steer_common.h"
 #include "uninstall.h"
 
@@ -299,6 +300,16 @@ static int open_dataplane(const struct ctl *c, struct steer_dp **dp)
 	struct steer_dp_opts o = { .pin_dir = c->pin_dir, .own = false };
 	char err[512];
 	int rc = steer_dp_open(&o, dp, err, sizeof(err));
+
+	if (rc)
+		fprintf(stderr, "%s: %s\n", prog, err);
+	return rc;
+}
+
+static int drop_privileges(void)
+{
+	char err[256];
+	int rc = steer_privs_ctl(err, sizeof(err));
 
 	if (rc)
 		fprintf(stderr, "%s: %s\n", prog, err);
@@ -1168,6 +1179,11 @@ int main(int argc, char *argv[])
 		return cmd_uninstall(&c) == EXIT_OK && fflush(stdout) == 0 ? EXIT_OK : EXIT_ERROR;
 	if (open_dataplane(&c, &dp) != 0)
 		return EXIT_ERROR;
+	/* The maps are open: nothing below needs more than CAP_BPF. */
+	if (drop_privileges() != 0) {
+		steer_dp_close(dp);
+		return EXIT_ERROR;
+	}
 	rc = run_command(&c, dp);
 	steer_dp_close(dp);
 	if (fflush(stdout) != 0) {

@@ -162,14 +162,39 @@ int dp_new_generation_map(struct steer_dp *dp)
 			      sizeof(struct steer_table), STEER_MAX_SERVICES, &o);
 }
 
-/* fd of the generation currently in steer_gen, or -ENOENT. */
+/*
+ * fd of the generation currently in steer_gen, or -ENOENT. Opening a map by
+ * id needs CAP_SYS_ADMIN, which the daemon and smg-steerctl drop once set up
+ * (user/privs.c). Without it, the pin steer_tables (every publish points it
+ * at its new generation) is opened instead, and used only when it names the
+ * map in steer_gen: another process's publish moves the pin a moment before
+ * it swaps, so a mismatch is tried again, for at most ~50 ms.
+ */
 int dp_current_generation_fd(const struct steer_dp *dp)
 {
+	const struct timespec ms = { .tv_nsec = 1000000 };
+	char path[PATH_MAX];
 	__u32 zero = 0, id = 0;
+	int fd, tries;
 
-	if (bpf_map_lookup_elem(dp->gen_fd, &zero, &id) != 0 || !id)
-		return -ENOENT;
-	return bpf_map_get_fd_by_id(id);
+	for (tries = 0; tries < 50; tries++) {
+		struct bpf_map_info info = { 0 };
+		__u32 len = sizeof(info);
+
+		if (bpf_map_lookup_elem(dp->gen_fd, &zero, &id) != 0 || !id)
+			return -ENOENT;
+		fd = bpf_map_get_fd_by_id(id);
+		if (fd != -EPERM)
+			return fd;
+		dp_pin_path(dp, STEER_MAP_TABLES, path, sizeof(path));
+		fd = bpf_obj_get(path);
+		if (fd >= 0 && bpf_obj_get_info_by_fd(fd, &info, &len) == 0 && info.id == id)
+			return fd;
+		if (fd >= 0)
+			close(fd);
+		nanosleep(&ms, NULL);
+	}
+	return -ENOENT;
 }
 
 static int open_pinned(struct steer_dp *dp, const char *name, int *fd, char *err, size_t errlen)
@@ -395,13 +420,16 @@ static int open_maps(struct steer_dp *dp, char *err, size_t errlen)
 }
 
 /* A fresh install has no generation yet: start with an empty one, so that the
- * programs find the map and let every connect pass. */
+ * programs find the map and let every connect pass. Either way the pin
+ * steer_tables names the current generation from here on: once privileges
+ * are dropped it is the only way to it (dp_current_generation_fd). */
 static int ensure_generation(struct steer_dp *dp, char *err, size_t errlen)
 {
 	__u32 zero = 0;
 	int fd = dp_current_generation_fd(dp);
 
 	if (fd >= 0) {
+		dp_pin_generation(dp, fd);
 		close(fd);
 		return 0;
 	}
@@ -416,6 +444,7 @@ static int ensure_generation(struct steer_dp *dp, char *err, size_t errlen)
 		return steer_seterr(err, errlen, e, "cannot install a table generation: %s",
 				    strerror(e));
 	}
+	dp_pin_generation(dp, fd);
 	close(fd);
 	return 0;
 }

@@ -85,6 +85,8 @@ struct steer_dp {
 /* dataplane.c */
 void dp_pin_path(const struct steer_dp *dp, const char *name, char *buf, size_t len);
 int dp_current_generation_fd(const struct steer_dp *dp);
+/* Points the pin steer_tables at generation fd (dataplane_publish.c). */
+void dp_pin_generation(struct steer_dp *dp, int fd);
 int dp_new_generation_map(struct steer_dp *dp);
 
 /* dataplane_layout.c */

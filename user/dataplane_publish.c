@@ -403,7 +403,7 @@ static void registry_rollback(struct steer_dp *dp, const struct plan *p)
 }
 
 /* Make the pin steer_tables name the new generation (rename is atomic). */
-static void pin_generation(struct steer_dp *dp, int fd)
+void dp_pin_generation(struct steer_dp *dp, int fd)
 {
 	char path[PATH_MAX], tmp[PATH_MAX + 16];
 
@@ -523,13 +523,13 @@ static int swap_generation(struct steer_dp *dp, const struct plan *p, char *err,
 		close(fd);
 		return rc;
 	}
-	pin_generation(dp, fd);
+	dp_pin_generation(dp, fd);
 	rc = swap_in(dp, fd);
 	if (rc != 0) {
 		/* The pin must keep naming what connects see: the old generation. */
 		cur = dp_current_generation_fd(dp);
 		if (cur >= 0) {
-			pin_generation(dp, cur);
+			dp_pin_generation(dp, cur);
 			close(cur);
 		}
 		return steer_seterr(err, errlen, rc, "cannot swap the table generation: %s",

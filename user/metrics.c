@@ -21,11 +21,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <microhttpd.h>
 
 #include "dataplane.h"
 #include "load_decode.h"
+#include "metrics_guard.h"
 
 const double steer_poll_bucket_bounds[STEER_POLL_BUCKETS] = {
 	0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5,
@@ -398,7 +400,10 @@ char *steer_metrics_render(const struct steer_metrics_snapshot *snap)
 
 struct steer_metrics {
 	struct MHD_Daemon *daemon;
-	pthread_mutex_t lock; /* guards snap and have_snap */
+	int listen_fd; /* bound by steer_metrics_open; libmicrohttpd's once serving */
+	char listen[STEER_ADDR_STRLEN];
+	struct steer_guard *guard; /* touched only from libmicrohttpd's thread */
+	pthread_mutex_t lock;	   /* guards snap and have_snap */
 	struct steer_metrics_snapshot snap;
 	bool have_snap;
 	/* While starting, the first libmicrohttpd message explains a failure. */
@@ -542,6 +547,14 @@ static enum MHD_Result reply_healthz(struct steer_metrics *m, struct MHD_Connect
 		     MHD_RESPMEM_MUST_COPY);
 }
 
+static struct steer_guard_conn *guard_conn(struct MHD_Connection *conn)
+{
+	const union MHD_ConnectionInfo *info =
+		MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+
+	return info ? info->socket_context : NULL;
+}
+
 static enum MHD_Result handle_request(void *cls, struct MHD_Connection *conn, const char *url,
 				      const char *method, const char *version,
 				      const char *upload_data, size_t *upload_data_size,
@@ -553,6 +566,8 @@ static enum MHD_Result handle_request(void *cls, struct MHD_Connection *conn, co
 	(void)upload_data;
 	(void)upload_data_size;
 	(void)req_cls;
+	/* The request is complete: it is answered now, not a candidate to drop. */
+	steer_guard_answering(guard_conn(conn), steer_monotonic_ns());
 	/* HEAD is answered like GET; libmicrohttpd drops the body itself. */
 	if (strcmp(method, MHD_HTTP_METHOD_GET) != 0 && strcmp(method, MHD_HTTP_METHOD_HEAD) != 0)
 		return reply_static(conn, MHD_HTTP_METHOD_NOT_ALLOWED, "method not allowed\n");
@@ -582,6 +597,48 @@ static void log_start_failure(void *cls, const char *fmt, va_list ap)
 		m->start_log[--n] = 0;
 }
 
+/* Drop a connection to make room: the shutdown makes libmicrohttpd see the
+ * end of the stream at its next poll and close it; the 1 s timeout closes it
+ * even if that wakeup were missed. */
+static void drop_connection(struct MHD_Connection *conn)
+{
+	const union MHD_ConnectionInfo *info =
+		MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+
+	if (info)
+		shutdown(info->connect_fd, SHUT_RDWR);
+	MHD_set_connection_option(conn, MHD_CONNECTION_OPTION_TIMEOUT, 1u);
+}
+
+static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
+			  enum MHD_ConnectionNotificationCode toe)
+{
+	struct steer_metrics *m = cls;
+	struct steer_guard_conn *self, *victim;
+
+	if (toe == MHD_CONNECTION_NOTIFY_CLOSED) {
+		steer_guard_closed(m->guard, *socket_context);
+		*socket_context = NULL;
+		return;
+	}
+	victim = steer_guard_admit(m->guard, conn, steer_monotonic_ns(), &self);
+	*socket_context = self;
+	if (!self)
+		drop_connection(conn); /* untracked (out of memory): never let it stay */
+	else if (victim)
+		drop_connection(steer_guard_owner(victim));
+}
+
+/* The answer went out (or the client left): the connection idles. */
+static void on_request_done(void *cls, struct MHD_Connection *conn, void **req_cls,
+			    enum MHD_RequestTerminationCode toe)
+{
+	(void)cls;
+	(void)req_cls;
+	(void)toe;
+	steer_guard_idle(guard_conn(conn), steer_monotonic_ns());
+}
+
 static socklen_t to_sockaddr(const struct steer_addr *a, struct sockaddr_storage *ss)
 {
 	memset(ss, 0, sizeof(*ss));
@@ -602,28 +659,36 @@ static socklen_t to_sockaddr(const struct steer_addr *a, struct sockaddr_storage
 }
 
 /*
- * Why libmicrohttpd did not start. errno from the failing system call
- * survives MHD_start_daemon's cleanup; when it does not, the library's own
- * message is the best we have.
+ * The listening socket, bound to exactly the given address (IPv6 sockets
+ * IPv6-only), with SO_REUSEADDR as libmicrohttpd would set it, so that a
+ * restart does not wait for TIME_WAIT. Returns the fd or a negative errno.
  */
-static int start_failure(struct steer_metrics *m, const char *listen, int saved_errno, char *err,
-			 size_t errlen)
-{
-	if (saved_errno > 0)
-		return steer_seterr(err, errlen, saved_errno, "metrics: cannot listen on %s: %s",
-				    listen, strerror(saved_errno));
-	return steer_seterr(err, errlen, EIO, "metrics: cannot listen on %s: %s", listen,
-			    m->start_log[0] ? m->start_log : "libmicrohttpd failed to start");
-}
-
-int steer_metrics_start(const char *listen, struct steer_metrics **out, char *err, size_t errlen)
+static int bind_listener(const struct steer_addr *addr)
 {
 	struct sockaddr_storage ss;
+	socklen_t len = to_sockaddr(addr, &ss);
+	int fd, one = 1, e;
+
+	fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) != 0 ||
+	    (ss.ss_family == AF_INET6 &&
+	     setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one)) != 0) ||
+	    bind(fd, (struct sockaddr *)&ss, len) != 0 || listen(fd, SOMAXCONN) != 0) {
+		e = errno;
+		close(fd);
+		return -e;
+	}
+	return fd;
+}
+
+int steer_metrics_open(const char *listen, struct steer_metrics **out, char *err, size_t errlen)
+{
 	struct steer_metrics *m;
 	struct steer_addr addr;
-	unsigned int flags;
 	char why[160];
-	int rc, saved_errno;
+	int rc;
 
 	if (!out)
 		return steer_seterr(err, errlen, EINVAL, "metrics: no result pointer");
@@ -634,38 +699,95 @@ int steer_metrics_start(const char *listen, struct steer_metrics **out, char *er
 	m = calloc(1, sizeof(*m));
 	if (!m)
 		return steer_seterr(err, errlen, ENOMEM, "metrics: out of memory");
+	m->guard = steer_guard_new(STEER_METRICS_MAX_CONNECTIONS, STEER_METRICS_MAX_TRACKED,
+				   STEER_METRICS_TIMEOUT_S * 1000000000ULL);
+	if (!m->guard) {
+		free(m);
+		return steer_seterr(err, errlen, ENOMEM, "metrics: out of memory");
+	}
+	m->listen_fd = bind_listener(&addr);
+	if (m->listen_fd < 0) {
+		rc = m->listen_fd;
+		steer_guard_free(m->guard);
+		free(m);
+		return steer_seterr(err, errlen, rc, "metrics: cannot listen on %s: %s", listen,
+				    strerror(-rc));
+	}
+	snprintf(m->listen, sizeof(m->listen), "%s", listen);
 	pthread_mutex_init(&m->lock, NULL);
 	atomic_init(&m->capture_log, true);
-	to_sockaddr(&addr, &ss);
-	/* Bind exactly the given address; IPv6 sockets stay IPv6-only. */
-	flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | MHD_USE_ERROR_LOG;
-	if (!steer_addr_is_v4(&addr))
-		flags |= MHD_USE_IPv6;
+	*out = m;
+	return 0;
+}
+
+/*
+ * Why libmicrohttpd did not start. errno from the failing system call
+ * survives MHD_start_daemon's cleanup; when it does not, the library's own
+ * message is the best we have.
+ */
+static int start_failure(struct steer_metrics *m, int saved_errno, char *err, size_t errlen)
+{
+	if (saved_errno > 0)
+		return steer_seterr(err, errlen, saved_errno, "metrics: cannot serve on %s: %s",
+				    m->listen, strerror(saved_errno));
+	return steer_seterr(err, errlen, EIO, "metrics: cannot serve on %s: %s", m->listen,
+			    m->start_log[0] ? m->start_log : "libmicrohttpd failed to start");
+}
+
+int steer_metrics_serve(struct steer_metrics *m, char *err, size_t errlen)
+{
+	unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | MHD_USE_ERROR_LOG;
+	int saved_errno;
+
+	if (!m || m->daemon || m->listen_fd < 0)
+		return steer_seterr(err, errlen, EINVAL, "metrics: not open, or already serving");
 	errno = 0;
-	m->daemon = MHD_start_daemon(flags, ntohs(addr.port), NULL, NULL, handle_request, m,
-				     MHD_OPTION_EXTERNAL_LOGGER, log_start_failure, m,
-				     MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
-				     /* A stuck client cannot hold a slot for long. */
-				     MHD_OPTION_CONNECTION_TIMEOUT, 10u,
-				     MHD_OPTION_CONNECTION_LIMIT, 64u, MHD_OPTION_END);
+	/* The guard keeps at most MAX_CONNECTIONS open (see metrics_guard.h);
+	 * libmicrohttpd's own limit only bounds the dropped ones not yet
+	 * closed, so it never stops accepting and nothing queues behind an
+	 * abuser in the listen backlog. */
+	m->daemon = MHD_start_daemon(
+		flags, 0, NULL, NULL, handle_request, m, MHD_OPTION_EXTERNAL_LOGGER,
+		log_start_failure, m, MHD_OPTION_LISTEN_SOCKET, m->listen_fd,
+		MHD_OPTION_NOTIFY_CONNECTION, on_connection, m, MHD_OPTION_NOTIFY_COMPLETED,
+		on_request_done, m, MHD_OPTION_CONNECTION_TIMEOUT,
+		(unsigned int)STEER_METRICS_TIMEOUT_S, MHD_OPTION_CONNECTION_LIMIT,
+		(unsigned int)STEER_METRICS_MAX_TRACKED, MHD_OPTION_END);
 	saved_errno = errno;
 	atomic_store(&m->capture_log, false);
 	if (!m->daemon) {
-		rc = start_failure(m, listen, saved_errno, err, errlen);
-		pthread_mutex_destroy(&m->lock);
-		free(m);
-		return rc;
+		/* libmicrohttpd closed (or owns) the socket on its way out. */
+		m->listen_fd = -1;
+		return start_failure(m, saved_errno, err, errlen);
 	}
-	*out = m;
 	return 0;
+}
+
+int steer_metrics_start(const char *listen, struct steer_metrics **out, char *err, size_t errlen)
+{
+	int rc = steer_metrics_open(listen, out, err, errlen);
+
+	if (rc)
+		return rc;
+	rc = steer_metrics_serve(*out, err, errlen);
+	if (rc) {
+		steer_metrics_stop(*out);
+		*out = NULL;
+	}
+	return rc;
 }
 
 void steer_metrics_stop(struct steer_metrics *m)
 {
 	if (!m)
 		return;
-	/* Joins the polling thread: no handler runs after this. */
-	MHD_stop_daemon(m->daemon);
+	/* Joins the polling thread (no handler runs after this) and closes the
+	 * listening socket, which libmicrohttpd owns once serving. */
+	if (m->daemon)
+		MHD_stop_daemon(m->daemon);
+	else if (m->listen_fd >= 0)
+		close(m->listen_fd);
+	steer_guard_free(m->guard);
 	snapshot_free(&m->snap);
 	pthread_mutex_destroy(&m->lock);
 	free(m);

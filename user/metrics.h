@@ -58,10 +58,31 @@ struct steer_metrics_snapshot {
 
 struct steer_metrics;
 
-/* listen: "127.0.0.1:9464" or "[::1]:9464". Returns 0 or a negative errno with err. */
+/*
+ * The server under abuse (see metrics_guard.h): at most MAX_CONNECTIONS are
+ * open at once; past that, the one waiting longest for its request (or idle
+ * between requests) is dropped, so a scrape or a probe always gets in. A
+ * connection that sends nothing for TIMEOUT_S seconds is closed, and so may
+ * be an answer that takes longer than that (a client that does not read).
+ */
+#define STEER_METRICS_MAX_CONNECTIONS 64
+#define STEER_METRICS_MAX_TRACKED 128 /* open + dropped, not yet closed */
+#define STEER_METRICS_TIMEOUT_S 5
+
+/*
+ * Two steps, so that the daemon can bind (and fail on a busy port) before it
+ * touches the data plane, and start the server's thread only after it has
+ * dropped its privileges: threads keep the capabilities they were started
+ * with.
+ * listen: "127.0.0.1:9464" or "[::1]:9464". Returns 0 or a negative errno with err.
+ */
+int steer_metrics_open(const char *listen, struct steer_metrics **out, char *err, size_t errlen);
+int steer_metrics_serve(struct steer_metrics *m, char *err, size_t errlen);
+/* Both at once. */
 int steer_metrics_start(const char *listen, struct steer_metrics **out, char *err, size_t errlen);
 /* Deep-copies snap. Safe against concurrent scrapes. */
 int steer_metrics_update(struct steer_metrics *m, const struct steer_metrics_snapshot *snap);
+/* Stops serving (or closes the bound socket) and frees m. */
 void steer_metrics_stop(struct steer_metrics *m);
 
 /* Render the Prometheus text format into a malloc'd, NUL-terminated string. */

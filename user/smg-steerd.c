@@ -25,6 +25,8 @@
 #include "policy.h"
 #include "load_decode.h"
 #include "loads.h"
+#include "privs.h"
+#include "reload.h"
 
 #define NO_SLOT UINT32_MAX
 #define SLICE_NS (100ULL * 1000000ULL) /* longest wait before signals are looked at */
@@ -85,12 +87,11 @@ struct service {
 };
 
 struct daemon {
-	int argc;
-	char **argv;
 	struct steer_config cfg;
 	struct steer_dp *dp;
 	struct steer_loads *loads;
 	struct steer_metrics *metrics;
+	struct steer_reload *reload; /* SIGHUP's parse, on its own thread */
 	struct service *svcs;
 	size_t n_svcs;
 	size_t pending; /* load polls in flight */
@@ -503,6 +504,12 @@ static uint64_t stragglers_cutoff(const struct daemon *d)
 	       (quiet > STRAGGLER_QUIET_MIN_NS ? quiet : STRAGGLER_QUIET_MIN_NS);
 }
 
+/* A SIGHUP to act on, or a reload's parse ready to apply. */
+static bool reload_pending(struct daemon *d)
+{
+	return reload_requested || steer_reload_ready(d->reload);
+}
+
 /*
  * Process results until the deadline, in slices so that signals are seen;
  * stop early once no call is pending or only stragglers are (when collecting
@@ -512,7 +519,7 @@ static void wait_results(struct daemon *d, uint64_t deadline_ns, bool until_all_
 {
 	struct steer_loads_result r;
 
-	while (!stop_requested && (until_all_done ? d->pending > 0 : !reload_requested)) {
+	while (!stop_requested && (until_all_done ? d->pending > 0 : !reload_pending(d))) {
 		uint64_t now = steer_monotonic_ns(), until;
 
 		if (until_all_done && stragglers_cutoff(d) < deadline_ns)
@@ -897,14 +904,14 @@ static void run_cycle(struct daemon *d)
 	malloc_trim(0);
 }
 
+/* Apply a reload whose parse is ready (see idle()). */
 static void reload(struct daemon *d)
 {
 	struct steer_config next;
 	struct service *svcs;
 	char err[512];
 
-	reload_requested = 0;
-	if (steer_config_load(d->argc, d->argv, &next, err, sizeof(err)) != STEER_CONFIG_OK) {
+	if (steer_reload_take(d->reload, &next, err, sizeof(err)) <= 0) {
 		log_error("reload rejected, the running configuration stays: %s", err);
 		return;
 	}
@@ -934,9 +941,33 @@ static void reload(struct daemon *d)
 }
 
 /*
- * Everything that can fail for local reasons (the metrics port, gRPC) comes
- * before the data plane is touched, so that a daemon that cannot start
- * leaves a running data plane alone.
+ * Between cycles, until next_tick: handle results, start a parse on SIGHUP
+ * (a SIGHUP during a parse makes one more, after it), and apply a parse
+ * that is ready. Polling and publishing never wait for a parse; once a
+ * reload is applied the next cycle starts at once, so that new backends are
+ * polled without waiting for the tick.
+ */
+static void idle(struct daemon *d, uint64_t next_tick)
+{
+	while (!stop_requested) {
+		wait_results(d, next_tick, false);
+		if (reload_requested) {
+			reload_requested = 0;
+			steer_reload_request(d->reload);
+			continue;
+		}
+		if (steer_reload_ready(d->reload))
+			reload(d);
+		return;
+	}
+}
+
+/*
+ * What can fail for local reasons (the metrics port) comes before the data
+ * plane is touched, so that a daemon that cannot start leaves a running data
+ * plane alone. Privileges are dropped once the data plane is open and before
+ * any thread starts (gRPC's, the metrics server's): threads keep the
+ * capabilities they start with.
  */
 static int start(struct daemon *d)
 {
@@ -947,7 +978,16 @@ static int start(struct daemon *d)
 	int rc;
 
 	if (d->cfg.metrics_enabled &&
-	    steer_metrics_start(d->cfg.metrics_listen, &d->metrics, err, sizeof(err)) != 0) {
+	    steer_metrics_open(d->cfg.metrics_listen, &d->metrics, err, sizeof(err)) != 0) {
+		log_error("%s", err);
+		return 1;
+	}
+	rc = steer_dp_open(&o, &d->dp, err, sizeof(err));
+	if (rc) {
+		log_error("%s", err);
+		return 1;
+	}
+	if (steer_privs_daemon(err, sizeof(err)) < 0) {
 		log_error("%s", err);
 		return 1;
 	}
@@ -956,17 +996,16 @@ static int start(struct daemon *d)
 		log_error("cannot start gRPC or libcurl");
 		return 1;
 	}
-	rc = steer_dp_open(&o, &d->dp, err, sizeof(err));
-	if (rc) {
-		log_error("%s", err);
-		return 1;
-	}
 	if (services_build(d, &d->cfg, &d->svcs) != 0) {
 		log_error("cannot set up the backends");
 		return 1;
 	}
 	d->n_svcs = d->cfg.n_services;
 	publish_refusing_tables(d);
+	if (d->metrics && steer_metrics_serve(d->metrics, err, sizeof(err)) != 0) {
+		log_error("%s", err);
+		return 1;
+	}
 	log_info("steering %zu service(s) in cgroup %s, state pinned at %s%s", d->n_svcs,
 		 steer_dp_cgroup(d->dp), steer_dp_pin_dir(d->dp),
 		 steer_dp_adopted(d->dp) ? " (adopted)" : "");
@@ -979,6 +1018,7 @@ static int shutdown_daemon(struct daemon *d)
 	char err[512];
 	int rc = 0;
 
+	steer_reload_free(d->reload); /* a parse still running is abandoned */
 	if (d->svcs)
 		services_free(d, d->svcs, d->n_svcs);
 	if (d->loads)
@@ -1014,7 +1054,7 @@ static int check_config(struct steer_config *cfg)
 
 int main(int argc, char **argv)
 {
-	struct daemon d = { .argc = argc, .argv = argv };
+	struct daemon d = { 0 };
 	char err[512];
 	uint64_t next_tick;
 	int rc;
@@ -1039,7 +1079,9 @@ int main(int argc, char **argv)
 	steer_log_set_level(d.cfg.log_level);
 	seed_random(&d);
 	install_signals();
-	rc = start(&d);
+	d.reload = steer_reload_new(argc, argv,
+				    d.cfg.config_path[0] ? d.cfg.config_path : "the command line");
+	rc = d.reload ? start(&d) : 1;
 	if (rc) {
 		shutdown_daemon(&d);
 		return rc;
@@ -1050,9 +1092,7 @@ int main(int argc, char **argv)
 		next_tick += d.cfg.interval_ns;
 		if (next_tick < steer_monotonic_ns())
 			next_tick = steer_monotonic_ns(); /* overran: do not burst */
-		wait_results(&d, next_tick, false);
-		if (reload_requested)
-			reload(&d);
+		idle(&d, next_tick);
 	}
 	return shutdown_daemon(&d);
 }
