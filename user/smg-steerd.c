@@ -71,6 +71,9 @@ struct backend {
 	struct steer_policy_score score;
 	bool in_table;
 	uint32_t live_at_score;
+	/* The kernel stopped choosing it after STEER_FAIL_EJECT connects in a row
+	 * failed; out of the table until the poll started then answers. */
+	bool suspect;
 };
 
 struct service {
@@ -366,7 +369,36 @@ static const char *poll_kind_text(enum steer_poll_kind k)
 	}
 }
 
+static void start_poll(struct daemon *d, struct backend *b)
+{
+	if (b->call_pending)
+		return;
+	/* What is credited now is in the snapshot this call returns. */
+	b->inflight_at_send = b->slot == NO_SLOT ? 0 : steer_dp_inflight_read(d->dp, b->slot);
+	if (steer_loads_start(d->loads, b->handle, d->cfg.timeout_ns) == 0) {
+		b->call_pending = true;
+		d->pending++;
+	}
+}
+
 static void start_polls(struct daemon *d)
+{
+	size_t i, j;
+
+	for (i = 0; i < d->n_svcs; i++)
+		for (j = 0; j < d->svcs[i].n; j++)
+			start_poll(d, d->svcs[i].b[j]);
+}
+
+/*
+ * Fast ejection, the daemon's half. The kernel stops choosing a backend once
+ * STEER_FAIL_EJECT of its steered connects in a row were never established
+ * (a dead worker refuses thousands of connects a second; polls come once a
+ * second). Looked at every wait slice (<= 100 ms): such a backend is kept
+ * out of the tables, so that a publish does not list it and reset the
+ * kernel's count, and polled at once; the poll decides (handle_result).
+ */
+static void check_fast_ejections(struct daemon *d)
 {
 	size_t i, j;
 
@@ -374,16 +406,35 @@ static void start_polls(struct daemon *d)
 		for (j = 0; j < d->svcs[i].n; j++) {
 			struct backend *b = d->svcs[i].b[j];
 
-			if (b->call_pending)
+			if (b->suspect || b->slot == NO_SLOT || b->health == STEER_HEALTH_EJECTED ||
+			    steer_dp_fails(d->dp, b->slot) < STEER_FAIL_EJECT)
 				continue;
-			/* What is credited now is in the snapshot this call returns. */
-			b->inflight_at_send =
-				b->slot == NO_SLOT ? 0 : steer_dp_inflight_read(d->dp, b->slot);
-			if (steer_loads_start(d->loads, b->handle, d->cfg.timeout_ns) == 0) {
-				b->call_pending = true;
-				d->pending++;
-			}
+			b->suspect = true;
+			log_warn("%s: backend %s: %d connects in a row failed; not chosen until a "
+				 "poll confirms it is alive",
+				 d->svcs[i].vip_str, b->cfg.addr_str, STEER_FAIL_EJECT);
+			start_poll(d, b);
 		}
+}
+
+/* The poll that followed fast ejection answered: alive (readmit) or not (eject). */
+static void confirm_suspect(struct daemon *d, const struct service *s, struct backend *b,
+			    bool alive)
+{
+	b->suspect = false;
+	if (alive) {
+		if (b->slot != NO_SLOT)
+			steer_dp_readmit(d->dp, b->slot);
+		log_info("%s: backend %s answered its poll: chosen again", s->vip_str,
+			 b->cfg.addr_str);
+		return;
+	}
+	b->health = STEER_HEALTH_EJECTED;
+	b->consec_ok = 0;
+	if (b->consec_fail < d->cfg.unhealthy_after)
+		b->consec_fail = d->cfg.unhealthy_after;
+	log_warn("%s: backend %s ejected: %d connects in a row failed and so did its poll",
+		 s->vip_str, b->cfg.addr_str, STEER_FAIL_EJECT);
 }
 
 static void observe_duration(struct service *s, uint64_t ns)
@@ -491,6 +542,9 @@ static void handle_result(struct daemon *d, const struct steer_loads_result *r)
 		health_failure(s, b, d->cfg.unhealthy_after);
 		break;
 	}
+	if (b->suspect)
+		confirm_suspect(d, s, b,
+				r->kind == STEER_POLL_OK || r->kind == STEER_POLL_UNIMPLEMENTED);
 }
 
 /* When a cycle stops waiting for the polls still out (see STRAGGLER_QUIET_MIN_NS). */
@@ -526,6 +580,7 @@ static void wait_results(struct daemon *d, uint64_t deadline_ns, bool until_all_
 			deadline_ns = stragglers_cutoff(d);
 		if (now >= deadline_ns)
 			break;
+		check_fast_ejections(d);
 		until = deadline_ns - now > SLICE_NS ? now + SLICE_NS : deadline_ns;
 		if (steer_loads_next(d->loads, until, &r) == 1)
 			handle_result(d, &r);
@@ -576,7 +631,8 @@ static size_t pick_candidates(struct daemon *d, struct service *s, struct backen
 	for (j = 0; j < s->n; j++) {
 		drained[j] = is_drained(d, s->b[j]);
 		eligible += !drained[j];
-		healthy += !drained[j] && s->b[j]->health == STEER_HEALTH_HEALTHY;
+		healthy +=
+			!drained[j] && s->b[j]->health == STEER_HEALTH_HEALTHY && !s->b[j]->suspect;
 		unpolled += !drained[j] && s->b[j]->last_kind == STEER_POLL_NONE;
 	}
 	fail_open = healthy == 0 && eligible > 0;
@@ -600,7 +656,7 @@ static size_t pick_candidates(struct daemon *d, struct service *s, struct backen
 		struct backend *b = s->b[j];
 
 		b->in_table = false;
-		if (drained[j] || (!fail_open && b->health != STEER_HEALTH_HEALTHY))
+		if (drained[j] || (!fail_open && (b->health != STEER_HEALTH_HEALTHY || b->suspect)))
 			continue;
 		c[n++] = b;
 	}
@@ -740,6 +796,7 @@ static void publish(struct daemon *d)
 		goto out;
 	}
 	d->n_drained = steer_dp_drained_list(d->dp, d->drained, STEER_MAX_DRAINED);
+	check_fast_ejections(d); /* listing a failing backend would reset the kernel's count */
 	for (i = 0; i < d->n_svcs; i++) {
 		struct service *s = &d->svcs[i];
 		struct publish_buf *pb = &bufs[i];
