@@ -20,6 +20,7 @@
 
 #include "config.h"
 #include "dataplane.h"
+#include "discovery.h"
 #include "log.h"
 #include "metrics.h"
 #include "policy.h"
@@ -91,6 +92,7 @@ struct daemon {
 	struct steer_dp *dp;
 	struct steer_loads *loads;
 	struct steer_metrics *metrics;
+	struct steer_discovery *disc; /* --backend-dns names (discovery.c) */
 	struct service *svcs;
 	size_t n_svcs;
 	size_t pending; /* load polls in flight */
@@ -343,6 +345,39 @@ fail:
 	return -ENOMEM;
 }
 
+/*
+ * services_build with each service's discovered backends added to cfg's
+ * (discovery.h); then discovery follows cfg (new names, --dns-interval).
+ */
+static int services_build_dns(struct daemon *d, const struct steer_config *cfg,
+			      struct service **out)
+{
+	struct steer_config all;
+	int rc = steer_discovery_expand(d->disc, cfg, &all);
+
+	if (rc)
+		return rc;
+	rc = services_build(d, &all, out);
+	steer_discovery_expanded_free(&all);
+	if (!rc && steer_discovery_sync(d->disc, cfg))
+		log_error(
+			"dns: out of memory; the names of the configuration are not all looked up");
+	return rc;
+}
+
+/* A name's addresses changed: rebuild as a reload does, keeping what is unchanged. */
+static void discovery_apply(struct daemon *d)
+{
+	struct service *svcs;
+
+	if (services_build_dns(d, &d->cfg, &svcs) != 0) {
+		log_error("dns: out of memory; the backends stay as they were");
+		return;
+	}
+	services_free(d, d->svcs, d->n_svcs); /* what was not taken over */
+	d->svcs = svcs;
+}
+
 /* ---- polling ------------------------------------------------------------------------ */
 
 static const char *poll_kind_text(enum steer_poll_kind k)
@@ -512,8 +547,12 @@ static void wait_results(struct daemon *d, uint64_t deadline_ns, bool until_all_
 {
 	struct steer_loads_result r;
 
-	while (!stop_requested && (until_all_done ? d->pending > 0 : !reload_requested)) {
+	while (!stop_requested &&
+	       (until_all_done ? d->pending > 0
+			       : !reload_requested && !steer_discovery_changed(d->disc))) {
 		uint64_t now = steer_monotonic_ns(), until;
+
+		steer_discovery_step(d->disc, now); /* never waits */
 
 		if (until_all_done && stragglers_cutoff(d) < deadline_ns)
 			deadline_ns = stragglers_cutoff(d);
@@ -865,10 +904,13 @@ static void update_metrics(struct daemon *d)
 	snap.last_cycle_s = d->last_cycle_s;
 	snap.last_publish_s = d->last_publish_s;
 	snap.healthy_within_ns = 3 * d->cfg.interval_ns;
+	steer_discovery_metrics(d->disc, &snap);
 	steer_metrics_update(d->metrics, &snap);
 out:
 	free(snap.services);
 	free(snap.backends);
+	free(snap.dns_names);
+	free(snap.dns_entries);
 }
 
 /* ---- lifecycle ---------------------------------------------------------------------------- */
@@ -908,7 +950,7 @@ static void reload(struct daemon *d)
 	if (strcmp(next.metrics_listen, d->cfg.metrics_listen) ||
 	    next.metrics_enabled != d->cfg.metrics_enabled)
 		log_warn("reload: a --metrics-listen change needs a restart; ignored");
-	if (services_build(d, &next, &svcs) != 0) {
+	if (services_build_dns(d, &next, &svcs) != 0) {
 		log_error("reload failed: out of memory; the running configuration stays");
 		steer_config_free(&next);
 		return;
@@ -956,7 +998,8 @@ static int start(struct daemon *d)
 		log_error("%s", err);
 		return 1;
 	}
-	if (services_build(d, &d->cfg, &d->svcs) != 0) {
+	d->disc = steer_discovery_new();
+	if (!d->disc || services_build_dns(d, &d->cfg, &d->svcs) != 0) {
 		log_error("cannot set up the backends");
 		return 1;
 	}
@@ -978,6 +1021,7 @@ static int shutdown_daemon(struct daemon *d)
 		services_free(d, d->svcs, d->n_svcs);
 	if (d->loads)
 		steer_loads_free(d->loads);
+	steer_discovery_free(d->disc);
 	if (d->metrics)
 		steer_metrics_stop(d->metrics);
 	if (d->dp) {
@@ -1048,6 +1092,8 @@ int main(int argc, char **argv)
 		wait_results(&d, next_tick, false);
 		if (reload_requested)
 			reload(&d);
+		if (steer_discovery_changed(d.disc))
+			discovery_apply(&d); /* the next cycle polls the new backends at once */
 	}
 	return shutdown_daemon(&d);
 }
