@@ -547,12 +547,12 @@ static void wait_results(struct daemon *d, uint64_t deadline_ns, bool until_all_
 {
 	struct steer_loads_result r;
 
-	while (!stop_requested &&
-	       (until_all_done ? d->pending > 0
-			       : !reload_requested && !steer_discovery_changed(d->disc))) {
+	while (!stop_requested && (until_all_done ? d->pending > 0 : !reload_requested)) {
 		uint64_t now = steer_monotonic_ns(), until;
 
 		steer_discovery_step(d->disc, now); /* never waits */
+		if (!until_all_done && steer_discovery_changed(d->disc))
+			break; /* main() rebuilds the services, then a cycle polls them */
 
 		if (until_all_done && stragglers_cutoff(d) < deadline_ns)
 			deadline_ns = stragglers_cutoff(d);
