@@ -216,7 +216,7 @@ write_hosts(["w1", "w2", "w6"])
 dns.start()
 write_config()
 env.enter_cgroup()
-d = L.Daemon(env, ["--config", CONFIG]).start()
+d = L.Daemon(env, ["--config", CONFIG, "--keep-pinned"]).start()
 client = Client()
 
 with t.case("at start the service steers to the resolved workers and the literal one"):
@@ -347,6 +347,17 @@ with t.case("records flap: each round's removed worker gets nothing once publish
         gone = {n for n in ("w1", "w2", "w3", "w4") if n not in names}
         late = [r for r in client.since(t_pub) if r in gone]
         t.check(not late, f"round {names}: connects to removed workers {late}")
+
+with t.case("a restart with --keep-pinned: the first publish already has the DNS backends"):
+    want = backends_published()
+    t_restart = time.monotonic()
+    rc, _ = d.stop()
+    t.check(rc == 0, f"exit {rc}")
+    d = L.Daemon(env, ["--config", CONFIG, "--keep-pinned"]).start()
+    t.check(backends_published() == want, f"first publish {backends_published()} != {want}")
+    reach({"w1", "w2", "w3", "w4", "w5", "wL"}, time.monotonic())
+    bad = [r for r in client.since(t_restart) if r not in ADDR]
+    t.check(not bad, f"{len(bad)} failed connects across the restart: {sorted(set(bad))}")
 
 client.stopping = True
 client.join(10)

@@ -306,7 +306,8 @@ static bool channel_ready(struct steer_discovery *disc, uint64_t now)
 	return false;
 }
 
-void steer_discovery_step(struct steer_discovery *disc, uint64_t now_ns)
+/* Starts the due look-ups, waits at most wait_ms for the resolver, takes the answers. */
+static void step(struct steer_discovery *disc, uint64_t now_ns, int wait_ms)
 {
 	size_t i;
 
@@ -322,9 +323,50 @@ void steer_discovery_step(struct steer_discovery *disc, uint64_t now_ns)
 		else
 			n->next_ns = now_ns + disc->interval_ns;
 	}
-	steer_dns_step(disc->dns, 0);
+	steer_dns_step(disc->dns, wait_ms);
 	while (steer_dns_next(disc->dns, &disc->answer))
-		answer_take(disc, &disc->answer, now_ns);
+		answer_take(disc, &disc->answer, steer_monotonic_ns());
+}
+
+void steer_discovery_step(struct steer_discovery *disc, uint64_t now_ns)
+{
+	step(disc, now_ns, 0);
+}
+
+/* The first name that has had no answer yet, or NULL. */
+static const struct name *unanswered(const struct steer_discovery *disc)
+{
+	size_t i;
+
+	for (i = 0; i < disc->n_names; i++) {
+		const uint64_t *r = disc->names[i]->results;
+
+		if (!r[STEER_DNS_OK] && !r[STEER_DNS_EMPTY] && !r[STEER_DNS_FAILED])
+			return disc->names[i];
+	}
+	return NULL;
+}
+
+bool steer_discovery_wait_first(struct steer_discovery *disc, uint64_t timeout_ns,
+				volatile sig_atomic_t *stop)
+{
+	uint64_t deadline = steer_monotonic_ns() + timeout_ns;
+	const struct name *n;
+
+	if (!disc)
+		return false;
+	while (!*stop && (n = unanswered(disc))) {
+		uint64_t now = steer_monotonic_ns();
+
+		if (now >= deadline) {
+			log_warn("dns: %s has not answered within %llu ms; starting without its "
+				 "backends",
+				 n->name, (unsigned long long)(timeout_ns / 1000000));
+			break;
+		}
+		step(disc, now, 50);
+	}
+	return disc->changed;
 }
 
 bool steer_discovery_changed(const struct steer_discovery *disc)

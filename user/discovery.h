@@ -18,6 +18,7 @@
 #ifndef STEER_DISCOVERY_H
 #define STEER_DISCOVERY_H
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -39,6 +40,15 @@ int steer_discovery_sync(struct steer_discovery *disc, const struct steer_config
 /* Starts the look-ups that are due and takes the answers that arrived,
  * without waiting. now_ns: CLOCK_MONOTONIC. */
 void steer_discovery_step(struct steer_discovery *disc, uint64_t now_ns);
+
+/*
+ * At start, before the first publish: waits until every name has had an
+ * answer (with addresses or not), at most timeout_ns, or until *stop. A
+ * daemon that adopted published tables would otherwise replace them with
+ * tables that lack every discovered backend. Returns steer_discovery_changed().
+ */
+bool steer_discovery_wait_first(struct steer_discovery *disc, uint64_t timeout_ns,
+				volatile sig_atomic_t *stop);
 
 /* True when a name's addresses changed since the last steer_discovery_expand. */
 bool steer_discovery_changed(const struct steer_discovery *disc);

@@ -30,6 +30,9 @@
 #define NO_SLOT UINT32_MAX
 #define SLICE_NS (100ULL * 1000000ULL) /* longest wait before signals are looked at */
 #define NS_PER_MS 1000000ULL
+/* Longest wait at start for the first DNS answers: c-ares tries a server twice,
+ * 1 s then 2 s. */
+#define DNS_FIRST_WAIT_NS (5000ULL * NS_PER_MS)
 /* A cycle publishes without the polls still out once no answer has come for
  * this long, and for twice the slowest answer of the cycle: a hung load
  * endpoint must not hold back everyone else's fresh snapshots. */
@@ -1083,6 +1086,9 @@ int main(int argc, char **argv)
 		shutdown_daemon(&d);
 		return rc;
 	}
+	/* The first publish includes the backends of --backend-dns names (see discovery.h). */
+	if (steer_discovery_wait_first(d.disc, DNS_FIRST_WAIT_NS, &stop_requested))
+		discovery_apply(&d);
 	next_tick = steer_monotonic_ns();
 	while (!stop_requested) {
 		run_cycle(&d);
