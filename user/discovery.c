@@ -481,10 +481,16 @@ static int service_expand(struct steer_discovery *disc, const struct steer_confi
 			  const struct steer_service_cfg *s, struct steer_service_cfg *o,
 			  struct entry *recs)
 {
-	size_t j;
+	size_t j, cap = s->n_backends;
 
+	for (j = 0; j < s->n_dns; j++) {
+		const struct name *n = name_find(disc, s->dns[j].name);
+
+		cap += n ? n->n : 0;
+	}
 	*o = *s;
-	o->backends = malloc(STEER_MAX_BACKENDS * sizeof(*o->backends));
+	/* Room for every address (entry_expand stops at STEER_MAX_BACKENDS). */
+	o->backends = malloc((cap ? cap : 1) * sizeof(*o->backends));
 	if (!o->backends)
 		return -ENOMEM;
 	if (s->n_backends)
