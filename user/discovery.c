@@ -54,6 +54,7 @@ struct steer_discovery {
 	struct steer_dns *dns; /* created when first needed */
 	char servers[STEER_DNS_SERVERS_MAX];
 	bool told_dns_broken;
+	uint64_t channel_retry_ns; /* after a failed steer_dns_new */
 	uint64_t interval_ns;
 	struct name **names;
 	size_t n_names;
@@ -161,6 +162,7 @@ static void servers_set(struct steer_discovery *disc, const char *servers)
 	steer_dns_free(disc->dns);
 	disc->dns = NULL;
 	disc->told_dns_broken = false;
+	disc->channel_retry_ns = 0;
 	for (i = 0; i < disc->n_names; i++) {
 		disc->names[i]->in_flight = false;
 		disc->names[i]->next_ns = 0;
@@ -253,7 +255,6 @@ static void answer_without(struct steer_discovery *disc, struct name *n,
 			   const struct steer_dns_answer *a, uint64_t now)
 {
 	enum steer_dns_result r = a->ok ? STEER_DNS_EMPTY : STEER_DNS_FAILED;
-
 	const char *why = a->ok ? "no A or AAAA record" : a->detail;
 
 	if (n->state != r && n->answered)
@@ -288,10 +289,11 @@ static void answer_take(struct steer_discovery *disc, const struct steer_dns_ans
 static bool channel_ready(struct steer_discovery *disc, uint64_t now)
 {
 	char err[256];
-	size_t i;
 
 	if (disc->dns)
 		return true;
+	if (now < disc->channel_retry_ns)
+		return false;
 	disc->dns = steer_dns_new(disc->servers, err, sizeof(err));
 	if (disc->dns) {
 		disc->told_dns_broken = false;
@@ -301,8 +303,7 @@ static bool channel_ready(struct steer_discovery *disc, uint64_t now)
 		log_error("dns: cannot set up the resolver: %s; the last known addresses stay",
 			  err);
 	disc->told_dns_broken = true;
-	for (i = 0; i < disc->n_names; i++)
-		disc->names[i]->next_ns = now + disc->interval_ns;
+	disc->channel_retry_ns = now + disc->interval_ns;
 	return false;
 }
 
@@ -365,6 +366,8 @@ bool steer_discovery_wait_first(struct steer_discovery *disc, uint64_t timeout_n
 			break;
 		}
 		step(disc, now, 50);
+		if (!disc->dns)
+			break; /* no resolver (logged): nothing to wait for */
 	}
 	return disc->changed;
 }
