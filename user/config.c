@@ -29,6 +29,7 @@ static void defaults_set(struct steer_config *cfg)
 	cfg->healthy_after = 2;
 	cfg->log_level = STEER_LOG_INFO;
 	cfg->metrics_enabled = true;
+	cfg->dns_interval_ns = CFG_DNS_INTERVAL_DEFAULT_NS;
 	snprintf(cfg->metrics_listen, sizeof(cfg->metrics_listen), "%s", DEFAULT_METRICS_LISTEN);
 	steer_addr_parse(DEFAULT_METRICS_LISTEN, &cfg->metrics_addr, NULL, 0);
 }
@@ -66,10 +67,13 @@ static int flag_service_merge(struct ctx *c)
 	if (!c->flag_vip_given) {
 		if (d->cfg.n_backends)
 			return cfg_fail(c, "--backend requires --vip ADDR:PORT");
+		if (d->cfg.n_dns)
+			return cfg_fail(c, "--backend-dns requires --vip ADDR:PORT");
 		return STEER_CONFIG_OK;
 	}
-	if (!d->cfg.n_backends)
-		return cfg_fail(c, "--vip: at least one --backend ADDR:PORT is required");
+	if (!d->cfg.n_backends && !d->cfg.n_dns)
+		return cfg_fail(c, "--vip: at least one --backend ADDR:PORT or --backend-dns "
+				   "NAME:PORT is required");
 	for (i = 0; i < d->cfg.n_backends; i++) {
 		if (cfg_backend_check_family(d, &d->cfg.backends[i], "--vip", why, sizeof(why)))
 			return cfg_fail(c, "--backend: %s", why);
@@ -189,8 +193,10 @@ void steer_config_free(struct steer_config *c)
 
 	if (!c)
 		return;
-	for (i = 0; i < c->n_services; i++)
+	for (i = 0; i < c->n_services; i++) {
 		free(c->services[i].backends);
+		free(c->services[i].dns);
+	}
 	free(c->services);
 	c->services = NULL;
 	c->n_services = 0;
@@ -217,16 +223,27 @@ static void backend_summary(FILE *f, const struct steer_config *c,
 
 void steer_config_summary(FILE *f, const struct steer_config *c)
 {
-	size_t i, j, backends = 0;
+	size_t i, j, backends = 0, names = 0;
 
-	for (i = 0; i < c->n_services; i++)
+	for (i = 0; i < c->n_services; i++) {
 		backends += c->services[i].n_backends;
-	fprintf(f, "configuration ok: %zu service(s), %zu backend(s)\n", c->n_services, backends);
+		names += c->services[i].n_dns;
+	}
+	fprintf(f, "configuration ok: %zu service(s), %zu backend(s)", c->n_services, backends);
+	if (names)
+		fprintf(f, ", %zu DNS name(s)", names);
+	fputc('\n', f);
+	if (names)
+		cfg_dns_summary(f, c, NULL);
 	for (i = 0; i < c->n_services; i++) {
 		const struct steer_service_cfg *s = &c->services[i];
 
-		fprintf(f, "  %s: %zu backend(s)\n", s->vip_str, s->n_backends);
+		fprintf(f, "  %s: %zu backend(s)", s->vip_str, s->n_backends);
+		if (s->n_dns)
+			fprintf(f, ", %zu DNS name(s)", s->n_dns);
+		fputc('\n', f);
 		for (j = 0; j < s->n_backends; j++)
 			backend_summary(f, c, &s->backends[j]);
+		cfg_dns_summary(f, c, s);
 	}
 }

@@ -55,11 +55,36 @@ struct steer_auth {
 	char *token; /* the file's first line, trimmed; never logged */
 };
 
+/* DNS names, as --backend-dns and the file's backend-dns give them. */
+#define STEER_DNS_NAME_MAX 253	  /* bytes of a name, without a trailing dot */
+#define STEER_DNS_PER_SERVICE 32  /* backend-dns entries per service */
+#define STEER_DNS_SERVERS_MAX 512 /* bytes of --dns-server */
+#define STEER_DNS_SPEC_LEN (STEER_DNS_NAME_MAX + 8)
+
+/*
+ * Backends found through DNS: --backend-dns
+ * NAME:PORT[,loads=[SCHEME://]:PORT[/path]][,engine=E][,auth=bearer:FILE].
+ * Each A or AAAA record of name, of the VIP's family, is a backend on port;
+ * its load is read from that same address (loads= names no host), as the
+ * template says. steer_config_dns_backend() makes one.
+ */
+struct steer_dns_backend_cfg {
+	char name[STEER_DNS_NAME_MAX + 2]; /* as given; a trailing dot is kept */
+	char spec[STEER_DNS_SPEC_LEN];	   /* "NAME:PORT", for messages and metrics */
+	uint16_t port;			   /* traffic port, host order */
+	uint16_t loads_port;		   /* host order; the traffic port without loads= */
+	/* loads_scheme, loads_path, engine and auth of every backend it makes;
+	 * the addresses are unset. */
+	struct steer_backend_cfg tmpl;
+};
+
 struct steer_service_cfg {
 	struct steer_addr vip;
 	char vip_str[STEER_ADDR_STRLEN];
-	struct steer_backend_cfg *backends;
+	struct steer_backend_cfg *backends; /* the literal ones (--backend) */
 	size_t n_backends;
+	struct steer_dns_backend_cfg *dns; /* --backend-dns */
+	size_t n_dns;
 	struct steer_policy policy; /* resolved: flag > service key > top-level key > default */
 };
 
@@ -84,6 +109,11 @@ struct steer_config {
 	bool metrics_enabled;
 	char metrics_listen[STEER_ADDR_STRLEN];
 	struct steer_addr metrics_addr;
+
+	/* DNS discovery: a name is looked up again max(dns_interval, its records'
+	 * TTL) after its last answer (see docs/operations.md). */
+	uint64_t dns_interval_ns;		 /* --dns-interval, default 5 s */
+	char dns_servers[STEER_DNS_SERVERS_MAX]; /* --dns-server; "": /etc/resolv.conf */
 
 	char config_path[PATH_MAX]; /* --config, empty when none */
 	bool check_only;	    /* --check-config: validate, report, exit */
@@ -119,6 +149,15 @@ void steer_config_free(struct steer_config *c);
  * "auth: FILE". Never a token.
  */
 void steer_config_summary(FILE *f, const struct steer_config *c);
+
+/*
+ * The backend that the resolved address ip (port ignored) of e makes: the
+ * traffic port of e, and the load read from ip as e's template says.
+ * 0, or -1 with the reason in why when ip cannot be a backend
+ * (unspecified, multicast or broadcast).
+ */
+int steer_config_dns_backend(const struct steer_dns_backend_cfg *e, const struct steer_addr *ip,
+			     struct steer_backend_cfg *out, char *why, size_t whylen);
 
 /* "250ms", "2s", "1.5s", "1m" (also "us", "ns", "h") -> ns; -1 when invalid or <= 0. */
 int steer_parse_duration(const char *s, uint64_t *ns);

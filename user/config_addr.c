@@ -79,6 +79,66 @@ int cfg_addr_check_listen(const struct steer_addr *a, char *err, size_t errlen)
 			    steer_addr_format(a, text, sizeof(text)), why);
 }
 
+/* One --dns-server entry: IPV4, IPV4:PORT, IPV6, [IPV6] or [IPV6]:PORT, into *a
+ * (port 53 when none is given). */
+static int dns_server_parse(const char *item, struct steer_addr *a, char *err, size_t errlen)
+{
+	const char *colon = strchr(item, ':'), *why;
+	char text[STEER_ADDR_STRLEN + 8];
+
+	if (!item[0])
+		return steer_seterr(err, errlen, EINVAL, "an empty server in the list");
+	if (strlen(item) > STEER_ADDR_STRLEN)
+		return steer_seterr(err, errlen, EINVAL, "'%s' is too long for an address", item);
+	if (item[0] == '[') /* [IPV6] or [IPV6]:PORT */
+		snprintf(text, sizeof(text), "%s%s", item,
+			 item[strlen(item) - 1] == ']' ? ":53" : "");
+	else if (colon && colon != strrchr(item, ':')) /* IPV6 */
+		snprintf(text, sizeof(text), "[%s]:53", item);
+	else /* IPV4 or IPV4:PORT */
+		snprintf(text, sizeof(text), "%s%s", item, colon ? "" : ":53");
+	if (cfg_addr_parse(text, a, err, errlen))
+		return steer_seterr(err, errlen, EINVAL,
+				    "'%s' is not IPV4[:PORT] or [IPV6][:PORT] (a name needs a "
+				    "resolver: give an address)",
+				    item);
+	why = addr_unusable(a);
+	if (why)
+		return steer_seterr(err, errlen, EINVAL, "'%s' cannot be a DNS server: it is %s",
+				    item, why);
+	return 0;
+}
+
+/* Each entry as c-ares 1.18 reads every form: IPV4:PORT or [IPV6]:PORT. */
+int cfg_dns_servers_parse(const char *v, char *out, size_t outlen, char *err, size_t errlen)
+{
+	char list[STEER_DNS_SERVERS_MAX], text[STEER_ADDR_STRLEN], *item, *save = NULL;
+	struct steer_addr a;
+	size_t len = 0;
+
+	if (!v[0])
+		return steer_seterr(err, errlen, EINVAL,
+				    "expected ADDR[:PORT][,ADDR[:PORT]]... (omit it for the "
+				    "system's resolver)");
+	if (strlen(v) >= sizeof(list))
+		return steer_seterr(err, errlen, EINVAL, "longer than %zu bytes", sizeof(list) - 1);
+	if (v[0] == ',' || v[strlen(v) - 1] == ',' || strstr(v, ",,"))
+		return steer_seterr(err, errlen, EINVAL, "'%s': an empty server in the list", v);
+	snprintf(list, sizeof(list), "%s", v);
+	out[0] = 0;
+	for (item = strtok_r(list, ",", &save); item; item = strtok_r(NULL, ",", &save)) {
+		if (dns_server_parse(item, &a, err, errlen))
+			return -EINVAL;
+		steer_addr_format(&a, text, sizeof(text));
+		len += (size_t)snprintf(out + len, len < outlen ? outlen - len : 0, "%s%s",
+					len ? "," : "", text);
+	}
+	if (len >= outlen)
+		return steer_seterr(err, errlen, EINVAL, "longer than %zu bytes with the ports",
+				    outlen - 1);
+	return 0;
+}
+
 /* "" is the cgroup2 root (found at attach time); anything else must be one. */
 int cfg_cgroup_check(const char *path, char *err, size_t errlen)
 {

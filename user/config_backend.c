@@ -137,6 +137,17 @@ static int loads_set(struct steer_backend_cfg *b, const char *v, char *why, size
 	return 0;
 }
 
+int cfg_loads_scheme(const char *v, enum steer_scheme *scheme, const char **rest, char *why,
+		     size_t whylen)
+{
+	return scheme_parse(v, scheme, rest, why, whylen);
+}
+
+int cfg_loads_path_check(const char *path, char *why, size_t whylen)
+{
+	return path_check(path, why, whylen);
+}
+
 /* ---- engine=, auth= -------------------------------------------------------- */
 
 static int engine_set(struct steer_backend_cfg *b, const char *v, char *why, size_t whylen)

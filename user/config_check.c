@@ -362,6 +362,21 @@ static int parse_max_age(const char *v, struct steer_config *dst, char *why, siz
 				 whylen);
 }
 
+static int parse_dns_interval(const char *v, struct steer_config *dst, char *why, size_t whylen)
+{
+	return parse_duration_to(v, &dst->dns_interval_ns, CFG_DNS_INTERVAL_MIN_NS,
+				 CFG_DNS_INTERVAL_MAX_NS, why, whylen);
+}
+
+/* Checked here so that a typo is refused before anything starts; c-ares
+ * reads the same text. */
+static int parse_dns_server(const char *v, struct steer_config *dst, char *why, size_t whylen)
+{
+	return cfg_dns_servers_parse(v, dst->dns_servers, sizeof(dst->dns_servers), why, whylen)
+		       ? -1
+		       : 0;
+}
+
 static int parse_count(const char *v, uint32_t *dst, const char *what, char *why, size_t whylen)
 {
 	uint32_t n;
@@ -459,6 +474,8 @@ const struct setting cfg_settings[] = {
 	{ "healthy-after", OPT_HEALTHY, -1, parse_healthy },
 	{ "log-level", OPT_LOG_LEVEL, -1, parse_log_level },
 	{ "metrics-listen", OPT_METRICS, -1, parse_metrics },
+	{ "dns-interval", OPT_DNS_INTERVAL, -1, parse_dns_interval },
+	{ "dns-server", OPT_DNS_SERVER, -1, parse_dns_server },
 };
 
 const struct setting *cfg_setting_find(const char *name)
@@ -508,6 +525,10 @@ void cfg_layer_apply(struct steer_config *dst, const struct layer *l)
 		dst->healthy_after = v->healthy_after;
 	if (l->set[OPT_LOG_LEVEL])
 		dst->log_level = v->log_level;
+	if (l->set[OPT_DNS_INTERVAL])
+		dst->dns_interval_ns = v->dns_interval_ns;
+	if (l->set[OPT_DNS_SERVER])
+		memcpy(dst->dns_servers, v->dns_servers, sizeof(dst->dns_servers));
 	if (l->set[OPT_METRICS]) {
 		dst->metrics_enabled = v->metrics_enabled;
 		dst->metrics_addr = v->metrics_addr;

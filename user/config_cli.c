@@ -17,13 +17,14 @@ enum {
 	VAL_HELP = 'h',
 	VAL_VIP = 0x100,
 	VAL_BACKEND,
+	VAL_BACKEND_DNS,
 	VAL_CONFIG,
 	VAL_VERSION,
 	VAL_CHECK_CONFIG,
 	SETTING_VAL = 0x200,
 };
 
-#define N_LONG_OPTS (CFG_N_SETTINGS + 6)
+#define N_LONG_OPTS (CFG_N_SETTINGS + 7)
 
 static void long_options_build(struct option *lo)
 {
@@ -37,6 +38,7 @@ static void long_options_build(struct option *lo)
 	}
 	lo[i++] = (struct option){ "vip", required_argument, NULL, VAL_VIP };
 	lo[i++] = (struct option){ "backend", required_argument, NULL, VAL_BACKEND };
+	lo[i++] = (struct option){ "backend-dns", required_argument, NULL, VAL_BACKEND_DNS };
 	lo[i++] = (struct option){ "config", required_argument, NULL, VAL_CONFIG };
 	lo[i++] = (struct option){ "help", no_argument, NULL, VAL_HELP };
 	lo[i++] = (struct option){ "version", no_argument, NULL, VAL_VERSION };
@@ -76,6 +78,17 @@ static int flag_backend(struct ctx *c, const char *v)
 	if (cfg_backend_parse(c, v, &b, why, sizeof(why)) ||
 	    cfg_backend_add(&c->flag_svc, &b, why, sizeof(why)))
 		return cfg_fail(c, "--backend: %s", why);
+	return STEER_CONFIG_OK;
+}
+
+static int flag_backend_dns(struct ctx *c, const char *v)
+{
+	struct steer_dns_backend_cfg e;
+	char why[WHY_LEN];
+
+	if (cfg_dns_parse(c, v, &e, why, sizeof(why)) ||
+	    cfg_dns_add(&c->flag_svc, &e, why, sizeof(why)))
+		return cfg_fail(c, "--backend-dns: %s", why);
 	return STEER_CONFIG_OK;
 }
 
@@ -127,6 +140,8 @@ static int flag_one(struct ctx *c, int opt, const char *v, const struct option *
 		return flag_vip(c, v);
 	case VAL_BACKEND:
 		return flag_backend(c, v);
+	case VAL_BACKEND_DNS:
+		return flag_backend_dns(c, v);
 	case VAL_CONFIG:
 		if (!*v || strlen(v) >= sizeof(c->config_path))
 			return cfg_fail(c, "--config: must be a file path (1..%d bytes), got '%s'",
@@ -167,6 +182,8 @@ int cfg_flags_parse(struct ctx *c, int argc, char *const argv[])
 void steer_config_usage(FILE *f)
 {
 	fputs("Usage: smg-steerd --vip ADDR:PORT --backend ADDR:PORT[,KEY=VALUE]... [OPTION]...\n"
+	      "       smg-steerd --vip ADDR:PORT --backend-dns NAME:PORT[,KEY=VALUE]... "
+	      "[OPTION]...\n"
 	      "       smg-steerd --config FILE [OPTION]...\n"
 	      "\n"
 	      "Steers new TCP connections to a VIP towards the backend with the least expected\n"
@@ -184,9 +201,22 @@ void steer_config_usage(FILE *f)
 	      "      engine=   auto (default), sglang, vllm or tokenspeed\n"
 	      "      auth=     bearer:FILE, an absolute path; its first line is the token,\n"
 	      "                read at start and on SIGHUP, never printed\n"
+	      "  --backend-dns NAME:PORT[,loads=[SCHEME://]:PORT[/path]][,engine=E]\n"
+	      "            [,auth=bearer:FILE]  backends found through DNS (repeat): each A or\n"
+	      "                AAAA record of NAME of the VIP's family is a backend on PORT;\n"
+	      "                loads= names no host (each address serves its own load), e.g.\n"
+	      "                loads=grpc://:30000; the other keys as for --backend\n"
 	      "  --config FILE               YAML: the options below as keys, and 'services';\n"
 	      "                              flags override it, and --vip replaces the file's\n"
 	      "                              service with the same VIP\n"
+	      "\n"
+	      "DNS discovery (for --backend-dns):\n"
+	      "  --dns-interval DUR          look each name up again this long after its last\n"
+	      "                              answer, or its records' TTL if longer (at most\n"
+	      "                              1h); 100ms..1h (default 5s)\n"
+	      "  --dns-server ADDR[:PORT][,ADDR[:PORT]]...\n"
+	      "                              DNS servers, IPv6 as [ADDR]:PORT (default: the\n"
+	      "                              system's, from /etc/resolv.conf)\n"
 	      "\n"
 	      "Data plane:\n"
 	      "  --cgroup PATH               cgroup2 directory to attach to, absolute (default:\n"

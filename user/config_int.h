@@ -7,6 +7,8 @@
  *   config_cli.c      the command line (getopt_long) and --help
  *   config_yaml.c     the --config file (libyaml)
  *   config_service.c  the services being assembled, and the checks across them
+ *   config_dns.c      backends found through DNS (--backend-dns), --dns-interval,
+ *                     --dns-server
  *   config_backend.c  one backend: ADDR:PORT[,loads=...][,engine=...][,auth=...]
  *   config_auth.c     auth=bearer:FILE token files
  *   config_check.c    errors, scalars, durations, bounds, the option table
@@ -47,8 +49,17 @@
 #define CFG_MAX_AGE_MIN_NS (10 * NS_PER_MS)
 #define CFG_MAX_AGE_MAX_NS (24 * 3600 * NS_PER_S)
 #define CFG_HEALTH_COUNT_MAX 1000
+/* DNS: below 100 ms a look-up (a round trip, up to 2 tries of 1 s when the
+ * server is slow) would not end before the next is due; above 1 h workers
+ * that come and go would wait too long to be found. */
+#define CFG_DNS_INTERVAL_MIN_NS (100 * NS_PER_MS)
+#define CFG_DNS_INTERVAL_MAX_NS (3600 * NS_PER_S)
+#define CFG_DNS_INTERVAL_DEFAULT_NS (5 * NS_PER_S)
 #define BACKEND_SYNTAX                                                                             \
 	"ADDR:PORT[,loads=[grpc://|http://]ADDR:PORT[/path]][,engine=auto|sglang|vllm|tokenspeed]" \
+	"[,auth=bearer:FILE]"
+#define BACKEND_DNS_SYNTAX                                                                     \
+	"NAME:PORT[,loads=[grpc://|http://]:PORT[/path]][,engine=auto|sglang|vllm|tokenspeed]" \
 	"[,auth=bearer:FILE]"
 
 /* ---- Options shared by the flags and the file's top level ------------------ */
@@ -75,6 +86,8 @@ enum opt {
 	OPT_HEALTHY,
 	OPT_LOG_LEVEL,
 	OPT_METRICS,
+	OPT_DNS_INTERVAL,
+	OPT_DNS_SERVER,
 	N_OPTS,
 };
 
@@ -103,7 +116,7 @@ struct setting {
 };
 
 /* Every option that is both a flag and a top-level key, in --help order. */
-#define CFG_N_SETTINGS 14
+#define CFG_N_SETTINGS 16
 extern const struct setting cfg_settings[CFG_N_SETTINGS];
 
 /* ---- One service being assembled ------------------------------------------- */
@@ -178,6 +191,26 @@ const char *cfg_backend_key_form(const char *key);
 const char *cfg_engine_name(int engine);
 const char *cfg_scheme_name(enum steer_scheme s);
 
+/* The scheme at the start of a loads= value (none: gRPC), and an HTTP path's check. */
+int cfg_loads_scheme(const char *v, enum steer_scheme *scheme, const char **rest, char *why,
+		     size_t whylen);
+int cfg_loads_path_check(const char *path, char *why, size_t whylen);
+
+/* ---- config_dns.c ---------------------------------------------------------- */
+
+/* The flag's form (and a backend-dns scalar's), BACKEND_DNS_SYNTAX. */
+int cfg_dns_parse(struct ctx *c, const char *spec, struct steer_dns_backend_cfg *e, char *why,
+		  size_t whylen);
+/* The mapping form: NAME:PORT first (it resets e), then each other key. */
+int cfg_dns_target(const char *v, struct steer_dns_backend_cfg *e, char *why, size_t whylen);
+int cfg_dns_key(struct ctx *c, struct steer_dns_backend_cfg *e, const char *key, const char *v,
+		char *why, size_t whylen);
+/* Appends e unless the service lists it already or has STEER_DNS_PER_SERVICE. */
+int cfg_dns_add(struct service_draft *d, const struct steer_dns_backend_cfg *e, char *why,
+		size_t whylen);
+/* --check-config's lines: the discovery settings, and each entry of a service. */
+void cfg_dns_summary(FILE *f, const struct steer_config *c, const struct steer_service_cfg *s);
+
 /* ---- config_auth.c --------------------------------------------------------- */
 
 /* Reads file's token (unless read already) and sets *ref to 1 + its index. */
@@ -198,6 +231,9 @@ int cfg_addr_parse(const char *s, struct steer_addr *out, char *err, size_t errl
 int cfg_addr_check_usable(const struct steer_addr *a, const char *role, char *err, size_t errlen);
 /* A listener: the unspecified address is fine, multicast and broadcast are not. */
 int cfg_addr_check_listen(const struct steer_addr *a, char *err, size_t errlen);
+/* --dns-server: "ADDR[:PORT][,ADDR[:PORT]]..." (IPv6 bracketed when a port
+ * follows) into out as "IPV4:PORT,[IPV6]:PORT,...", port 53 by default. */
+int cfg_dns_servers_parse(const char *v, char *out, size_t outlen, char *err, size_t errlen);
 /* "" (the root) or an existing cgroup2 directory, by absolute path. */
 int cfg_cgroup_check(const char *path, char *err, size_t errlen);
 

@@ -16,6 +16,7 @@
 void cfg_draft_free(struct service_draft *d)
 {
 	free(d->cfg.backends);
+	free(d->cfg.dns);
 	memset(d, 0, sizeof(*d));
 }
 

@@ -154,19 +154,21 @@ static const yaml_node_pair_t *pair_find(struct file_walk *w, const yaml_node_t 
 	return NULL;
 }
 
-static int backend_keys_check(struct file_walk *w, const yaml_node_t *n)
+/* keys: the 4 keys of what (a backend or a backend-dns entry), the target first. */
+static int keys_check(struct file_walk *w, const yaml_node_t *n, const char *const keys[4],
+		      const char *what)
 {
 	const yaml_node_pair_t *p;
 	size_t k;
 
 	for (p = n->data.mapping.pairs.start; p < n->data.mapping.pairs.top; p++) {
-		for (k = 0; k < 4 && strcmp(pair_key(w, p), backend_keys[k]); k++)
+		for (k = 0; k < 4 && strcmp(pair_key(w, p), keys[k]); k++)
 			;
 		if (k == 4)
-			return file_fail(w, yaml_document_get_node(w->doc, p->key),
-					 "unknown key '%s' in backend (expected address, loads, "
-					 "engine, auth)",
-					 pair_key(w, p));
+			return file_fail(
+				w, yaml_document_get_node(w->doc, p->key),
+				"unknown key '%s' in %s (expected %s, loads, engine, auth)",
+				pair_key(w, p), what, keys[0]);
 	}
 	return STEER_CONFIG_OK;
 }
@@ -182,7 +184,7 @@ static int file_backend_mapping(struct file_walk *w, const yaml_node_t *n,
 	int rc = expect_mapping(w, n, "a backend");
 
 	if (!rc)
-		rc = backend_keys_check(w, n);
+		rc = keys_check(w, n, backend_keys, "backend");
 	if (rc)
 		return rc;
 	addr = pair_find(w, n, "address");
@@ -249,6 +251,92 @@ static int file_backends(struct file_walk *w, const yaml_node_t *n, struct servi
 	return rc;
 }
 
+/* ---- backend-dns ---------------------------------------------------------------- */
+
+static const char *const dns_keys[] = { "name", "loads", "engine", "auth" };
+
+static const char *dns_key_form(const char *key)
+{
+	if (!strcmp(key, "loads"))
+		return "[grpc://|http://]:PORT[/path]";
+	return cfg_backend_key_form(key);
+}
+
+/* A backend-dns entry in mapping form: name (NAME:PORT, required) first. */
+static int file_dns_mapping(struct file_walk *w, const yaml_node_t *n,
+			    struct steer_dns_backend_cfg *e)
+{
+	const yaml_node_pair_t *p, *name;
+	const yaml_node_t *value;
+	char why[WHY_LEN];
+	const char *v;
+	int rc = expect_mapping(w, n, "a backend-dns entry");
+
+	if (!rc)
+		rc = keys_check(w, n, dns_keys, "backend-dns");
+	if (rc)
+		return rc;
+	name = pair_find(w, n, "name");
+	if (!name)
+		return file_fail(w, n, "backend-dns entry without 'name' (NAME:PORT)");
+	value = yaml_document_get_node(w->doc, name->value);
+	rc = node_scalar(w, value, "name", &v);
+	if (rc)
+		return rc;
+	if (cfg_dns_target(v, e, why, sizeof(why)))
+		return file_fail(w, value, "name: %s", why);
+	for (p = n->data.mapping.pairs.start; p < n->data.mapping.pairs.top; p++) {
+		const char *key = pair_key(w, p), *form = dns_key_form(key);
+
+		if (p == name)
+			continue;
+		value = yaml_document_get_node(w->doc, p->value);
+		rc = node_scalar(w, value, key, &v);
+		if (rc)
+			return rc;
+		if (cfg_dns_key(w->c, e, key, v, why, sizeof(why)))
+			return file_fail(w, value, "backend-dns %s: %s%s%s", e->spec, why,
+					 form ? "; expected " : "", form ? form : "");
+	}
+	return STEER_CONFIG_OK;
+}
+
+static int file_dns_entry(struct file_walk *w, const yaml_node_t *n, struct service_draft *d)
+{
+	struct steer_dns_backend_cfg e;
+	char why[WHY_LEN];
+	int rc;
+
+	if (n->type == YAML_SCALAR_NODE) {
+		const char *v;
+
+		rc = node_scalar(w, n, "backend-dns", &v);
+		if (!rc && cfg_dns_parse(w->c, v, &e, why, sizeof(why)))
+			rc = file_fail(w, n, "backend-dns: %s", why);
+	} else {
+		rc = file_dns_mapping(w, n, &e);
+	}
+	if (rc)
+		return rc;
+	if (cfg_dns_add(d, &e, why, sizeof(why)))
+		return file_fail(w, n, "service %s: %s", d->cfg.vip_str, why);
+	return STEER_CONFIG_OK;
+}
+
+static int file_dns_entries(struct file_walk *w, const yaml_node_t *n, struct service_draft *d)
+{
+	yaml_node_item_t *it;
+	int rc = STEER_CONFIG_OK;
+
+	if (n->type != YAML_SEQUENCE_NODE)
+		return file_fail(w, n, "backend-dns: expected a list, got %s", node_kind(n));
+	for (it = n->data.sequence.items.start; !rc && it < n->data.sequence.items.top; it++)
+		rc = file_dns_entry(w, yaml_document_get_node(w->doc, *it), d);
+	return rc;
+}
+
+/* ---- services ------------------------------------------------------------------------ */
+
 static int file_service_vip(struct file_walk *w, const yaml_node_t *value, struct service_draft *d)
 {
 	struct steer_addr vip;
@@ -265,9 +353,9 @@ static int file_service_vip(struct file_walk *w, const yaml_node_t *value, struc
 	return STEER_CONFIG_OK;
 }
 
-/* The service's keys but backends, which need the vip (keys come in any order). */
+/* The service's keys but the backends, which need the vip (keys come in any order). */
 static int file_service_keys(struct file_walk *w, const yaml_node_t *n, struct service_draft *d,
-			     const yaml_node_t **backends)
+			     const yaml_node_t **backends, const yaml_node_t **dns)
 {
 	const yaml_node_pair_t *p;
 	int rc = STEER_CONFIG_OK;
@@ -280,6 +368,8 @@ static int file_service_keys(struct file_walk *w, const yaml_node_t *n, struct s
 			rc = file_service_vip(w, value, d);
 		else if (!strcmp(pair_key(w, p), "backends"))
 			*backends = value;
+		else if (!strcmp(pair_key(w, p), "backend-dns"))
+			*dns = value;
 		else if (s && s->knob >= 0)
 			rc = file_knob(w, (enum knob)s->knob, value, &d->knobs);
 		else
@@ -292,18 +382,23 @@ static int file_service_keys(struct file_walk *w, const yaml_node_t *n, struct s
 /* Builds the draft in place; the caller appended it, so it is freed with the context. */
 static int file_service(struct file_walk *w, const yaml_node_t *n, struct service_draft *d)
 {
-	const yaml_node_t *backends = NULL;
+	const yaml_node_t *backends = NULL, *dns = NULL;
 	int rc = expect_mapping(w, n, "a service");
 
 	d->line = node_line(n);
 	if (!rc)
-		rc = file_service_keys(w, n, d, &backends);
+		rc = file_service_keys(w, n, d, &backends, &dns);
 	if (!rc && !d->cfg.vip.proto)
 		rc = file_fail(w, n, "service without 'vip'");
 	if (!rc && backends)
 		rc = file_backends(w, backends, d);
-	if (!rc && !d->cfg.n_backends)
-		rc = file_fail(w, backends ? backends : n,
+	if (!rc && dns)
+		rc = file_dns_entries(w, dns, d);
+	if (!rc && !d->cfg.n_backends && !d->cfg.n_dns)
+		rc = file_fail(w,
+			       backends ? backends
+			       : dns	? dns
+					: n,
 			       "service %s has no backends (at least one is required)",
 			       d->cfg.vip_str);
 	return rc;

@@ -186,17 +186,18 @@ void steer_dns_step(struct steer_dns *d, int timeout_ms)
 	struct pollfd pfd[ARES_GETSOCK_MAXNUM];
 	struct timeval max = { .tv_sec = timeout_ms / 1000, .tv_usec = (timeout_ms % 1000) * 1000 };
 	struct timeval tv, *tvp;
-	int bits, i, n = 0, wait_ms;
+	unsigned int bits;
+	int i, n = 0, wait_ms;
 
 	if (!d || !d->pending)
 		return;
-	bits = ares_getsock(d->ch, socks, ARES_GETSOCK_MAXNUM);
+	/* The bits as unsigned: ARES_GETSOCK_WRITABLE(bits, 15) shifts a signed
+	 * 1 by 31, which UBSan rejects. Socket i is readable at bit i, writable
+	 * at bit i + ARES_GETSOCK_MAXNUM. */
+	bits = (unsigned int)ares_getsock(d->ch, socks, ARES_GETSOCK_MAXNUM);
 	for (i = 0; i < ARES_GETSOCK_MAXNUM; i++) {
-		/* c-ares' ARES_GETSOCK_WRITABLE shifts a signed 1 by up to 31
-		 * places (undefined): test the bits unsigned. */
-		unsigned ubits = (unsigned)bits;
-		short ev = (short)(((ubits >> i) & 1u ? POLLIN : 0) |
-				   ((ubits >> (i + ARES_GETSOCK_MAXNUM)) & 1u ? POLLOUT : 0));
+		short ev = (short)(((bits >> i) & 1u ? POLLIN : 0) |
+				   ((bits >> (i + ARES_GETSOCK_MAXNUM)) & 1u ? POLLOUT : 0));
 
 		if (ev)
 			pfd[n++] = (struct pollfd){ .fd = socks[i], .events = ev };

@@ -366,6 +366,73 @@ static void write_cycle_gauges(FILE *f, const struct steer_metrics_snapshot *sna
 	fputc('\n', f);
 }
 
+const char *steer_dns_result_name(enum steer_dns_result r)
+{
+	switch (r) {
+	case STEER_DNS_OK:
+		return "ok";
+	case STEER_DNS_EMPTY:
+		return "empty";
+	default:
+		return "failed";
+	}
+}
+
+static void write_dns_name_label(FILE *f, const char *name, size_t size)
+{
+	fputs("name=\"", f);
+	write_label_value(f, name, size);
+	fputc('"', f);
+}
+
+/* DNS discovery: per name, and per backend-dns entry of a service. */
+static void write_dns_families(FILE *f, const struct steer_metrics_snapshot *snap)
+{
+	size_t i;
+	int r;
+
+	if (!snap->n_dns_names && !snap->n_dns_entries)
+		return; /* no backend-dns configured */
+	write_family_header(f, "smg_steer_dns_resolutions_total", "counter",
+			    "DNS look-ups of the name by result: ok (addresses), empty (no A or "
+			    "AAAA record) or failed.");
+	for (i = 0; i < snap->n_dns_names; i++)
+		for (r = 0; r < STEER_DNS_RESULTS; r++) {
+			fputs("smg_steer_dns_resolutions_total{", f);
+			write_dns_name_label(f, snap->dns_names[i].name,
+					     sizeof(snap->dns_names[i].name));
+			fprintf(f, ",result=\"%s\"} %" PRIu64 "\n",
+				steer_dns_result_name((enum steer_dns_result)r),
+				snap->dns_names[i].resolutions_total[r]);
+		}
+	write_family_header(f, "smg_steer_dns_addresses", "gauge",
+			    "Addresses of the name in use: those of its last answer that had any.");
+	for (i = 0; i < snap->n_dns_names; i++) {
+		fputs("smg_steer_dns_addresses{", f);
+		write_dns_name_label(f, snap->dns_names[i].name, sizeof(snap->dns_names[i].name));
+		fprintf(f, "} %u\n", snap->dns_names[i].addresses);
+	}
+	write_family_header(f, "smg_steer_dns_stale", "gauge",
+			    "1 while the last look-up of the name failed or was empty, so that "
+			    "its last known addresses stay in use.");
+	for (i = 0; i < snap->n_dns_names; i++) {
+		fputs("smg_steer_dns_stale{", f);
+		write_dns_name_label(f, snap->dns_names[i].name, sizeof(snap->dns_names[i].name));
+		fprintf(f, "} %d\n", snap->dns_names[i].stale ? 1 : 0);
+	}
+	write_family_header(f, "smg_steer_dns_backends", "gauge",
+			    "Backends the service has from the name on that port.");
+	for (i = 0; i < snap->n_dns_entries; i++) {
+		const struct steer_metrics_dns_entry *e = &snap->dns_entries[i];
+
+		fputs("smg_steer_dns_backends{vip=\"", f);
+		write_label_value(f, e->vip, sizeof(e->vip));
+		fputs("\",", f);
+		write_dns_name_label(f, e->name, sizeof(e->name));
+		fprintf(f, ",port=\"%u\"} %u\n", e->port, e->backends);
+	}
+}
+
 char *steer_metrics_render(const struct steer_metrics_snapshot *snap)
 {
 	static const struct steer_metrics_snapshot empty;
@@ -387,6 +454,7 @@ char *steer_metrics_render(const struct steer_metrics_snapshot *snap)
 		write_service_family(f, snap, &service_families[i]);
 	write_poll_histogram(f, snap);
 	write_cycle_gauges(f, snap);
+	write_dns_families(f, snap);
 	/* A stream that ran out of memory loses output silently until here. */
 	failed = ferror(f);
 	if (fclose(f) != 0 || failed) {
@@ -415,6 +483,8 @@ static void snapshot_free(struct steer_metrics_snapshot *s)
 {
 	free(s->services);
 	free(s->backends);
+	free(s->dns_names);
+	free(s->dns_entries);
 	memset(s, 0, sizeof(*s));
 }
 
@@ -434,16 +504,23 @@ static int snapshot_copy(struct steer_metrics_snapshot *dst,
 			 const struct steer_metrics_snapshot *src)
 {
 	memset(dst, 0, sizeof(*dst));
-	if ((src->n_services && !src->services) || (src->n_backends && !src->backends))
+	if ((src->n_services && !src->services) || (src->n_backends && !src->backends) ||
+	    (src->n_dns_names && !src->dns_names) || (src->n_dns_entries && !src->dns_entries))
 		return -EINVAL;
 	dst->services = dup_array(src->services, src->n_services, sizeof(*src->services));
 	dst->backends = dup_array(src->backends, src->n_backends, sizeof(*src->backends));
-	if ((src->n_services && !dst->services) || (src->n_backends && !dst->backends)) {
+	dst->dns_names = dup_array(src->dns_names, src->n_dns_names, sizeof(*src->dns_names));
+	dst->dns_entries =
+		dup_array(src->dns_entries, src->n_dns_entries, sizeof(*src->dns_entries));
+	if ((src->n_services && !dst->services) || (src->n_backends && !dst->backends) ||
+	    (src->n_dns_names && !dst->dns_names) || (src->n_dns_entries && !dst->dns_entries)) {
 		snapshot_free(dst);
 		return -ENOMEM;
 	}
 	dst->n_services = src->n_services;
 	dst->n_backends = src->n_backends;
+	dst->n_dns_names = src->n_dns_names;
+	dst->n_dns_entries = src->n_dns_entries;
 	dst->last_publish_ns = src->last_publish_ns;
 	dst->last_cycle_s = src->last_cycle_s;
 	dst->last_publish_s = src->last_publish_s;

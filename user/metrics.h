@@ -45,6 +45,29 @@ struct steer_metrics_service {
 	double poll_sum_s;
 };
 
+/* DNS discovery (discovery.h): one per name looked up. */
+enum steer_dns_result {
+	STEER_DNS_OK = 0,     /* answered with at least one address */
+	STEER_DNS_EMPTY = 1,  /* answered, without an A or AAAA record */
+	STEER_DNS_FAILED = 2, /* no answer: timeout, refused, NXDOMAIN, ... */
+	STEER_DNS_RESULTS = 3,
+};
+
+struct steer_metrics_dns_name {
+	char name[256];				       /* label name, as configured */
+	uint64_t resolutions_total[STEER_DNS_RESULTS]; /* by enum steer_dns_result */
+	uint32_t addresses;			       /* in the last known set */
+	bool stale; /* the last look-up failed or was empty: the last known set is in use */
+};
+
+/* One backend-dns entry of a service. */
+struct steer_metrics_dns_entry {
+	char vip[64];
+	char name[256];
+	uint16_t port;	   /* traffic port */
+	uint32_t backends; /* backends it gives the service now */
+};
+
 struct steer_metrics_snapshot {
 	struct steer_metrics_service *services;
 	size_t n_services;
@@ -54,6 +77,10 @@ struct steer_metrics_snapshot {
 	double last_cycle_s;	    /* last control-plane cycle: polls sent to publish done */
 	double last_publish_s;	    /* of which scoring, publishing and draining */
 	uint64_t healthy_within_ns; /* /healthz is 200 while now - last_publish_ns <= this */
+	struct steer_metrics_dns_name *dns_names;
+	size_t n_dns_names;
+	struct steer_metrics_dns_entry *dns_entries;
+	size_t n_dns_entries;
 };
 
 struct steer_metrics;
@@ -87,6 +114,9 @@ void steer_metrics_stop(struct steer_metrics *m);
 
 /* Render the Prometheus text format into a malloc'd, NUL-terminated string. */
 char *steer_metrics_render(const struct steer_metrics_snapshot *snap);
+
+/* Label value for a DNS result: "ok", "empty", "failed". */
+const char *steer_dns_result_name(enum steer_dns_result r);
 
 /* Label value for a poll kind: "ok", "unimplemented", "unavailable",
  * "deadline_exceeded", "invalid", "error". */

@@ -20,6 +20,7 @@
 
 #include "config.h"
 #include "dataplane.h"
+#include "discovery.h"
 #include "log.h"
 #include "metrics.h"
 #include "policy.h"
@@ -31,6 +32,9 @@
 #define NO_SLOT UINT32_MAX
 #define SLICE_NS (100ULL * 1000000ULL) /* longest wait before signals are looked at */
 #define NS_PER_MS 1000000ULL
+/* Longest wait at start for the first DNS answers: c-ares tries a server twice,
+ * 1 s then 2 s. */
+#define DNS_FIRST_WAIT_NS (5000ULL * NS_PER_MS)
 /* A cycle publishes without the polls still out once no answer has come for
  * this long, and for twice the slowest answer of the cycle: a hung load
  * endpoint must not hold back everyone else's fresh snapshots. */
@@ -94,7 +98,8 @@ struct daemon {
 	struct steer_dp *dp;
 	struct steer_loads *loads;
 	struct steer_metrics *metrics;
-	struct steer_reload *reload; /* SIGHUP's parse, on its own thread */
+	struct steer_reload *reload;  /* SIGHUP's parse, on its own thread */
+	struct steer_discovery *disc; /* --backend-dns names (discovery.c) */
 	struct service *svcs;
 	size_t n_svcs;
 	size_t pending; /* load polls in flight */
@@ -347,6 +352,39 @@ fail:
 	return -ENOMEM;
 }
 
+/*
+ * services_build with each service's discovered backends added to cfg's
+ * (discovery.h); then discovery follows cfg (new names, --dns-interval).
+ */
+static int services_build_dns(struct daemon *d, const struct steer_config *cfg,
+			      struct service **out)
+{
+	struct steer_config all;
+	int rc = steer_discovery_expand(d->disc, cfg, &all);
+
+	if (rc)
+		return rc;
+	rc = services_build(d, &all, out);
+	steer_discovery_expanded_free(&all);
+	if (!rc && steer_discovery_sync(d->disc, cfg))
+		log_error(
+			"dns: out of memory; the names of the configuration are not all looked up");
+	return rc;
+}
+
+/* A name's addresses changed: rebuild as a reload does, keeping what is unchanged. */
+static void discovery_apply(struct daemon *d)
+{
+	struct service *svcs;
+
+	if (services_build_dns(d, &d->cfg, &svcs) != 0) {
+		log_error("dns: out of memory; the backends stay as they were");
+		return;
+	}
+	services_free(d, d->svcs, d->n_svcs); /* what was not taken over */
+	d->svcs = svcs;
+}
+
 /* ---- polling ------------------------------------------------------------------------ */
 
 static const char *poll_kind_text(enum steer_poll_kind k)
@@ -575,6 +613,10 @@ static void wait_results(struct daemon *d, uint64_t deadline_ns, bool until_all_
 
 	while (!stop_requested && (until_all_done ? d->pending > 0 : !reload_pending(d))) {
 		uint64_t now = steer_monotonic_ns(), until;
+
+		steer_discovery_step(d->disc, now); /* never waits */
+		if (!until_all_done && steer_discovery_changed(d->disc))
+			break; /* main() rebuilds the services, then a cycle polls them */
 
 		if (until_all_done && stragglers_cutoff(d) < deadline_ns)
 			deadline_ns = stragglers_cutoff(d);
@@ -934,10 +976,13 @@ static void update_metrics(struct daemon *d)
 	snap.last_cycle_s = d->last_cycle_s;
 	snap.last_publish_s = d->last_publish_s;
 	snap.healthy_within_ns = 3 * d->cfg.interval_ns;
+	steer_discovery_metrics(d->disc, &snap);
 	steer_metrics_update(d->metrics, &snap);
 out:
 	free(snap.services);
 	free(snap.backends);
+	free(snap.dns_names);
+	free(snap.dns_entries);
 }
 
 /* ---- lifecycle ---------------------------------------------------------------------------- */
@@ -977,7 +1022,7 @@ static void reload(struct daemon *d)
 	if (strcmp(next.metrics_listen, d->cfg.metrics_listen) ||
 	    next.metrics_enabled != d->cfg.metrics_enabled)
 		log_warn("reload: a --metrics-listen change needs a restart; ignored");
-	if (services_build(d, &next, &svcs) != 0) {
+	if (services_build_dns(d, &next, &svcs) != 0) {
 		log_error("reload failed: out of memory; the running configuration stays");
 		steer_config_free(&next);
 		return;
@@ -1053,7 +1098,8 @@ static int start(struct daemon *d)
 		log_error("cannot start gRPC or libcurl");
 		return 1;
 	}
-	if (services_build(d, &d->cfg, &d->svcs) != 0) {
+	d->disc = steer_discovery_new();
+	if (!d->disc || services_build_dns(d, &d->cfg, &d->svcs) != 0) {
 		log_error("cannot set up the backends");
 		return 1;
 	}
@@ -1080,6 +1126,7 @@ static int shutdown_daemon(struct daemon *d)
 		services_free(d, d->svcs, d->n_svcs);
 	if (d->loads)
 		steer_loads_free(d->loads);
+	steer_discovery_free(d->disc);
 	if (d->metrics)
 		steer_metrics_stop(d->metrics);
 	if (d->dp) {
@@ -1143,6 +1190,9 @@ int main(int argc, char **argv)
 		shutdown_daemon(&d);
 		return rc;
 	}
+	/* The first publish includes the backends of --backend-dns names (see discovery.h). */
+	if (steer_discovery_wait_first(d.disc, DNS_FIRST_WAIT_NS, &stop_requested))
+		discovery_apply(&d);
 	next_tick = steer_monotonic_ns();
 	while (!stop_requested) {
 		run_cycle(&d);
@@ -1150,6 +1200,8 @@ int main(int argc, char **argv)
 		if (next_tick < steer_monotonic_ns())
 			next_tick = steer_monotonic_ns(); /* overran: do not burst */
 		idle(&d, next_tick);
+		if (steer_discovery_changed(d.disc))
+			discovery_apply(&d); /* the next cycle polls the new backends at once */
 	}
 	return shutdown_daemon(&d);
 }
