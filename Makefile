@@ -52,7 +52,9 @@ PROTO_OBJS := $(patsubst %,$(O)/obj/%.pb-c.o,$(PROTO_NAMES))
 
 # Modules shared by the daemon, the tools and the tests: every user/*.c but
 # the daemon's main, plus the generated protobuf code.
-LIB_SRCS := $(filter-out user/smg-steerd.c,$(wildcard user/*.c))
+LIB_SRCS := $(filter-out user/smg-steerd.c user/daemon_%.c,$(wildcard user/*.c))
+# The daemon's own parts (user/daemon.h): linked into smg-steerd only.
+DAEMON_OBJS := $(patsubst user/%.c,$(O)/obj/%.o,$(wildcard user/daemon_*.c))
 LIB_OBJS := $(patsubst user/%.c,$(O)/obj/%.o,$(LIB_SRCS)) $(PROTO_OBJS)
 SIM_SRCS := $(wildcard tools/sim/*.c)
 
@@ -144,8 +146,8 @@ $(O)/obj/%.pb-c.o: $(O)/proto/%.pb-c.c $(PROTO_H)
 	@mkdir -p $(@D)
 	$(CC) $(filter-out -Wextra,$(CFLAGS_ALL)) -c $< -o $@
 
-$(O)/smg-steerd: user/smg-steerd.c $(LIB_OBJS) $(HDRS)
-	$(CC) $(CFLAGS_ALL) $< $(LIB_OBJS) -o $@ $(LDFLAGS_SAN) $(LDLIBS_ALL)
+$(O)/smg-steerd: user/smg-steerd.c $(DAEMON_OBJS) $(LIB_OBJS) $(HDRS)
+	$(CC) $(CFLAGS_ALL) $< $(DAEMON_OBJS) $(LIB_OBJS) -o $@ $(LDFLAGS_SAN) $(LDLIBS_ALL)
 
 $(O)/smg-steerctl: tools/smg-steerctl.c $(LIB_OBJS) $(HDRS)
 	$(CC) $(CFLAGS_ALL) $< $(LIB_OBJS) -o $@ $(LDFLAGS_SAN) $(LDLIBS_ALL)

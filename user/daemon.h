@@ -1,0 +1,146 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/*
+ * daemon.h - smg-steerd's own state, shared by its parts (private to the daemon):
+ *
+ *   smg-steerd.c       signals, start, reload, shutdown, the main loop
+ *   daemon_backends.c  services and backends: building them, and rebuilding on reload
+ *   daemon_polls.c     load polls, health, fast ejection, waiting for results
+ *   daemon_publish.c   scoring, publishing, draining, metrics
+ */
+#ifndef STEER_DAEMON_H
+#define STEER_DAEMON_H
+
+#include <signal.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "config.h"
+#include "dataplane.h"
+#include "discovery.h"
+#include "log.h"
+#include "metrics.h"
+#include "policy.h"
+#include "load_decode.h"
+#include "loads.h"
+#include "privs.h"
+#include "reload.h"
+
+#define NO_SLOT UINT32_MAX
+#define SLICE_NS (100ULL * 1000000ULL) /* longest wait before signals are looked at */
+#define NS_PER_MS 1000000ULL
+/* Longest wait at start for the first DNS answers: c-ares tries a server twice,
+ * 1 s then 2 s. */
+#define DNS_FIRST_WAIT_NS (5000ULL * NS_PER_MS)
+/* A cycle publishes without the polls still out once no answer has come for
+ * this long, and for twice the slowest answer of the cycle: a hung load
+ * endpoint must not hold back everyone else's fresh snapshots. */
+#define STRAGGLER_QUIET_MIN_NS (50 * NS_PER_MS)
+
+extern volatile sig_atomic_t stop_requested, reload_requested;
+
+struct service;
+
+struct backend {
+	struct steer_backend_cfg cfg;
+	struct service *svc;
+	/* While a reload builds the new service list: where this backend was
+	 * taken from, so that a failed build can put it back. */
+	struct backend **origin;
+	int handle; /* steer_loads handle */
+	uint32_t slot;
+
+	enum steer_health health;
+	uint32_t consec_fail, consec_ok;
+
+	bool has_snap;
+	struct steer_load snap;
+	uint64_t snap_ns;
+	bool reports_uncached; /* sticky: ever reported nonzero uncached tokens */
+
+	bool call_pending;	   /* a GetLoads of this cycle is in flight */
+	uint64_t inflight_at_send; /* tokens credited when the call was sent */
+	uint64_t pending_drain;	   /* to subtract at the next publish */
+	uint64_t live_drain;	   /* scored from live connections: credits read before them */
+
+	enum steer_poll_kind last_kind, logged_kind;
+	enum steer_source source; /* where the last answer came from */
+	bool told_no_loads;	  /* the "reports no load" notice was logged */
+	uint64_t polls[STEER_POLL_KINDS];
+
+	/* As of the last publish, for metrics and steer_bkinfo. */
+	struct steer_policy_score score;
+	bool in_table;
+	uint32_t live_at_score;
+	/* The kernel stopped choosing it after STEER_FAIL_EJECT connects in a row
+	 * failed; out of the table until the poll started then answers. */
+	bool suspect;
+};
+
+struct service {
+	struct steer_addr vip;
+	char vip_str[STEER_ADDR_STRLEN];
+	struct steer_policy policy;
+	struct backend **b;
+	size_t n;
+	bool fail_open;
+	uint64_t publishes;
+	uint64_t poll_buckets[STEER_POLL_BUCKETS];
+	uint64_t poll_count;
+	double poll_sum_s;
+};
+
+struct daemon {
+	struct steer_config cfg;
+	struct steer_dp *dp;
+	struct steer_loads *loads;
+	struct steer_metrics *metrics;
+	struct steer_reload *reload;  /* SIGHUP's parse, on its own thread */
+	struct steer_discovery *disc; /* --backend-dns names (discovery.c) */
+	struct service *svcs;
+	size_t n_svcs;
+	size_t pending; /* load polls in flight */
+	/* This cycle's answers so far: when the last came, the slowest's time. */
+	size_t cycle_results;
+	uint64_t last_result_ns, slowest_result_ns;
+	uint64_t last_publish_ns;
+	uint64_t cycle_start_ns;
+	double last_cycle_s, last_publish_s;
+	uint64_t rng; /* xorshift64 state for the anti-herding phase */
+	bool started; /* start() completed: a failed start never detaches adopted state */
+	/* Drained backends as read at the start of this publish: one pass over
+	 * the map instead of a lookup syscall per backend. */
+	struct steer_addr drained[STEER_MAX_DRAINED];
+	size_t n_drained;
+};
+
+/* ---- daemon_backends.c ---- */
+
+/* The service list of cfg, with each service's discovered backends (DNS)
+ * added, keeping the state of every backend that is unchanged. */
+int services_build_dns(struct daemon *d, const struct steer_config *cfg, struct service **out);
+void services_free(struct daemon *d, struct service *svcs, size_t n);
+/* A DNS answer changed a service's addresses: rebuild the services. */
+void discovery_apply(struct daemon *d);
+
+/* ---- daemon_polls.c ---- */
+
+void start_polls(struct daemon *d);
+/* Fast ejection: keep out of the tables, and poll at once, a backend whose
+ * last STEER_FAIL_EJECT steered connects failed in a row. */
+void check_fast_ejections(struct daemon *d);
+/* Handle results until deadline_ns (CLOCK_MONOTONIC): while collecting a
+ * cycle's (until_all_done), until none is pending or only stragglers are;
+ * idling, until a signal, a reload or a DNS change needs the loop. */
+void wait_results(struct daemon *d, uint64_t deadline_ns, bool until_all_done);
+
+/* ---- daemon_publish.c ---- */
+
+void seed_random(struct daemon *d);
+/* Score every service and publish its table; drains and steer_bkinfo follow. */
+void publish(struct daemon *d);
+/* Until its first real table, a service refuses connects (adopted tables stay). */
+void publish_refusing_tables(struct daemon *d);
+void update_metrics(struct daemon *d);
+
+#endif /* STEER_DAEMON_H */
