@@ -84,6 +84,7 @@ struct service {
 	struct backend **b;
 	size_t n;
 	bool fail_open;
+	bool fail_open_alarm; /* ... because backends failed, not because none was polled yet */
 	uint64_t publishes;
 	uint64_t poll_buckets[STEER_POLL_BUCKETS];
 	uint64_t poll_count;

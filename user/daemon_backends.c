@@ -195,6 +195,7 @@ static int services_build(struct daemon *d, const struct steer_config *cfg, stru
 				s->poll_count = d->svcs[j].poll_count;
 				s->poll_sum_s = d->svcs[j].poll_sum_s;
 				s->fail_open = d->svcs[j].fail_open;
+				s->fail_open_alarm = d->svcs[j].fail_open_alarm;
 				memcpy(s->poll_buckets, d->svcs[j].poll_buckets,
 				       sizeof(s->poll_buckets));
 			}

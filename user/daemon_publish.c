@@ -73,10 +73,14 @@ static size_t pick_candidates(struct daemon *d, struct service *s, struct backen
 			log_error("%s: no backend is healthy (ejected, or never polled "
 				  "successfully); failing open: publishing all %zu",
 				  s->vip_str, eligible);
-		else
+		else if (s->fail_open_alarm)
 			log_info("%s: %zu backend(s) healthy again; no longer failing open",
 				 s->vip_str, healthy);
+		else
+			log_info("%s: %zu backend(s) healthy after their first polls", s->vip_str,
+				 healthy);
 		s->fail_open = fail_open;
+		s->fail_open_alarm = fail_open && unpolled != eligible;
 	}
 	for (j = 0; j < s->n; j++) {
 		struct backend *b = s->b[j];
