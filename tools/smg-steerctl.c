@@ -558,10 +558,11 @@ static void print_backend_row(const struct steer_dp *dp, const struct steer_view
 		snprintf(age, sizeof(age), "%.1f", snapshot_age_s(info));
 	else
 		snprintf(age, sizeof(age), "-");
-	printf("  %-*s  %-16s %4s %12s %10s %10llu %6lld %9llu %9llu %8s  %s\n", aw, a, health,
-	       rank, base, npt, (unsigned long long)b->ctr.inflight_tokens, (long long)b->ctr.live,
-	       (unsigned long long)b->ctr.steered, (unsigned long long)b->ctr.fallbacks, age,
-	       mode_name(info->mode));
+	printf("  %-*s  %-16s %4s %12s %10s %10llu %6lld %9llu %9llu %8s  %-8s %s\n", aw, a,
+	       health, rank, base, npt, (unsigned long long)b->ctr.inflight_tokens,
+	       (long long)b->ctr.live, (unsigned long long)b->ctr.steered,
+	       (unsigned long long)b->ctr.fallbacks, age, mode_name(info->mode),
+	       steer_source_name((enum steer_source)info->source));
 }
 
 static void print_service_text(const struct steer_dp *dp, const struct steer_view *v,
@@ -580,9 +581,9 @@ static void print_service_text(const struct steer_dp *dp, const struct steer_vie
 		printf("  (no configured backends)\n");
 		return;
 	}
-	printf("  %-*s  %-16s %4s %12s %10s %10s %6s %9s %9s %8s  %s\n", aw, "BACKEND", "HEALTH",
-	       "RANK", "BASE_WAIT_MS", "NS/TOKEN", "INFLIGHT", "LIVE", "STEERED", "FALLBACKS",
-	       "SNAP_AGE", "MODE");
+	printf("  %-*s  %-16s %4s %12s %10s %10s %6s %9s %9s %8s  %-8s %s\n", aw, "BACKEND",
+	       "HEALTH", "RANK", "BASE_WAIT_MS", "NS/TOKEN", "INFLIGHT", "LIVE", "STEERED",
+	       "FALLBACKS", "SNAP_AGE", "MODE", "SOURCE");
 	for (i = 0; i < s->n_backends; i++)
 		print_backend_row(dp, &s->backends[i], aw);
 }
