@@ -558,11 +558,10 @@ static void print_backend_row(const struct steer_dp *dp, const struct steer_view
 		snprintf(age, sizeof(age), "%.1f", snapshot_age_s(info));
 	else
 		snprintf(age, sizeof(age), "-");
-	printf("  %-*s  %-16s %4s %12s %10s %10llu %6lld %9llu %9llu %8s  %-8s %s\n", aw, a,
-	       health, rank, base, npt, (unsigned long long)b->ctr.inflight_tokens,
-	       (long long)b->ctr.live, (unsigned long long)b->ctr.steered,
-	       (unsigned long long)b->ctr.fallbacks, age, mode_name(info->mode),
-	       steer_source_name((enum steer_source)info->source));
+	printf("  %-*s  %-16s %4s %12s %10s %10llu %6lld %9llu %9llu %8s  %-8s %s\n", aw, a, health,
+	       rank, base, npt, (unsigned long long)b->ctr.inflight_tokens, (long long)b->ctr.live,
+	       (unsigned long long)b->ctr.steered, (unsigned long long)b->ctr.fallbacks, age,
+	       mode_name(info->mode), steer_source_name((enum steer_source)info->source));
 }
 
 static void print_service_text(const struct steer_dp *dp, const struct steer_view *v,
