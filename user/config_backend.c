@@ -216,12 +216,9 @@ const char *cfg_backend_key_form(const char *key)
 
 /* ---- The flag's form ----------------------------------------------------------- */
 
-static const char *const flag_keys[] = { "loads", "engine", "auth" };
-#define N_FLAG_KEYS (sizeof(flag_keys) / sizeof(flag_keys[0]))
+static const char *const flag_keys[CFG_N_FIELD_KEYS] = { "loads", "engine", "auth" };
 
-/* One "key=value" after the address; seen[] has the keys given so far. */
-static int field_parse(struct ctx *c, struct steer_backend_cfg *b, char *field, bool *seen,
-		       char *why, size_t whylen)
+int cfg_field_split(char *field, bool *seen, const char **value, char *why, size_t whylen)
 {
 	char *eq = strchr(field, '=');
 	size_t k;
@@ -230,21 +227,33 @@ static int field_parse(struct ctx *c, struct steer_backend_cfg *b, char *field, 
 		return cfg_why(why, whylen, "'%s' is not KEY=VALUE (keys: loads, engine, auth)",
 			       field);
 	*eq = 0;
-	for (k = 0; k < N_FLAG_KEYS && strcmp(field, flag_keys[k]); k++)
+	for (k = 0; k < CFG_N_FIELD_KEYS && strcmp(field, flag_keys[k]); k++)
 		;
-	if (k == N_FLAG_KEYS)
+	if (k == CFG_N_FIELD_KEYS)
 		return cfg_why(why, whylen, "unknown key '%s' (keys: loads, engine, auth)", field);
 	if (seen[k])
 		return cfg_why(why, whylen, "%s= is given twice", field);
 	seen[k] = true;
-	return cfg_backend_key(c, b, field, eq + 1, why, whylen);
+	*value = eq + 1;
+	return 0;
+}
+
+/* One "key=value" after the address; seen[] has the keys given so far. */
+static int field_parse(struct ctx *c, struct steer_backend_cfg *b, char *field, bool *seen,
+		       char *why, size_t whylen)
+{
+	const char *value;
+
+	if (cfg_field_split(field, seen, &value, why, whylen))
+		return -1;
+	return cfg_backend_key(c, b, field, value, why, whylen);
 }
 
 /* The address, then each key=value; *at_address tells where it failed. */
 static int fields_parse(struct ctx *c, char *copy, struct steer_backend_cfg *b, bool *at_address,
 			char *why, size_t whylen)
 {
-	bool seen[N_FLAG_KEYS] = { false };
+	bool seen[CFG_N_FIELD_KEYS] = { false };
 	char *field = copy, *comma = strchr(copy, ',');
 
 	if (comma)

@@ -188,34 +188,21 @@ int cfg_dns_key(struct ctx *c, struct steer_dns_backend_cfg *e, const char *key,
 
 /* ---- The flag's form ------------------------------------------------------------ */
 
-static const char *const dns_keys[] = { "loads", "engine", "auth" };
-#define N_DNS_KEYS (sizeof(dns_keys) / sizeof(dns_keys[0]))
-
 /* One "key=value" after NAME:PORT; seen[] has the keys given so far. */
 static int dns_field_parse(struct ctx *c, struct steer_dns_backend_cfg *e, char *field, bool *seen,
 			   char *why, size_t whylen)
 {
-	char *eq = strchr(field, '=');
-	size_t k;
+	const char *value;
 
-	if (!eq)
-		return cfg_why(why, whylen, "'%s' is not KEY=VALUE (keys: loads, engine, auth)",
-			       field);
-	*eq = 0;
-	for (k = 0; k < N_DNS_KEYS && strcmp(field, dns_keys[k]); k++)
-		;
-	if (k == N_DNS_KEYS)
-		return cfg_why(why, whylen, "unknown key '%s' (keys: loads, engine, auth)", field);
-	if (seen[k])
-		return cfg_why(why, whylen, "%s= is given twice", field);
-	seen[k] = true;
-	return cfg_dns_key(c, e, field, eq + 1, why, whylen);
+	if (cfg_field_split(field, seen, &value, why, whylen))
+		return -1;
+	return cfg_dns_key(c, e, field, value, why, whylen);
 }
 
 int cfg_dns_parse(struct ctx *c, const char *spec, struct steer_dns_backend_cfg *e, char *why,
 		  size_t whylen)
 {
-	bool seen[N_DNS_KEYS] = { false }, at_target = true;
+	bool seen[CFG_N_FIELD_KEYS] = { false }, at_target = true;
 	char detail[WHY_LEN], *copy = strdup(spec), *field, *comma;
 	int rc;
 

@@ -182,6 +182,12 @@ int cfg_check_timing(struct ctx *c);
 /* The flag's form (and a backend scalar's), BACKEND_SYNTAX. */
 int cfg_backend_parse(struct ctx *c, const char *spec, struct steer_backend_cfg *b, char *why,
 		      size_t whylen);
+/* The keys after a backend's address (or a DNS name) in the flag's form:
+ * loads, engine, auth. cfg_field_split cuts "key=value" at '=', checks the
+ * key is one of them and not given before (seen[] marks those given), and
+ * points *value after the '='. 0, or -1 with the reason in why. */
+#define CFG_N_FIELD_KEYS 3
+int cfg_field_split(char *field, bool *seen, const char **value, char *why, size_t whylen);
 /* The mapping form: the address first (it resets b), then each other key. */
 int cfg_backend_address(const char *v, struct steer_backend_cfg *b, char *why, size_t whylen);
 int cfg_backend_key(struct ctx *c, struct steer_backend_cfg *b, const char *key, const char *v,
