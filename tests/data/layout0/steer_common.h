@@ -189,11 +189,12 @@ enum steer_poll_kind {
  * Chosen by --backend's loads=/engine= keys, or probed (engine=auto).
  */
 enum steer_source {
-	STEER_SOURCE_NONE = 0,		  /* not known yet: probing, or never answered */
-	STEER_SOURCE_GRPC_SGLANG = 1,	  /* /sglang.grpc.scheduler.SglangScheduler/GetLoads */
-	STEER_SOURCE_GRPC_VLLM = 2,	  /* /vllm.grpc.engine.VllmEngine/GetLoads */
-	STEER_SOURCE_GRPC_TOKENSPEED = 3, /* /tokenspeed.grpc.scheduler.TokenSpeedScheduler/GetLoads */
-	STEER_SOURCE_HTTP_LOADS = 4,	  /* HTTP GET /v1/loads?include=core (JSON) */
+	STEER_SOURCE_NONE = 0,	      /* not known yet: probing, or never answered */
+	STEER_SOURCE_GRPC_SGLANG = 1, /* /sglang.grpc.scheduler.SglangScheduler/GetLoads */
+	STEER_SOURCE_GRPC_VLLM = 2,   /* /vllm.grpc.engine.VllmEngine/GetLoads */
+	STEER_SOURCE_GRPC_TOKENSPEED =
+		3,		     /* /tokenspeed.grpc.scheduler.TokenSpeedScheduler/GetLoads */
+	STEER_SOURCE_HTTP_LOADS = 4, /* HTTP GET /v1/loads?include=core (JSON) */
 	STEER_SOURCE_HTTP_METRICS_VLLM = 5,   /* HTTP GET /metrics, vllm: names */
 	STEER_SOURCE_HTTP_METRICS_SGLANG = 6, /* HTTP GET /metrics, sglang: or sglang_ names */
 	STEER_SOURCE_TCP = 7, /* no load endpoint: liveness by TCP connect to the traffic port */
@@ -206,24 +207,24 @@ enum steer_source {
  * thereby explains scores even while the daemon is down. Not read by BPF.
  */
 struct steer_bk_info {
-	__u64 queued_tokens;   /* tokens, as scored (reported, or waiting requests x prefill) */
-	__u64 throughput_mtps; /* milli-tokens per second, as scored */
-	__u64 work_ns;	       /* ns; queued_tokens / throughput */
-	__u64 barrier_ns;      /* ns; kv_pressure_weight * k / (1 - k) */
-	__u64 phase_ns;	       /* ns; random anti-herding offset (--peer-routers > 1), else 0 */
-	__u64 snapshot_ns;     /* CLOCK_MONOTONIC of the last good snapshot; 0: never */
-	__u64 updated_ns;      /* CLOCK_MONOTONIC of this record */
-	__u32 kv_ppm;	       /* KV usage k, parts per million, as scored (clamped) */
-	__u32 live_at_score;   /* live connections the estimate used */
-	__u8 mode;	       /* enum steer_mode */
-	__u8 health;	       /* enum steer_health */
-	__u8 queued_estimated; /* 1: queue estimated from waiting requests */
-	__u8 last_poll;	       /* enum steer_poll_kind */
-	__u32 dp_ranks;	       /* DP ranks in the last snapshot */
+	__u64 queued_tokens;	/* tokens, as scored (reported, or waiting requests x prefill) */
+	__u64 throughput_mtps;	/* milli-tokens per second, as scored */
+	__u64 work_ns;		/* ns; queued_tokens / throughput */
+	__u64 barrier_ns;	/* ns; kv_pressure_weight * k / (1 - k) */
+	__u64 phase_ns;		/* ns; random anti-herding offset (--peer-routers > 1), else 0 */
+	__u64 snapshot_ns;	/* CLOCK_MONOTONIC of the last good snapshot; 0: never */
+	__u64 updated_ns;	/* CLOCK_MONOTONIC of this record */
+	__u32 kv_ppm;		/* KV usage k, parts per million, as scored (clamped) */
+	__u32 live_at_score;	/* live connections the estimate used */
+	__u8 mode;		/* enum steer_mode */
+	__u8 health;		/* enum steer_health */
+	__u8 queued_estimated;	/* 1: queue estimated from waiting requests */
+	__u8 last_poll;		/* enum steer_poll_kind */
+	__u32 dp_ranks;		/* DP ranks in the last snapshot */
 #ifndef STEER_LAYOUT0_NO_SOURCE /* test fixture: commit 9a19716 had none of these */
-	__u8 source;	       /* enum steer_source: where the load was read */
-	__u8 reserved8[3];     /* zero */
-	__u32 reserved32;      /* zero */
+	__u8 source;		/* enum steer_source: where the load was read */
+	__u8 reserved8[3];	/* zero */
+	__u32 reserved32;	/* zero */
 #endif
 };
 
