@@ -37,7 +37,8 @@ MAN = os.path.join(DOCS, "man", "smg-steerd.8")
 # tools/sim/run.sh takes --quick; wrk --latency.
 # kubectl delete --cascade, kubectl logs --prefix.
 FOREIGN_FLAGS = {"--dry-run", "--from-file", "--bounding-set", "--inh-caps", "--now", "--quick",
-                 "--latency", "--cascade", "--prefix"}
+                 "--latency", "--cascade", "--prefix",
+                 "--cpu", "--runtime"}  # stress-ng's and podman's, in benchmarks/deployment
 
 
 def source_flags():
