@@ -175,11 +175,6 @@ int steer_dns_query(struct steer_dns *d, const char *name, void *tag)
 	return 0;
 }
 
-size_t steer_dns_pending(const struct steer_dns *d)
-{
-	return d ? d->pending : 0;
-}
-
 void steer_dns_step(struct steer_dns *d, int timeout_ms)
 {
 	ares_socket_t socks[ARES_GETSOCK_MAXNUM];

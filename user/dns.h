@@ -37,7 +37,6 @@ void steer_dns_free(struct steer_dns *d); /* answers not yet collected are dropp
 
 /* Look up A and AAAA records of name. 0, or a negative errno. */
 int steer_dns_query(struct steer_dns *d, const char *name, void *tag);
-size_t steer_dns_pending(const struct steer_dns *d);
 
 /* Wait at most timeout_ms for the resolver's sockets, then process them
  * and its timeouts. */

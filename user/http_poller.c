@@ -314,13 +314,6 @@ int steer_http_start_connect(struct steer_http *h, int handle, uint64_t timeout_
 	return 0;
 }
 
-int steer_http_busy(const struct steer_http *h, int handle)
-{
-	const struct http_handle *hh = handle_at(h, handle);
-
-	return hh && (hh->get_running || hh->probe);
-}
-
 size_t steer_http_outstanding(const struct steer_http *h)
 {
 	return h ? h->outstanding : 0;

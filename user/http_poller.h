@@ -57,7 +57,6 @@ int steer_http_set_auth(struct steer_http *h, int handle, const char *token);
 int steer_http_start_get(struct steer_http *h, int handle, const char *path, uint64_t timeout_ns);
 /* Open (and close) a fresh TCP connection: the liveness probe. */
 int steer_http_start_connect(struct steer_http *h, int handle, uint64_t timeout_ns);
-int steer_http_busy(const struct steer_http *h, int handle);
 /* Transfers started and not yet collected. */
 size_t steer_http_outstanding(const struct steer_http *h);
 

@@ -314,13 +314,6 @@ int steer_loads_set_auth(struct steer_loads *l, int handle, const char *token)
 	return 0;
 }
 
-int steer_loads_busy(const struct steer_loads *l, int handle)
-{
-	const struct src_handle *sh = handle_at(l, handle);
-
-	return sh && sh->running;
-}
-
 enum steer_source steer_loads_source(const struct steer_loads *l, int handle)
 {
 	const struct src_handle *sh = handle_at(l, handle);

@@ -59,7 +59,6 @@ int steer_loads_set_auth(struct steer_loads *l, int handle, const char *token);
 
 /* Start one poll; each call within it gets timeout_ns. -EBUSY while one runs. */
 int steer_loads_start(struct steer_loads *l, int handle, uint64_t timeout_ns);
-int steer_loads_busy(const struct steer_loads *l, int handle);
 /* The source the handle is locked to (NONE while probing). */
 enum steer_source steer_loads_source(const struct steer_loads *l, int handle);
 
