@@ -104,7 +104,7 @@ $(VMLINUX):
 	@test -r /sys/kernel/btf/vmlinux || { echo "error: /sys/kernel/btf/vmlinux missing: this kernel has no BTF (CONFIG_DEBUG_INFO_BTF=y is required)" >&2; exit 1; }
 	$(BPFTOOL) btf dump file /sys/kernel/btf/vmlinux format c > $@.tmp && mv $@.tmp $@
 
-$(BPF_OBJ): bpf/steer.bpf.c bpf/steer_common.h $(VMLINUX)
+$(BPF_OBJ): bpf/steer.bpf.c bpf/steer_common.h bpf/steer_maps.bpf.h bpf/steer_choose.bpf.h $(VMLINUX)
 	@mkdir -p $(@D)
 	$(CLANG) -g -O2 -target bpf -mcpu=v3 -D__TARGET_ARCH_$(ARCH) -Wall -Werror -I$(O) -Ibpf -c $< -o $@
 

@@ -16,6 +16,8 @@
 #include <bpf/bpf_endian.h>
 #include <bpf/bpf_core_read.h>
 #include "steer_common.h"
+#include "steer_maps.bpf.h"
+#include "steer_choose.bpf.h"
 
 #define SOCK_STREAM 1
 #define ECONNREFUSED 111
@@ -24,165 +26,6 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 extern void *bpf_cast_to_kern_ctx(void *obj) __ksym;
 extern void *bpf_rdonly_cast(void *obj, __u32 btf_id) __ksym;
-
-/*
- * One generation of tables: every service, keyed by its virtual address.
- * User space never edits a generation in place; it builds a new one and swaps
- * it into steer_gen, and the kernel frees the old one only after every
- * program that might still read it has finished (RCU).
- */
-struct steer_gen_inner {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__uint(max_entries, STEER_MAX_SERVICES);
-	__type(key, struct steer_addr);
-	__type(value, struct steer_table);
-};
-
-/* Never created (user space turns autocreate off): it exists so that the
- * object's BTF carries struct steer_table in full, which user space needs to
- * create each generation with named fields for bpftool. */
-struct steer_gen_inner steer_tmpl SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__uint(pinning, LIBBPF_PIN_BY_NAME);
-	__array(values, struct steer_gen_inner);
-} steer_gen SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(map_flags, BPF_F_MMAPABLE);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct steer_slot_array);
-	__uint(pinning, LIBBPF_PIN_BY_NAME);
-} steer_slots SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(map_flags, BPF_F_MMAPABLE);
-	__uint(max_entries, STEER_SVC_IDS);
-	__type(key, __u32);
-	__type(value, struct steer_svc_stats);
-	__uint(pinning, LIBBPF_PIN_BY_NAME);
-} steer_svcst SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, STEER_SVC_IDS);
-	__type(key, __u32);
-	__type(value, struct steer_svc_tree);
-	__uint(pinning, LIBBPF_PIN_BY_NAME);
-} steer_tree SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(map_flags, BPF_F_MMAPABLE);
-	__uint(max_entries, STEER_SOCK_RECORDS);
-	__type(key, __u32);
-	__type(value, struct steer_sock);
-	__uint(pinning, LIBBPF_PIN_BY_NAME);
-} steer_socks SEC(".maps");
-
-/* Sockets steered by layout 0 keep their storage here until they close. */
-struct {
-	__uint(type, BPF_MAP_TYPE_SK_STORAGE);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, int);
-	__type(value, struct steer_sk);
-	__uint(pinning, LIBBPF_PIN_BY_NAME);
-} steer_sk SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(map_flags, BPF_F_MMAPABLE);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct steer_layout);
-	__uint(pinning, LIBBPF_PIN_BY_NAME);
-} steer_layout SEC(".maps");
-
-/* The registries below are written and read by user space only; they live in
- * this object so that they are created, typed and pinned with the others. */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, STEER_SVC_IDS);
-	__type(key, struct steer_addr);
-	__type(value, __u32);
-	__uint(pinning, LIBBPF_PIN_BY_NAME);
-} steer_svcid SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, STEER_SLOT_IDS);
-	__type(key, struct steer_bk_key);
-	__type(value, __u32);
-	__uint(pinning, LIBBPF_PIN_BY_NAME);
-} steer_bkslot SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, STEER_MAX_DRAINED);
-	__type(key, struct steer_addr);
-	__type(value, __u32);
-	__uint(pinning, LIBBPF_PIN_BY_NAME);
-} steer_drain SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(map_flags, BPF_F_MMAPABLE);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct steer_ports);
-	__uint(pinning, LIBBPF_PIN_BY_NAME);
-} steer_ports SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(map_flags, BPF_F_MMAPABLE);
-	__uint(max_entries, STEER_SLOT_IDS);
-	__type(key, __u32);
-	__type(value, struct steer_bk_info);
-	__uint(pinning, LIBBPF_PIN_BY_NAME);
-} steer_bkinfo SEC(".maps");
-
-/* ---- helpers ----------------------------------------------------------------- */
-
-/* The slot accessor of steer_common.h over the one value holding them all:
- * plain address arithmetic, so it may run under a service lock. */
-static __always_inline struct steer_slot *slot_in(void *all, __u32 slot)
-{
-	return &((struct steer_slot_array *)all)->s[slot & (STEER_SLOT_IDS - 1)];
-}
-
-static __always_inline struct steer_slot_array *slots_all(void)
-{
-	__u32 zero = 0;
-
-	return bpf_map_lookup_elem(&steer_slots, &zero);
-}
-
-/* Cheap first test: is any virtual address on this port (network order)? */
-static __always_inline int port_may_be_virtual(__u32 user_port)
-{
-	__u32 zero = 0;
-	struct steer_ports *p = bpf_map_lookup_elem(&steer_ports, &zero);
-
-	return p && steer_port_is_virtual(p, bpf_ntohs((__u16)user_port));
-}
-
-static __always_inline struct steer_table *table_lookup(const struct steer_addr *vip)
-{
-	__u32 zero = 0;
-	void *gen = bpf_map_lookup_elem(&steer_gen, &zero);
-
-	if (!gen)
-		return 0;
-	return bpf_map_lookup_elem(gen, vip);
-}
 
 static __always_inline int is_tcp(const struct bpf_sock_addr *ctx)
 {
@@ -220,15 +63,6 @@ static __always_inline bool ever_established(struct sock *sk)
 	struct tcp_sock *tp = bpf_rdonly_cast(sk, bpf_core_type_id_kernel(struct tcp_sock));
 
 	return tp->bytes_acked != 0;
-}
-
-static __always_inline void svc_touch(__u16 svc_id)
-{
-	__u32 id = svc_id;
-	struct steer_svc_stats *st = bpf_map_lookup_elem(&steer_svcst, &id);
-
-	if (st)
-		__sync_fetch_and_add(&st->epoch, 1);
 }
 
 /*
@@ -302,104 +136,6 @@ static __always_inline struct steer_sock *sock_claim(__u64 cookie, int fresh, st
 			return r;
 	}
 	return 0;
-}
-
-/* Where a steered connect goes, copied out of the table under the lock. */
-struct steer_dest {
-	__u32 ip6[4];
-	__u16 port;
-	__u16 svc_id;
-	__u32 slot;
-	__u32 slot_gen;
-};
-
-enum choice {
-	CHOICE_STEERED,
-	CHOICE_REFUSED,
-};
-
-/* Expired table: round robin over the entries, no credit. Under the lock. */
-static __always_inline __u32 pick_round_robin(struct steer_table *t, struct steer_slot_array *all,
-					      struct steer_svc_stats *st)
-{
-	__u64 cursor = st->rr_cursor++;
-
-	return steer_round_robin(t, slot_in, all, cursor);
-}
-
-/*
- * Fresh table: the root of the service's tree, rebuilt first when the table
- * or anything it caches changed. A winner that is no longer eligible means a
- * drain or an ejection landed just before its epoch bump: rebuild with the
- * slots as they are now.
- */
-static __always_inline __u32 pick_least_wait(struct steer_table *t, struct steer_slot_array *all,
-					     struct steer_svc_stats *st, struct steer_svc_tree *tr)
-{
-	__u32 pos = steer_tree_pick(tr);
-	bool out = pos < STEER_MAX_BACKENDS && !steer_slot_eligible(slot_in(all, t->e[pos].slot));
-
-	if (tr->tgen != t->generation || tr->epoch != st->epoch || out) {
-		steer_tree_build(tr, t, slot_in, all, st->epoch);
-		pos = steer_tree_pick(tr);
-	}
-	return pos;
-}
-
-/*
- * Choose a backend for a connect to the service of table t and account for
- * it: everything a connect writes is written here, under the service's lock,
- * so that the lock is the one atomic a steered connect pays on a shared line.
- * tracked: the socket has a record, so its release will be seen and it may
- * count as live.
- */
-static __always_inline enum choice choose(struct steer_table *t, struct steer_dest *dest,
-					  bool tracked)
-{
-	__u32 svc_id = t->svc_id & (STEER_SVC_IDS - 1), pos;
-	/* The coarse read of CLOCK_MONOTONIC (one tick of resolution) costs a
-	 * fraction of a precise one; expiry is seconds away from any tick. */
-	bool stale = bpf_ktime_get_coarse_ns() > t->expires_ns;
-	struct steer_slot_array *all = slots_all();
-	struct steer_svc_stats *st = bpf_map_lookup_elem(&steer_svcst, &svc_id);
-	struct steer_svc_tree *tr = bpf_map_lookup_elem(&steer_tree, &svc_id);
-	const struct steer_entry *e;
-	struct steer_slot *s;
-
-	if (!all || !st || !tr)
-		return CHOICE_REFUSED;
-	bpf_spin_lock(&tr->lock);
-	pos = stale ? pick_round_robin(t, all, st) : pick_least_wait(t, all, st, tr);
-	if (pos >= STEER_MAX_BACKENDS) {
-		st->refused++;
-		bpf_spin_unlock(&tr->lock);
-		return CHOICE_REFUSED;
-	}
-	e = &t->e[pos];
-	s = slot_in(all, e->slot);
-	if (stale) {
-		s->fallbacks++;
-		st->fallbacks++;
-	} else {
-		s->inflight_tokens += t->credit_tokens;
-		s->steered++;
-		st->steered++;
-		steer_tree_credit(tr, t, pos, steer_slot_inflight(s));
-	}
-	if (tracked)
-		s->live++;
-	else
-		st->untracked++;
-	dest->slot_gen = s->gen;
-	bpf_spin_unlock(&tr->lock);
-	dest->ip6[0] = e->ip6[0];
-	dest->ip6[1] = e->ip6[1];
-	dest->ip6[2] = e->ip6[2];
-	dest->ip6[3] = e->ip6[3];
-	dest->port = e->port;
-	dest->slot = e->slot;
-	dest->svc_id = (__u16)svc_id;
-	return CHOICE_STEERED;
 }
 
 static __always_inline void remember(struct steer_sock *r, const struct steer_addr *vip,

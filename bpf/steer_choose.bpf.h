@@ -1,0 +1,109 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/*
+ * steer_choose.bpf.h - choosing a backend for a new connection and crediting
+ * it, under the service's lock: the one path every steering hook shares, so
+ * that connections steered by any of them water-fill one view of each backend.
+ * Include after steer_maps.bpf.h.
+ */
+#ifndef STEER_CHOOSE_BPF_H
+#define STEER_CHOOSE_BPF_H
+
+/* Where a steered connect goes, copied out of the table under the lock. */
+struct steer_dest {
+	__u32 ip6[4];
+	__u16 port;
+	__u16 svc_id;
+	__u32 slot;
+	__u32 slot_gen;
+};
+
+enum choice {
+	CHOICE_STEERED,
+	CHOICE_REFUSED,
+};
+
+/* Expired table: round robin over the entries, no credit. Under the lock. */
+static __always_inline __u32 pick_round_robin(struct steer_table *t, struct steer_slot_array *all,
+					      struct steer_svc_stats *st)
+{
+	__u64 cursor = st->rr_cursor++;
+
+	return steer_round_robin(t, slot_in, all, cursor);
+}
+
+/*
+ * Fresh table: the root of the service's tree, rebuilt first when the table
+ * or anything it caches changed. A winner that is no longer eligible means a
+ * drain or an ejection landed just before its epoch bump: rebuild with the
+ * slots as they are now.
+ */
+static __always_inline __u32 pick_least_wait(struct steer_table *t, struct steer_slot_array *all,
+					     struct steer_svc_stats *st, struct steer_svc_tree *tr)
+{
+	__u32 pos = steer_tree_pick(tr);
+	bool out = pos < STEER_MAX_BACKENDS && !steer_slot_eligible(slot_in(all, t->e[pos].slot));
+
+	if (tr->tgen != t->generation || tr->epoch != st->epoch || out) {
+		steer_tree_build(tr, t, slot_in, all, st->epoch);
+		pos = steer_tree_pick(tr);
+	}
+	return pos;
+}
+
+/*
+ * Choose a backend for a connect to the service of table t and account for
+ * it: everything a connect writes is written here, under the service's lock,
+ * so that the lock is the one atomic a steered connect pays on a shared line.
+ * tracked: the socket has a record, so its release will be seen and it may
+ * count as live.
+ */
+static __always_inline enum choice choose(struct steer_table *t, struct steer_dest *dest,
+					  bool tracked)
+{
+	__u32 svc_id = t->svc_id & (STEER_SVC_IDS - 1), pos;
+	/* The coarse read of CLOCK_MONOTONIC (one tick of resolution) costs a
+	 * fraction of a precise one; expiry is seconds away from any tick. */
+	bool stale = bpf_ktime_get_coarse_ns() > t->expires_ns;
+	struct steer_slot_array *all = slots_all();
+	struct steer_svc_stats *st = bpf_map_lookup_elem(&steer_svcst, &svc_id);
+	struct steer_svc_tree *tr = bpf_map_lookup_elem(&steer_tree, &svc_id);
+	const struct steer_entry *e;
+	struct steer_slot *s;
+
+	if (!all || !st || !tr)
+		return CHOICE_REFUSED;
+	bpf_spin_lock(&tr->lock);
+	pos = stale ? pick_round_robin(t, all, st) : pick_least_wait(t, all, st, tr);
+	if (pos >= STEER_MAX_BACKENDS) {
+		st->refused++;
+		bpf_spin_unlock(&tr->lock);
+		return CHOICE_REFUSED;
+	}
+	e = &t->e[pos];
+	s = slot_in(all, e->slot);
+	if (stale) {
+		s->fallbacks++;
+		st->fallbacks++;
+	} else {
+		s->inflight_tokens += t->credit_tokens;
+		s->steered++;
+		st->steered++;
+		steer_tree_credit(tr, t, pos, steer_slot_inflight(s));
+	}
+	if (tracked)
+		s->live++;
+	else
+		st->untracked++;
+	dest->slot_gen = s->gen;
+	bpf_spin_unlock(&tr->lock);
+	dest->ip6[0] = e->ip6[0];
+	dest->ip6[1] = e->ip6[1];
+	dest->ip6[2] = e->ip6[2];
+	dest->ip6[3] = e->ip6[3];
+	dest->port = e->port;
+	dest->slot = e->slot;
+	dest->svc_id = (__u16)svc_id;
+	return CHOICE_STEERED;
+}
+
+#endif /* STEER_CHOOSE_BPF_H */
