@@ -42,6 +42,9 @@ LDLIBS_GRPC := -lgrpc -lgpr -lprotobuf-c
 LDLIBS_ALL := $(LDLIBS_BPF) $(LDLIBS_GRPC) -lyaml -lmicrohttpd -ljson-c -lcurl -lcares -lseccomp -lcap -lpthread -lm
 
 BPF_OBJ := $(O)/steer.bpf.o
+# Ablation only (issue 10): the data plane without the release hook, loaded by
+# bench/norelbench and tests/test_norel, never by smg-steerd.
+NOREL_OBJ := $(O)/steer_norel.bpf.o
 SKEL := $(O)/steer.skel.h
 VMLINUX := $(O)/vmlinux.h
 # Every proto/*.proto: the GetLoads subsets of the engines' services.
@@ -86,7 +89,7 @@ FUZZ_RUNS ?=
 all: deps
 	@$(MAKE) --no-print-directory build-all
 
-build-all: $(SKEL) $(LIB_OBJS) $(PROGRAMS) tests $(PY_PROTO)
+build-all: $(SKEL) $(NOREL_OBJ) $(LIB_OBJS) $(PROGRAMS) tests $(PY_PROTO)
 
 deps:
 	@tools/deps.sh build
@@ -105,6 +108,10 @@ $(VMLINUX):
 	$(BPFTOOL) btf dump file /sys/kernel/btf/vmlinux format c > $@.tmp && mv $@.tmp $@
 
 $(BPF_OBJ): bpf/steer.bpf.c bpf/steer_common.h bpf/steer_maps.bpf.h bpf/steer_choose.bpf.h $(VMLINUX)
+	@mkdir -p $(@D)
+	$(CLANG) -g -O2 -target bpf -mcpu=v3 -D__TARGET_ARCH_$(ARCH) -Wall -Werror -I$(O) -Ibpf -c $< -o $@
+
+$(NOREL_OBJ): bpf/steer_norel.bpf.c bpf/steer.bpf.c bpf/steer_common.h bpf/steer_maps.bpf.h bpf/steer_choose.bpf.h $(VMLINUX)
 	@mkdir -p $(@D)
 	$(CLANG) -g -O2 -target bpf -mcpu=v3 -D__TARGET_ARCH_$(ARCH) -Wall -Werror -I$(O) -Ibpf -c $< -o $@
 
