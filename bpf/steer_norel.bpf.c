@@ -40,11 +40,19 @@ struct {
 	__type(value, struct norel_seen);
 } norel_seen SEC(".maps");
 
-/* The walk's control, in .bss (user space maps it): the pass being walked,
- * set before each walk; sockets visited and, of those, with a record. */
+/* The walk's control (user space maps it): the pass being walked, set
+ * before each walk; sockets visited and, of those, with a record. */
 struct norel_ctl {
 	__u64 pass, visited, matched;
-} norel_ctl;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct norel_ctl);
+} norel_ctl SEC(".maps");
 
 /* The index of the record of the socket with this cookie, or -1. */
 static __always_inline int sock_index(__u64 cookie)
@@ -83,6 +91,8 @@ SEC("iter/tcp")
 int norel_walk(struct bpf_iter__tcp *ctx)
 {
 	struct sock_common *skc = ctx->sk_common;
+	__u32 zero = 0;
+	struct norel_ctl *ctl = bpf_map_lookup_elem(&norel_ctl, &zero);
 	struct norel_seen *seen;
 	struct steer_sock *r;
 	struct tcp_sock *tp;
@@ -90,9 +100,9 @@ int norel_walk(struct bpf_iter__tcp *ctx)
 	__u32 idx;
 	int i;
 
-	if (!skc)
+	if (!skc || !ctl)
 		return 0;
-	norel_ctl.visited++;
+	ctl->visited++;
 	tp = bpf_skc_to_tcp_sock(skc); /* NULL: a time-wait or request socket */
 	if (!tp || !tp->inet_conn.icsk_inet.sk.sk_socket)
 		return 0; /* no file any more: released, as sock_release would see it */
@@ -107,9 +117,9 @@ int norel_walk(struct bpf_iter__tcp *ctx)
 	seen = bpf_map_lookup_elem(&norel_seen, &idx);
 	if (!r || !seen)
 		return 0;
-	norel_ctl.matched++;
+	ctl->matched++;
 	seen->cookie = cookie;
-	seen->pass = norel_ctl.pass;
+	seen->pass = ctl->pass;
 	if (tp->bytes_acked)
 		norel_success(r);
 	return 0;

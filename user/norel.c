@@ -20,7 +20,7 @@
 #include "dataplane.h"
 #include "steer_common.h"
 
-/* What steer_norel.bpf.c keeps per record, and its control globals (.bss). */
+/* What steer_norel.bpf.c keeps per record, and the walk's control. */
 struct norel_seen {
 	uint64_t cookie;
 	uint64_t pass;
@@ -40,10 +40,10 @@ struct steer_norel {
 	struct steer_sock *socks; /* steer_socks, mmapped */
 	struct norel_seen *seen;  /* norel_seen, mmapped */
 	struct steer_slot_array *slots;
-	volatile struct norel_ctl *ctl; /* .bss */
+	volatile struct norel_ctl *ctl; /* norel_ctl, mmapped */
 	uint64_t *known;		/* the cookie each record held at the previous poll */
 	uint64_t pass;
-	size_t socks_len, seen_len, slots_len;
+	size_t socks_len, seen_len, slots_len, ctl_len;
 	int socks_fd, slots_fd;
 };
 
@@ -144,24 +144,23 @@ static int attach(struct steer_norel *n, unsigned floors, char *err, size_t errl
 static int map_views(struct steer_norel *n, const char *pin_dir, char *err, size_t errlen)
 {
 	struct bpf_map *seen = bpf_object__find_map_by_name(n->obj, "norel_seen");
-	struct bpf_map *bss = bpf_object__find_map_by_name(n->obj, ".bss");
-	size_t bss_len = 0;
+	struct bpf_map *ctl = bpf_object__find_map_by_name(n->obj, "norel_ctl");
 	void *p;
 
 	n->socks_len = page_up(sizeof(struct steer_sock) * STEER_SOCK_RECORDS);
 	n->slots_len = page_up(sizeof(struct steer_slot_array));
 	n->seen_len = page_up(sizeof(struct norel_seen) * STEER_SOCK_RECORDS);
+	n->ctl_len = page_up(sizeof(struct norel_ctl));
 	n->socks = pinned_mmap(pin_dir, STEER_MAP_SOCKS, n->socks_len, &n->socks_fd);
 	n->slots = pinned_mmap(pin_dir, STEER_MAP_SLOTS, n->slots_len, &n->slots_fd);
 	p = seen ? mmap(NULL, n->seen_len, PROT_READ | PROT_WRITE, MAP_SHARED, bpf_map__fd(seen), 0)
 		 : MAP_FAILED;
 	n->seen = p == MAP_FAILED ? NULL : p;
-	/* Writable once loaded: libbpf maps .bss shared with the kernel. */
-	n->ctl = bss ? (volatile struct norel_ctl *)(uintptr_t)bpf_map__initial_value(bss, &bss_len)
-		     : NULL;
+	p = ctl ? mmap(NULL, n->ctl_len, PROT_READ | PROT_WRITE, MAP_SHARED, bpf_map__fd(ctl), 0)
+		: MAP_FAILED;
+	n->ctl = p == MAP_FAILED ? NULL : p;
 	n->known = calloc(STEER_SOCK_RECORDS, sizeof(*n->known));
-	if (!n->socks || !n->slots || !n->seen || !n->ctl || bss_len < sizeof(struct norel_ctl) ||
-	    !n->known)
+	if (!n->socks || !n->slots || !n->seen || !n->ctl || !n->known)
 		return steer_seterr(err, errlen, errno ? errno : EINVAL,
 				    "cannot map the records, the slots or the walk's state");
 	return 0;
@@ -212,6 +211,8 @@ void steer_norel_close(struct steer_norel *n)
 		munmap(n->slots, n->slots_len);
 	if (n->seen)
 		munmap(n->seen, n->seen_len);
+	if (n->ctl)
+		munmap((void *)n->ctl, n->ctl_len);
 	if (n->socks_fd >= 0)
 		close(n->socks_fd);
 	if (n->slots_fd >= 0)
