@@ -16,8 +16,10 @@
  *   bpf   BPF time per connection, every program summed, run_time_ns /
  *         run_cnt with BPF_ENABLE_STATS, today (a) and without release (b)
  *         interleaved round by round, unsteered (a connect to a backend
- *         directly) and steered (the virtual address, spread shape over
- *         --backends onebyte servers at FIRST, FIRST+1, ...). Next to them,
+ *         directly), steered (the virtual address, spread shape over
+ *         --backends onebyte servers at FIRST, FIRST+1, ...) and refused (a
+ *         virtual address whose one backend refuses: the failure signal's
+ *         cost; readmitted as it is ejected). Next to them,
  *         empty programs of each hook type: connect4, sock_release,
  *         getpeername4 and sockops in both cgroups, and the host-wide
  *         tracing hooks a failure signal could use (tp_btf/tcp_receive_reset,
@@ -29,9 +31,10 @@
  *         wall time and BPF time per socket, the user-space scan of the
  *         records; then every socket closed and how many polls until the
  *         live counts say 0 (the lag).
- *   wall  without statistics: socket()+close() in each cgroup, interleaved:
- *         what sock_release costs an unsteered socket in wall time, with no
- *         instrument around it.
+ *   wall  without statistics and without the empty programs:
+ *         socket()+close() in each cgroup (a: today, b: no release hook,
+ *         none: no program at all), interleaved: what sock_release costs an
+ *         unsteered socket in wall time, with no instrument around it.
  * One CSV row per measurement on stdout.
  */
 #include <bpf/bpf.h>
@@ -56,6 +59,8 @@
 
 #define VIP "127.0.0.200:8000"
 #define VIP_WALK "127.0.0.201:8001"
+#define VIP_DEAD "127.0.0.202:8002"
+#define DEAD_BACKEND "127.0.0.9:9" /* nothing listens: connects are refused */
 #define WALK_FIRST "127.0.6.1:7000"
 #define WALK_LISTENERS 8
 #define TTL_NS (3600ULL * 1000000000ULL)
@@ -86,7 +91,8 @@ static struct nb {
 	struct steer_norel *nr;
 	const char *pin[2], *cg[3], *obj;
 	char pin_buf[2][512];
-	struct steer_addr vip, backends[STEER_MAX_BACKENDS];
+	struct steer_addr vip, backends[STEER_MAX_BACKENDS], vip_dead, dead;
+	uint32_t dead_slot[2];
 	uint32_t slots[2][STEER_MAX_BACKENDS];
 	int prog[2][3]; /* connect4, release, getpeername4 of a and b */
 	int empty[CG_PROGS], empty_link[2][CG_PROGS];
@@ -244,8 +250,11 @@ static int poll_b(struct steer_norel_pass *p)
 
 enum {
 	S_UNSTEERED,
-	S_STEERED
+	S_STEERED,
+	S_REFUSED,
+	SHAPES
 };
+static const char *const shape_names[SHAPES] = { "unsteered", "steered", "refused" };
 #define N_ST (3 + 1 + CG_PROGS + NOREL_FLOORS) /* progs, reset, cg floors, tracing floors */
 
 static int read_all(int v, struct stats *s)
@@ -293,6 +302,12 @@ static int measure_bpf(int v, int shape, int round)
 			errors += connect_once(&B.backends[k % B.n], NULL, NULL) != 0;
 			continue;
 		}
+		if (shape == S_REFUSED) { /* the backend refuses: a reset in SYN_SENT */
+			errors += connect_once(&B.vip_dead, NULL, NULL) == 0;
+			if (steer_dp_fails(B.dp[v], B.dead_slot[v]) >= STEER_FAIL_EJECT - 1)
+				steer_dp_readmit(B.dp[v], B.dead_slot[v]);
+			continue;
+		}
 		if (k % 1000 == 0) { /* what the daemon does once per poll */
 			for (i = 0; i < B.n; i++)
 				steer_dp_inflight_exchange(B.dp[v], B.slots[v][i]);
@@ -311,16 +326,18 @@ static int measure_bpf(int v, int shape, int round)
 		f[i] = per_run(&a[4 + i], &z[4 + i]);
 	ops = runs_per_conn(&a[4 + P_SOCKOPS], &z[4 + P_SOCKOPS], k);
 	for (i = 0; i < NOREL_FLOORS; i++) {
-		ft[i] = per_run(&a[4 + CG_PROGS + i], &z[4 + CG_PROGS + i]);
+		bool loaded = steer_norel_floor_fd(B.nr, (enum steer_norel_floor)i) >= 0;
+
+		ft[i] = loaded ? per_run(&a[4 + CG_PROGS + i], &z[4 + CG_PROGS + i]) : -1;
 		rt[i] = runs_per_conn(&a[4 + CG_PROGS + i], &z[4 + CG_PROGS + i], k);
 	}
 	total = c4 + rel + rst;
 	printf("%d,%s,%s,%ld,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.2f,%.1f,%.3f,%.1f,%.2f,"
 	       "%.1f,%.2f,%.1f,%ld\n",
-	       round, v ? "norel" : "today", shape ? "steered" : "unsteered", k, c4, rel, rst, gp,
-	       total, f[P_CONNECT4], f[P_RELEASE], f[P_PEER4], f[P_SOCKOPS], ops,
-	       ft[NOREL_FLOOR_RESET], rt[NOREL_FLOOR_RESET], ft[NOREL_FLOOR_SET_STATE],
-	       rt[NOREL_FLOOR_SET_STATE], ft[NOREL_FLOOR_TCP_DONE], rt[NOREL_FLOOR_TCP_DONE],
+	       round, v ? "norel" : "today", shape_names[shape], k, c4, rel, rst, gp, total,
+	       f[P_CONNECT4], f[P_RELEASE], f[P_PEER4], f[P_SOCKOPS], ops, ft[NOREL_FLOOR_RESET],
+	       rt[NOREL_FLOOR_RESET], ft[NOREL_FLOOR_SET_STATE], rt[NOREL_FLOOR_SET_STATE],
+	       ft[NOREL_FLOOR_TCP_DONE], rt[NOREL_FLOOR_TCP_DONE],
 	       total - f[P_CONNECT4] - (v ? 0 : f[P_RELEASE]), errors);
 	fflush(stdout);
 	return 0;
@@ -330,8 +347,11 @@ static int part_bpf(bool header)
 {
 	int stats_fd = bpf_enable_stats(BPF_STATS_RUN_TIME), r, v, s, rc = 0;
 
-	if (stats_fd < 0) {
-		fprintf(stderr, "norelbench: cannot enable statistics: %s\n", strerror(errno));
+	if (stats_fd < 0 || attach_empty() != 0) {
+		fprintf(stderr, "norelbench: cannot enable statistics or attach the floors: %s\n",
+			strerror(errno));
+		if (stats_fd >= 0)
+			close(stats_fd);
 		return -1;
 	}
 	if (header)
@@ -342,7 +362,7 @@ static int part_bpf(bool header)
 		       "state_ns,tp_set_state_runs,floor_fentry_tcp_done_ns,fentry_tcp_done_runs,"
 		       "net_ns,errors\n");
 	for (r = 1; r <= B.rounds && !stopping && rc == 0; r++)
-		for (s = 0; s < 2 && rc == 0; s++)
+		for (s = 0; s < SHAPES && rc == 0; s++)
 			for (v = 0; v < 2 && rc == 0; v++) /* alternate who goes first */
 				rc = measure_bpf((v + r) % 2, s, r);
 	close(stats_fd);
@@ -560,10 +580,13 @@ static int setup(const char *prefix)
 	}
 	for (i = 1; i < B.n; i++)
 		B.backends[i] = bench_addr_plus(&B.backends[0], (uint32_t)i);
+	steer_addr_parse(VIP_DEAD, &B.vip_dead, err, sizeof(err));
+	steer_addr_parse(DEAD_BACKEND, &B.dead, err, sizeof(err));
 	for (v = 0; v < 2; v++)
-		if (publish(v, &B.vip, B.backends, B.n, 100e6, B.slots[v]) != 0)
+		if (publish(v, &B.vip, B.backends, B.n, 100e6, B.slots[v]) != 0 ||
+		    publish(v, &B.vip_dead, &B.dead, 1, 0, &B.dead_slot[v]) != 0)
 			return -1;
-	return attach_empty();
+	return 0;
 }
 
 static void teardown(void)
