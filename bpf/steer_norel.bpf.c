@@ -152,6 +152,23 @@ int BPF_PROG(norel_reset, struct sock *sk)
 	return 0;
 }
 
+/* The shipped release hook without its layout-0 branch: what keeping the
+ * hook but cutting the unsteered path to one load and a test costs (the
+ * bench swaps it into a third data plane's release link). */
+SEC("cgroup/sock_release")
+int lean_release(struct bpf_sock *ctx)
+{
+	struct sock *sk = bpf_cast_to_kern_ctx(ctx);
+	__u64 cookie = sk->__sk_common.skc_cookie.counter;
+	struct steer_sock *r;
+
+	if (cookie && (r = sock_find(cookie))) {
+		sock_done(r, ever_established(sk));
+		r->cookie = 0;
+	}
+	return 1;
+}
+
 /* ---- floors: empty programs of the hook types a design could use ----------- */
 
 SEC("tp_btf/tcp_receive_reset")

@@ -302,6 +302,40 @@ int steer_norel_poll(struct steer_norel *n, struct steer_norel_pass *out, char *
 	return 0;
 }
 
+int steer_norel_lean_release(const char *obj_path, const char *pin_dir, struct bpf_object **obj,
+			     char *err, size_t errlen)
+{
+	LIBBPF_OPTS(bpf_object_open_opts, oo, .pin_root_path = pin_dir);
+	struct bpf_program *p, *lean = NULL;
+	struct bpf_link *l;
+	char path[PATH_MAX];
+	int rc = 0;
+
+	*obj = bpf_object__open_file(obj_path, &oo);
+	if (!*obj)
+		return steer_seterr(err, errlen, errno, "cannot open %s: %s", obj_path,
+				    strerror(errno));
+	bpf_map__set_autocreate(bpf_object__find_map_by_name(*obj, "steer_tmpl"), false);
+	bpf_object__for_each_program(p, *obj)
+	{
+		bool want = !strcmp(bpf_program__name(p), "lean_release");
+
+		bpf_program__set_autoload(p, want);
+		if (want)
+			lean = p;
+	}
+	if (!lean || bpf_object__load(*obj) != 0)
+		return steer_seterr(err, errlen, errno, "cannot load lean_release from %s: %s",
+				    obj_path, strerror(errno));
+	snprintf(path, sizeof(path), "%s/%s", pin_dir, STEER_LINK_RELEASE);
+	l = bpf_link__open(path);
+	if (!l || bpf_link__update_program(l, lean) != 0)
+		rc = steer_seterr(err, errlen, errno, "cannot swap lean_release into %s: %s", path,
+				  strerror(errno));
+	bpf_link__destroy(l);
+	return rc;
+}
+
 int steer_norel_walk_fd(const struct steer_norel *n)
 {
 	return n->walk_fd;

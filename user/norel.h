@@ -47,6 +47,16 @@ struct steer_norel_pass {
 
 int steer_norel_poll(struct steer_norel *n, struct steer_norel_pass *out, char *err, size_t errlen);
 
+/*
+ * The other ablation: keep the release hook, but swap lean_release (the
+ * shipped release program without its layout-0 branch) into the pinned
+ * release link of the data plane at pin_dir. *obj is to be closed with
+ * bpf_object__close after that data plane is detached.
+ */
+struct bpf_object;
+int steer_norel_lean_release(const char *obj_path, const char *pin_dir, struct bpf_object **obj,
+			     char *err, size_t errlen);
+
 /* Program fds for the statistics: the walk, the reset signal, a floor (-1
  * when not loaded). */
 int steer_norel_walk_fd(const struct steer_norel *n);

@@ -5,17 +5,22 @@
  * the release hook (bpf/steer_norel.bpf.c: a TCP-socket walk per poll and a
  * reset signal for fast ejection; user/norel.c).
  *
- *   norelbench --pin PREFIX --cgroup-a CG --cgroup-b CG --cgroup-none CG
+ *   norelbench --pin PREFIX --cgroup-a CG --cgroup-b CG --cgroup-c CG
+ *              --cgroup-none CG
  *              --obj build/steer_norel.bpf.o --first 127.0.3.1:9000
  *              [--backends 256] [--connects 5000] [--rounds 8]
  *              [--scales 1000,10000,100000] [--polls 5] [--wall-ops 20000]
  *              --part bpf|walk|wall [--header]
  *
- * Two data planes, pinned at PREFIX-a and PREFIX-b, attached to two sibling
- * cgroups; the process moves itself into the one it measures.
+ * Three data planes, pinned at PREFIX-a, -b and -c, attached to three sibling
+ * cgroups; the process moves itself into the one it measures. a (today) is
+ * the data plane as shipped; b (norel) has no release hook; c (lean) keeps
+ * the hook with the release program cut to its cookie test
+ * (lean_release: no layout-0 branch), the other way to a cheaper unsteered
+ * socket.
  *   bpf   BPF time per connection, every program summed, run_time_ns /
- *         run_cnt with BPF_ENABLE_STATS, today (a) and without release (b)
- *         interleaved round by round, unsteered (a connect to a backend
+ *         run_cnt with BPF_ENABLE_STATS, the three variants interleaved
+ *         round by round, unsteered (a connect to a backend
  *         directly), steered (the virtual address, spread shape over
  *         --backends onebyte servers at FIRST, FIRST+1, ...) and refused (a
  *         virtual address whose one backend refuses: the failure signal's
@@ -32,12 +37,13 @@
  *         records; then every socket closed and how many polls until the
  *         live counts say 0 (the lag).
  *   wall  without statistics and without the empty programs:
- *         socket()+close() in each cgroup (a: today, b: no release hook,
- *         none: no program at all), interleaved: what sock_release costs an
+ *         socket()+close() in each cgroup (a, b, c, and none: no program
+ *         at all), interleaved: what sock_release costs an
  *         unsteered socket in wall time, with no instrument around it.
  * One CSV row per measurement on stdout.
  */
 #include <bpf/bpf.h>
+#include <bpf/libbpf.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -82,20 +88,30 @@ static const enum bpf_prog_type cg_type[CG_PROGS] = { BPF_PROG_TYPE_CGROUP_SOCK_
 						      BPF_PROG_TYPE_CGROUP_SOCK_ADDR,
 						      BPF_PROG_TYPE_SOCK_OPS };
 
+/* The variants measured side by side, each in its own cgroup. */
+enum {
+	V_TODAY,
+	V_NOREL,
+	V_LEAN,
+	NV
+};
+static const char *const variant_names[NV + 1] = { "today", "norel", "lean", "none" };
+
 struct stats {
 	uint64_t ns, cnt;
 };
 
 static struct nb {
-	struct steer_dp *dp[2];
+	struct steer_dp *dp[NV];
+	struct bpf_object *lean;
 	struct steer_norel *nr;
-	const char *pin[2], *cg[3], *obj;
-	char pin_buf[2][512];
+	const char *pin[NV], *cg[NV + 1], *obj; /* cg[NV]: no program at all */
+	char pin_buf[NV][512];
 	struct steer_addr vip, backends[STEER_MAX_BACKENDS], vip_dead, dead;
-	uint32_t dead_slot[2];
-	uint32_t slots[2][STEER_MAX_BACKENDS];
-	int prog[2][3]; /* connect4, release, getpeername4 of a and b */
-	int empty[CG_PROGS], empty_link[2][CG_PROGS];
+	uint32_t dead_slot[NV];
+	uint32_t slots[NV][STEER_MAX_BACKENDS];
+	int prog[NV][3]; /* connect4, release, getpeername4 of each variant */
+	int empty[CG_PROGS], empty_link[NV][CG_PROGS];
 	long connects, wall_ops, max_held;
 	int n, rounds, polls, n_scales;
 	long scales[MAX_SCALES];
@@ -166,7 +182,7 @@ static int attach_empty(void)
 		B.empty[i] = bpf_prog_load(cg_type[i], "bench_empty", "GPL", insns, 2, &po);
 		if (B.empty[i] < 0)
 			return -1;
-		for (v = 0; v < 2; v++) {
+		for (v = 0; v < NV; v++) {
 			int cg = open(B.cg[v], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 
 			B.empty_link[v][i] =
@@ -263,7 +279,7 @@ static int read_all(int v, struct stats *s)
 
 	for (i = 0; i < 3; i++)
 		rc |= stats_of(B.prog[v][i], &s[i]);
-	rc |= stats_of(v ? steer_norel_reset_fd(B.nr) : -1, &s[3]);
+	rc |= stats_of(v == V_NOREL ? steer_norel_reset_fd(B.nr) : -1, &s[3]);
 	for (i = 0; i < CG_PROGS; i++)
 		rc |= stats_of(B.empty[i], &s[4 + i]);
 	for (i = 0; i < NOREL_FLOORS; i++)
@@ -334,11 +350,11 @@ static int measure_bpf(int v, int shape, int round)
 	total = c4 + rel + rst;
 	printf("%d,%s,%s,%ld,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.2f,%.1f,%.3f,%.1f,%.2f,"
 	       "%.1f,%.2f,%.1f,%ld\n",
-	       round, v ? "norel" : "today", shape_names[shape], k, c4, rel, rst, gp, total,
+	       round, variant_names[v], shape_names[shape], k, c4, rel, rst, gp, total,
 	       f[P_CONNECT4], f[P_RELEASE], f[P_PEER4], f[P_SOCKOPS], ops, ft[NOREL_FLOOR_RESET],
 	       rt[NOREL_FLOOR_RESET], ft[NOREL_FLOOR_SET_STATE], rt[NOREL_FLOOR_SET_STATE],
 	       ft[NOREL_FLOOR_TCP_DONE], rt[NOREL_FLOOR_TCP_DONE],
-	       total - f[P_CONNECT4] - (v ? 0 : f[P_RELEASE]), errors);
+	       total - f[P_CONNECT4] - (v == V_NOREL ? 0 : f[P_RELEASE]), errors);
 	fflush(stdout);
 	return 0;
 }
@@ -363,8 +379,8 @@ static int part_bpf(bool header)
 		       "net_ns,errors\n");
 	for (r = 1; r <= B.rounds && !stopping && rc == 0; r++)
 		for (s = 0; s < SHAPES && rc == 0; s++)
-			for (v = 0; v < 2 && rc == 0; v++) /* alternate who goes first */
-				rc = measure_bpf((v + r) % 2, s, r);
+			for (v = 0; v < NV && rc == 0; v++) /* rotate who goes first */
+				rc = measure_bpf((v + r) % NV, s, r);
 	close(stats_fd);
 	return rc || stopping ? -1 : 0;
 }
@@ -394,7 +410,7 @@ static int64_t live_sum(const uint32_t *slots)
 	int i;
 
 	for (i = 0; i < WALK_LISTENERS; i++)
-		sum += steer_dp_live(B.dp[1], slots[i]);
+		sum += steer_dp_live(B.dp[V_NOREL], slots[i]);
 	return sum;
 }
 
@@ -415,7 +431,7 @@ static int walk_scale(long n_sockets, struct steer_addr *vip, const struct steer
 			rc = -1;
 	}
 	if (!fds || rc || publish(1, vip, be, WALK_LISTENERS, 0, slots) != 0 ||
-	    bench_join_cgroup(B.cg[1]) != 0)
+	    bench_join_cgroup(B.cg[V_NOREL]) != 0)
 		rc = -1;
 	/* Up to max_held open (the descriptor limit); the rest connected and
 	 * closed: still in the table, orphaned, as many sockets to walk. */
@@ -491,14 +507,13 @@ static int part_walk(bool header)
 
 static int part_wall(bool header)
 {
-	static const char *const names[3] = { "today", "norel", "none" };
 	int r, v, rc = 0;
 
 	if (header)
 		printf("round,variant,ops,ns_per_socket_close\n");
 	for (r = 1; r <= B.rounds && !stopping && rc == 0; r++)
-		for (v = 0; v < 3 && rc == 0; v++) {
-			int c = (v + r) % 3;
+		for (v = 0; v <= NV && rc == 0; v++) {
+			int c = (v + r) % (NV + 1);
 			uint64_t t0;
 			long k;
 
@@ -513,7 +528,7 @@ static int part_wall(bool header)
 				else
 					close(fd);
 			}
-			printf("%d,%s,%ld,%.1f\n", r, names[c], B.wall_ops,
+			printf("%d,%s,%ld,%.1f\n", r, variant_names[c], B.wall_ops,
 			       (double)(now_ns() - t0) / (double)B.wall_ops);
 			fflush(stdout);
 		}
@@ -540,10 +555,11 @@ static int parse_scales(const char *s)
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: norelbench --pin PREFIX --cgroup-a CG --cgroup-b CG --cgroup-none "
-			"CG --obj FILE --first IPV4:PORT --part bpf|walk|wall [--backends N] "
-			"[--connects K] [--rounds R] [--scales 1000,10000,100000] [--polls P] "
-			"[--wall-ops K] [--header]\n");
+	fprintf(stderr,
+		"usage: norelbench --pin PREFIX --cgroup-a CG --cgroup-b CG --cgroup-c CG "
+		"--cgroup-none CG --obj FILE --first IPV4:PORT --part bpf|walk|wall [--backends N] "
+		"[--connects K] [--rounds R] [--scales 1000,10000,100000] [--polls P] "
+		"[--wall-ops K] [--header]\n");
 	exit(2);
 }
 
@@ -553,7 +569,7 @@ static int setup(const char *prefix)
 	char err[512];
 	int v, i;
 
-	for (v = 0; v < 2; v++) {
+	for (v = 0; v < NV; v++) {
 		snprintf(B.pin_buf[v], sizeof(B.pin_buf[v]), "%s-%c", prefix, 'a' + v);
 		o.pin_dir = B.pin[v] = B.pin_buf[v];
 		o.cgroup = B.cg[v];
@@ -567,13 +583,19 @@ static int setup(const char *prefix)
 		if (B.prog[v][0] < 0 || B.prog[v][1] < 0 || B.prog[v][2] < 0)
 			return -1;
 	}
-	close(B.prog[1][1]); /* b has no release hook: nothing to read */
-	B.prog[1][1] = -1;
+	close(B.prog[V_NOREL][1]); /* no release hook: nothing to read */
+	B.prog[V_NOREL][1] = -1;
+	if (steer_norel_lean_release(B.obj, B.pin[V_LEAN], &B.lean, err, sizeof(err)) != 0) {
+		fprintf(stderr, "norelbench: %s\n", err);
+		return -1;
+	}
+	close(B.prog[V_LEAN][1]);
+	B.prog[V_LEAN][1] = prog_of_link(B.pin[V_LEAN], STEER_LINK_RELEASE);
 	/* fentry needs a trampoline, which some kernels refuse (EPERM here):
 	 * without that floor then. */
-	if (steer_norel_open(B.obj, B.pin[1], (1u << NOREL_FLOORS) - 1, &B.nr, err, sizeof(err)) !=
-		    0 &&
-	    steer_norel_open(B.obj, B.pin[1], (1u << NOREL_FLOOR_TCP_DONE) - 1, &B.nr, err,
+	if (steer_norel_open(B.obj, B.pin[V_NOREL], (1u << NOREL_FLOORS) - 1, &B.nr, err,
+			     sizeof(err)) != 0 &&
+	    steer_norel_open(B.obj, B.pin[V_NOREL], (1u << NOREL_FLOOR_TCP_DONE) - 1, &B.nr, err,
 			     sizeof(err)) != 0) {
 		fprintf(stderr, "norelbench: %s\n", err);
 		return -1;
@@ -582,7 +604,7 @@ static int setup(const char *prefix)
 		B.backends[i] = bench_addr_plus(&B.backends[0], (uint32_t)i);
 	steer_addr_parse(VIP_DEAD, &B.vip_dead, err, sizeof(err));
 	steer_addr_parse(DEAD_BACKEND, &B.dead, err, sizeof(err));
-	for (v = 0; v < 2; v++)
+	for (v = 0; v < NV; v++)
 		if (publish(v, &B.vip, B.backends, B.n, 100e6, B.slots[v]) != 0 ||
 		    publish(v, &B.vip_dead, &B.dead, 1, 0, &B.dead_slot[v]) != 0)
 			return -1;
@@ -594,8 +616,8 @@ static void teardown(void)
 	char err[512];
 	int v, i;
 
-	bench_join_cgroup(B.cg[2]);
-	for (v = 0; v < 2; v++)
+	bench_join_cgroup(B.cg[NV]);
+	for (v = 0; v < NV; v++)
 		for (i = 0; i < CG_PROGS; i++)
 			if (B.empty_link[v][i] > 0)
 				close(B.empty_link[v][i]);
@@ -603,7 +625,7 @@ static void teardown(void)
 		if (B.empty[i] > 0)
 			close(B.empty[i]);
 	steer_norel_close(B.nr);
-	for (v = 0; v < 2; v++) {
+	for (v = 0; v < NV; v++) {
 		for (i = 0; i < 3; i++)
 			if (B.prog[v][i] > 0)
 				close(B.prog[v][i]);
@@ -613,6 +635,7 @@ static void teardown(void)
 			steer_dp_close(B.dp[v]);
 		}
 	}
+	bpf_object__close(B.lean);
 }
 
 int main(int argc, char **argv)
@@ -621,7 +644,8 @@ int main(int argc, char **argv)
 		{ "pin", required_argument, 0, 'p' },
 		{ "cgroup-a", required_argument, 0, 'a' },
 		{ "cgroup-b", required_argument, 0, 'b' },
-		{ "cgroup-none", required_argument, 0, 'c' },
+		{ "cgroup-c", required_argument, 0, 'c' },
+		{ "cgroup-none", required_argument, 0, 'N' },
 		{ "obj", required_argument, 0, 'o' },
 		{ "first", required_argument, 0, 'f' },
 		{ "backends", required_argument, 0, 'n' },
@@ -639,10 +663,10 @@ int main(int argc, char **argv)
 	char err[512];
 	int c, i, rc;
 
-	for (i = 0; i < 2; i++)
+	for (i = 0; i < NV; i++)
 		for (c = 0; c < 3; c++)
 			B.prog[i][c] = -1;
-	for (i = 0; i < 2; i++)
+	for (i = 0; i < NV; i++)
 		for (c = 0; c < CG_PROGS; c++)
 			B.empty_link[i][c] = B.empty[c] = -1;
 	parse_scales("1000,10000,100000");
@@ -666,7 +690,10 @@ int main(int argc, char **argv)
 			B.cg[1] = optarg;
 			break;
 		case 'c':
-			B.cg[2] = optarg;
+			B.cg[V_LEAN] = optarg;
+			break;
+		case 'N':
+			B.cg[NV] = optarg;
 			break;
 		case 'o':
 			B.obj = optarg;
@@ -705,9 +732,9 @@ int main(int argc, char **argv)
 			usage();
 		}
 	}
-	if (!prefix || !B.cg[0] || !B.cg[1] || !B.cg[2] || !B.obj || !have_first || !part ||
-	    B.n < 1 || B.n > STEER_MAX_BACKENDS || B.connects < 1 || B.rounds < 1 || B.polls < 1 ||
-	    B.wall_ops < 1)
+	if (!prefix || !B.cg[0] || !B.cg[1] || !B.cg[2] || !B.cg[3] || !B.obj || !have_first ||
+	    !part || B.n < 1 || B.n > STEER_MAX_BACKENDS || B.connects < 1 || B.rounds < 1 ||
+	    B.polls < 1 || B.wall_ops < 1)
 		usage();
 	steer_addr_parse(VIP, &B.vip, err, sizeof(err));
 	signal(SIGTERM, on_signal);

@@ -89,6 +89,7 @@ CG_CLI="$cgroot/$tag-cli" # the client on the unsteered paths (no programs)
 CG_SRV="$cgroot/$tag-srv" # backends and proxies: their CPU time is read from cpu.stat
 CG_NA="$cgroot/$tag-na"   # norelbench: the data plane as shipped
 CG_NB="$cgroot/$tag-nb"   # norelbench: without the release hook
+CG_NC="$cgroot/$tag-nc"   # norelbench: the release hook cut to its cookie test
 CG_NN="$cgroot/$tag-nn"   # norelbench: no program at all
 PIN="/sys/fs/bpf/$tag"    # prefix: $PIN-dp, $PIN-dec, $PIN-ctl-*
 TMP=$(mktemp -d "/tmp/$tag.XXXXXX")
@@ -111,7 +112,7 @@ cleanup() {
 	done
 	# Pinned links keep programs attached: removing the pins releases them.
 	rm -rf "$PIN"-* 2>/dev/null || true
-	for cg in "$CG_DP" "$CG_DEC" "$CG_CTL" "$CG_CLI" "$CG_SRV" "$CG_NA" "$CG_NB" "$CG_NN"; do
+	for cg in "$CG_DP" "$CG_DEC" "$CG_CTL" "$CG_CLI" "$CG_SRV" "$CG_NA" "$CG_NB" "$CG_NC" "$CG_NN"; do
 		[ -d "$cg" ] && rmdir "$cg" 2>/dev/null || true
 	done
 	rm -rf "$TMP"
@@ -120,7 +121,7 @@ trap cleanup EXIT
 trap 'echo "bench: interrupted" >&2; exit 130' INT
 trap 'exit 143' TERM
 
-mkdir -p "$RES" "$CG_DP" "$CG_DEC" "$CG_CTL" "$CG_CLI" "$CG_SRV" "$CG_NA" "$CG_NB" "$CG_NN"
+mkdir -p "$RES" "$CG_DP" "$CG_DEC" "$CG_CTL" "$CG_CLI" "$CG_SRV" "$CG_NA" "$CG_NB" "$CG_NC" "$CG_NN"
 
 log() { printf '[%s] %s\n' "$(date +%T)" "$*"; }
 
@@ -464,19 +465,24 @@ src_part() {
 
 norel_part() {
 	local nb=("$BIN/norelbench" --pin "$PIN-norel" --cgroup-a "$CG_NA" --cgroup-b "$CG_NB"
-		--cgroup-none "$CG_NN" --obj "$BUILD/steer_norel.bpf.o" --first 127.0.3.1:9000 --header)
+		--cgroup-c "$CG_NC" --cgroup-none "$CG_NN" --obj "$BUILD/steer_norel.bpf.o"
+		--first 127.0.3.1:9000 --header)
 	log "issue 10 ablation: today against no release hook, $ROUNDS rounds; walk at $NOREL_SCALES sockets"
 	loadavg "norel start"
 	# Part walk holds up to 100,000 sockets in the listeners' backlogs (this namespace only).
 	sysctl -qw net.core.somaxconn=65535
+	# The walk first, on a namespace with no other TCP socket ...
+	fg_wait "${nb[@]}" --part walk --scales "$NOREL_SCALES" --polls "$NOREL_POLLS" \
+		>"$RES/norel_walk.csv"
 	bg "$BIN/onebyte" --base 127.0.3.1 --port 9000 --count 256 >"$TMP/onebyte-norel.out" 2>&1
 	local ob=${PIDS[-1]}
 	wait_ready "$TMP/onebyte-norel.out" "onebyte (256)"
 	fg_wait "${nb[@]}" --part bpf --backends 256 --connects "$DEC_CONNECTS" --rounds "$ROUNDS" \
 		>"$RES/norel_bpf.csv"
 	stop_pid "$ob"
-	fg_wait "${nb[@]}" --part walk --scales "$NOREL_SCALES" --polls "$NOREL_POLLS" \
-		>"$RES/norel_walk.csv"
+	# ... and again right after the short connections above: with their
+	# TIME_WAIT sockets in the table, as on a node that makes many.
+	fg_wait "${nb[@]}" --part walk --scales 1000 --polls "$NOREL_POLLS" >"$RES/norel_walk_tw.csv"
 	fg_wait "${nb[@]}" --part wall --rounds $((2 * ROUNDS)) --wall-ops 20000 >"$RES/norel_wall.csv"
 	loadavg "norel end"
 }
@@ -502,8 +508,9 @@ machine >"$RES/machine.md"
 	echo "ctlplane.py --scales $CTL_SCALES --rounds $CTL_ROUNDS --worker fast   # smg-steerd --config ... vs fastworker --many"
 	echo "ctlplane.py --scales $CTL_PY_SCALES --rounds 1 --worker python     # vs tests/fake_worker.py --many"
 	echo "sources.py --backends $SRC_BACKENDS --rounds $SRC_ROUNDS   # CPU per poll by load source (fastworker --engine, nginx)"
-	echo "norelbench --pin PIN --cgroup-a CG --cgroup-b CG --cgroup-none CG --obj steer_norel.bpf.o --first 127.0.3.1:9000 --part bpf --backends 256 --connects $DEC_CONNECTS --rounds $ROUNDS"
-	echo "norelbench ... --part walk --scales $NOREL_SCALES --polls $NOREL_POLLS   # sysctl net.core.somaxconn=65535"
+	echo "norelbench --pin PIN --cgroup-a CG --cgroup-b CG --cgroup-c CG --cgroup-none CG --obj steer_norel.bpf.o --first 127.0.3.1:9000 --part walk --scales $NOREL_SCALES --polls $NOREL_POLLS   # sysctl net.core.somaxconn=65535"
+	echo "norelbench ... --part bpf --backends 256 --connects $DEC_CONNECTS --rounds $ROUNDS"
+	echo "norelbench ... --part walk --scales 1000 --polls $NOREL_POLLS   # again, with the TIME_WAIT sockets of --part bpf"
 	echo "norelbench ... --part wall --rounds $((2 * ROUNDS)) --wall-ops 20000"
 	echo '```'
 } >>"$RES/machine.md"

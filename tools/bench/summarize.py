@@ -227,15 +227,17 @@ def norel_section(res):
     print("## 5. Issue 10 ablation: no release hook (norelbench)\n")
     print("**today** = the shipped programs (connect4, getpeername4, sock_release); **norel** = "
           "the same without sock_release: a walk of the TCP sockets per poll settles closed "
-          "sockets, tp_btf/tcp_receive_reset counts refused connects (bpf/steer_norel.bpf.c). "
-          "Both attached to sibling cgroups, interleaved round by round; 256 backends, spread "
+          "sockets, tp_btf/tcp_receive_reset counts refused connects (bpf/steer_norel.bpf.c); "
+          "**lean** = today with the release program cut to its cookie test (no layout-0 "
+          "branch). Each attached to its own sibling cgroup, interleaved round by round; 256 "
+          "backends, spread "
           "shape. total = every program per connection (getpeername per call, apart); net = "
           "total minus the floors of the cgroup hooks that ran. Medians over rounds.\n")
     if rows:
         print("| variant | shape | connect4 ns | release ns | reset signal ns | total ns | "
               "net ns | getpeername ns per call | errors |")
         print("|---|---|---:|---:|---:|---:|---:|---:|---:|")
-        for v in ("today", "norel"):
+        for v in ("today", "norel", "lean"):
             for sh in ("unsteered", "steered", "refused"):
                 sub = [r for r in rows if r["variant"] == v and r["shape"] == sh]
                 if not sub:
@@ -251,15 +253,20 @@ def norel_section(res):
             for r in rows:
                 if r["shape"] == sh:
                     by.setdefault(r["round"], {})[r["variant"]] = float(r["total_ns"])
-            rat = [d["norel"] / d["today"] for d in by.values()
-                   if "norel" in d and "today" in d and d["today"] > 0]
-            if rat:
-                print(f"- {sh}: norel / today total, per round: {statistics.median(rat):.3f} "
-                      f"({min(rat):.3f}-{max(rat):.3f})")
-        un = [r for r in rows if r["variant"] == "norel" and r["shape"] == "unsteered"]
-        if un:
-            print(f"- unsteered without the release hook, in total: {med(un, 'total_ns'):.0f} ns: "
-                  f"{verdict(med(un, 'total_ns'), TARGETS['unsteered ns'])}")
+            for v in ("norel", "lean"):
+                rat = [d[v] / d["today"] for d in by.values()
+                       if v in d and "today" in d and d["today"] > 0]
+                if rat:
+                    print(f"- {sh}: {v} / today total, per round: "
+                          f"{statistics.median(rat):.3f} ({min(rat):.3f}-{max(rat):.3f})")
+        for v in ("today", "norel", "lean"):
+            un = [r for r in rows if r["variant"] == v and r["shape"] == "unsteered"]
+            if un:
+                tot = [float(r["total_ns"]) for r in un]
+                print(f"- unsteered, {v}, in total: {med(un, 'total_ns'):.0f} ns "
+                      f"({min(tot):.0f}-{max(tot):.0f}): "
+                      f"{verdict(med(un, 'total_ns'), TARGETS['unsteered ns'])}; "
+                      f"rounds <= 150: {sum(t <= 150 for t in tot)} of {len(tot)}")
         print()
         print("Floors (an empty program of each type, time per run; runs per connection over "
               "every connection measured; tracing hooks are host-wide):\n")
@@ -287,38 +294,40 @@ def norel_section(res):
             else:
                 print(f"| {name} | {v:.0f} | {r} |")
         print()
-    if walk:
+    walk_tw = read(os.path.join(res, "norel_walk_tw.csv"))
+    if walk or walk_tw:
         print("The walk that replaces the hook, per poll (N/2 steered sockets held open or "
               "orphaned, their N/2 peers in the listeners' backlogs; the kernel walks the "
               "host's whole TCP hash table, visited counts this namespace's sockets):\n")
         print("| sockets | visited | with a record | walk ms | walk ns per socket | BPF ns per "
               "socket | record scan ms | polls until live = 0 after close |")
         print("|---:|---:|---:|---:|---:|---:|---:|---:|")
-        for n in sorted({int(r["sockets"]) for r in walk}):
-            sub = [r for r in walk if r["kind"] == "walk" and int(r["sockets"]) == n]
-            lag = [r for r in walk if r["kind"] == "lag" and int(r["sockets"]) == n]
-            if not sub:
-                continue
-            print(f"| {n} | {med(sub, 'visited'):.0f} | {med(sub, 'matched'):.0f} | "
-                  f"{med(sub, 'walk_ns') / 1e6:.1f} | {med(sub, 'walk_ns_per_socket'):.0f} | "
-                  f"{med(sub, 'walk_bpf_ns_per_socket'):.0f} | "
-                  f"{med(sub, 'scan_ns') / 1e6:.2f} | "
-                  + (lag[0]["poll"] if lag else "-") + " |")
+        for tw, src in (("", walk), (" + TIME_WAIT of the bpf part", walk_tw)):
+            for n in sorted({int(r["sockets"]) for r in src}):
+                sub = [r for r in src if r["kind"] == "walk" and int(r["sockets"]) == n]
+                lag = [r for r in src if r["kind"] == "lag" and int(r["sockets"]) == n]
+                if not sub:
+                    continue
+                print(f"| {n}{tw} | {med(sub, 'visited'):.0f} | {med(sub, 'matched'):.0f} | "
+                      f"{med(sub, 'walk_ns') / 1e6:.1f} | {med(sub, 'walk_ns_per_socket'):.0f} | "
+                      f"{med(sub, 'walk_bpf_ns_per_socket'):.0f} | "
+                      f"{med(sub, 'scan_ns') / 1e6:.2f} | "
+                      + (lag[0]["poll"] if lag else "-") + " |")
         print()
     if wall:
         by = {}
         for r in wall:
             by.setdefault(r["round"], {})[r["variant"]] = float(r["ns_per_socket_close"])
-        full = [d for d in by.values() if len(d) == 3]
+        full = [d for d in by.values() if len(d) == 4]
         if full:
-            d1 = [d["today"] - d["none"] for d in full]
-            d2 = [d["norel"] - d["none"] for d in full]
+            parts = []
+            for v in ("today", "norel", "lean"):
+                d = [x[v] - x["none"] for x in full]
+                parts.append(f"{v} - none {statistics.median(d):.0f} "
+                             f"({min(d):.0f} to {max(d):.0f})")
             print(f"socket()+close() without statistics, ns per pair, median of {len(full)} "
-                  f"rounds: today {statistics.median(d['today'] for d in full):.0f}, norel "
-                  f"{statistics.median(d['norel'] for d in full):.0f}, none "
-                  f"{statistics.median(d['none'] for d in full):.0f}; per round, today - none "
-                  f"{statistics.median(d1):.0f} ({min(d1):.0f} to {max(d1):.0f}), norel - none "
-                  f"{statistics.median(d2):.0f} ({min(d2):.0f} to {max(d2):.0f}).\n")
+                  f"rounds: none {statistics.median(x['none'] for x in full):.0f}; per round, "
+                  + ", ".join(parts) + ".\n")
 
 
 def ctl_table(cycles, runs):
