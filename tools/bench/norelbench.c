@@ -35,7 +35,9 @@
  *         namespace with the listeners' children), --polls polls: the walk's
  *         wall time and BPF time per socket, the user-space scan of the
  *         records; then every socket closed and how many polls until the
- *         live counts say 0 (the lag).
+ *         live counts say 0 (the lag). With --netns-check, first: a steered
+ *         socket held open in another network namespace of the same
+ *         cgroup, and what two polls make of it.
  *   wall  without statistics and without the empty programs:
  *         socket()+close() in each cgroup (a, b, c, and none: no program
  *         at all), interleaved: what sock_release costs an
@@ -55,7 +57,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sched.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -66,7 +70,9 @@
 #define VIP "127.0.0.200:8000"
 #define VIP_WALK "127.0.0.201:8001"
 #define VIP_DEAD "127.0.0.202:8002"
-#define DEAD_BACKEND "127.0.0.9:9" /* nothing listens: connects are refused */
+#define VIP_NETNS "127.0.0.204:8004"
+#define NETNS_BACKEND "127.0.0.1:7777" /* in the other namespace */
+#define DEAD_BACKEND "127.0.0.9:9"     /* nothing listens: connects are refused */
 #define WALK_FIRST "127.0.6.1:7000"
 #define WALK_LISTENERS 8
 #define TTL_NS (3600ULL * 1000000000ULL)
@@ -113,6 +119,7 @@ static struct nb {
 	int prog[NV][3]; /* connect4, release, getpeername4 of each variant */
 	int empty[CG_PROGS], empty_link[NV][CG_PROGS];
 	long connects, wall_ops, max_held;
+	bool netns_check;
 	int n, rounds, polls, n_scales;
 	long scales[MAX_SCALES];
 } B = { .connects = 5000, .wall_ops = 20000, .n = 256, .rounds = 8, .polls = 5 };
@@ -482,6 +489,74 @@ static int walk_scale(long n_sockets, struct steer_addr *vip, const struct steer
 	return rc;
 }
 
+/*
+ * A steered socket held open by a process of the same cgroup in another
+ * network namespace (a container with its own): the walk sees its own
+ * namespace only. Prints live before and after two polls, and whether
+ * getpeername in that process still reports the virtual address then.
+ */
+static void netns_child(int to_parent, int from_parent, const struct steer_addr *vip,
+			const struct steer_addr *be)
+{
+	struct sockaddr_in peer;
+	socklen_t plen = sizeof(peer);
+	char ok = 0, c;
+	int fd = -1;
+
+	/* ok: steered, and getpeername reported the virtual address before the polls */
+	if (unshare(CLONE_NEWNET) == 0 && system("ip link set lo up") == 0 && listen_on(be) >= 0 &&
+	    connect_once(vip, NULL, &fd) == 0 &&
+	    getpeername(fd, (struct sockaddr *)&peer, &plen) == 0 &&
+	    peer.sin_addr.s_addr == vip->ip6[3] && peer.sin_port == vip->port)
+		ok = 1;
+	plen = sizeof(peer);
+	if (write(to_parent, &ok, 1) != 1 || read(from_parent, &c, 1) != 1)
+		_exit(1);
+	ok = fd >= 0 && getpeername(fd, (struct sockaddr *)&peer, &plen) == 0 &&
+	     peer.sin_addr.s_addr == vip->ip6[3] && peer.sin_port == vip->port;
+	if (write(to_parent, &ok, 1) != 1)
+		_exit(1);
+	_exit(0);
+}
+
+static int other_netns(void)
+{
+	struct steer_addr vip, be;
+	struct steer_norel_pass p;
+	int up[2], down[2], rc = -1;
+	char ok = 0, peer_ok = 0, err[128];
+	long long live0 = -1, live2 = -1;
+	uint32_t slot;
+	pid_t pid;
+
+	steer_addr_parse(VIP_NETNS, &vip, err, sizeof(err));
+	steer_addr_parse(NETNS_BACKEND, &be, err, sizeof(err));
+	if (publish(V_NOREL, &vip, &be, 1, 0, &slot) != 0 ||
+	    bench_join_cgroup(B.cg[V_NOREL]) != 0 || pipe(up) != 0 || pipe(down) != 0)
+		return -1;
+	pid = fork();
+	if (pid == 0)
+		netns_child(up[1], down[0], &vip, &be);
+	if (pid > 0 && read(up[0], &ok, 1) == 1 && ok) {
+		live0 = (long long)steer_dp_live(B.dp[V_NOREL], slot);
+		if (poll_b(&p) == 0 && poll_b(&p) == 0) {
+			live2 = (long long)steer_dp_live(B.dp[V_NOREL], slot);
+			rc = 0;
+		}
+	}
+	if (pid > 0) {
+		if (write(down[1], "x", 1) != 1 || read(up[0], &peer_ok, 1) != 1)
+			rc = -1;
+		waitpid(pid, NULL, 0);
+	}
+	close(up[0]);
+	close(up[1]);
+	close(down[0]);
+	close(down[1]);
+	printf("netns,%d,%lld,%lld,%d\n", ok, live0, live2, peer_ok);
+	return rc;
+}
+
 static int part_walk(bool header)
 {
 	struct steer_addr vip, first;
@@ -493,6 +568,8 @@ static int part_walk(bool header)
 	if (header)
 		printf("kind,sockets,poll,visited,matched,walk_ns,walk_bpf_ns,walk_ns_per_socket,"
 		       "walk_bpf_ns_per_socket,scan_ns,live\n");
+	if (B.netns_check)
+		rc = other_netns();
 	for (i = 0; i < B.n_scales && rc == 0 && !stopping; i++) {
 		/* each scale on its own listeners: no port of a closed one in the way */
 		first.ip6[3] = htonl(ntohl(first.ip6[3]) + (uint32_t)(i ? 256 : 0));
@@ -655,6 +732,7 @@ int main(int argc, char **argv)
 		{ "polls", required_argument, 0, 'P' },
 		{ "wall-ops", required_argument, 0, 'w' },
 		{ "part", required_argument, 0, 'x' },
+		{ "netns-check", no_argument, 0, 'X' },
 		{ "header", no_argument, 0, 'H' },
 		{ 0, 0, 0, 0 },
 	};
@@ -724,6 +802,9 @@ int main(int argc, char **argv)
 			break;
 		case 'x':
 			part = optarg;
+			break;
+		case 'X':
+			B.netns_check = true;
 			break;
 		case 'H':
 			header = true;

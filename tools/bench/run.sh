@@ -472,7 +472,7 @@ norel_part() {
 	# Part walk holds up to 100,000 sockets in the listeners' backlogs (this namespace only).
 	sysctl -qw net.core.somaxconn=65535
 	# The walk first, on a namespace with no other TCP socket ...
-	fg_wait "${nb[@]}" --part walk --scales "$NOREL_SCALES" --polls "$NOREL_POLLS" \
+	fg_wait "${nb[@]}" --part walk --scales "$NOREL_SCALES" --polls "$NOREL_POLLS" --netns-check \
 		>"$RES/norel_walk.csv"
 	bg "$BIN/onebyte" --base 127.0.3.1 --port 9000 --count 256 >"$TMP/onebyte-norel.out" 2>&1
 	local ob=${PIDS[-1]}
@@ -508,7 +508,7 @@ machine >"$RES/machine.md"
 	echo "ctlplane.py --scales $CTL_SCALES --rounds $CTL_ROUNDS --worker fast   # smg-steerd --config ... vs fastworker --many"
 	echo "ctlplane.py --scales $CTL_PY_SCALES --rounds 1 --worker python     # vs tests/fake_worker.py --many"
 	echo "sources.py --backends $SRC_BACKENDS --rounds $SRC_ROUNDS   # CPU per poll by load source (fastworker --engine, nginx)"
-	echo "norelbench --pin PIN --cgroup-a CG --cgroup-b CG --cgroup-c CG --cgroup-none CG --obj steer_norel.bpf.o --first 127.0.3.1:9000 --part walk --scales $NOREL_SCALES --polls $NOREL_POLLS   # sysctl net.core.somaxconn=65535"
+	echo "norelbench --pin PIN --cgroup-a CG --cgroup-b CG --cgroup-c CG --cgroup-none CG --obj steer_norel.bpf.o --first 127.0.3.1:9000 --part walk --scales $NOREL_SCALES --polls $NOREL_POLLS --netns-check   # sysctl net.core.somaxconn=65535"
 	echo "norelbench ... --part bpf --backends 256 --connects $DEC_CONNECTS --rounds $ROUNDS"
 	echo "norelbench ... --part walk --scales 1000 --polls $NOREL_POLLS   # again, with the TIME_WAIT sockets of --part bpf"
 	echo "norelbench ... --part wall --rounds $((2 * ROUNDS)) --wall-ops 20000"

@@ -314,6 +314,15 @@ def norel_section(res):
                       f"{med(sub, 'scan_ns') / 1e6:.2f} | "
                       + (lag[0]["poll"] if lag else "-") + " |")
         print()
+    for r in walk:
+        if r["kind"] == "netns":  # columns: kind, ok, live before, live after, peer ok
+            vals = list(r.values())
+            print(f"A steered socket held open in another network namespace of the same "
+                  f"cgroup (steered and reporting the virtual address: "
+                  f"{'yes' if vals[1] == '1' else 'NO'}): live {vals[2]} before two polls, "
+                  f"{vals[3]} after; getpeername after them reports the virtual address: "
+                  f"{'yes' if vals[4] == '1' else 'no'}. The walk sees its own namespace "
+                  f"only.\n")
     if wall:
         by = {}
         for r in wall:
