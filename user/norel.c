@@ -246,7 +246,13 @@ static int walk(struct steer_norel *n, char *err, size_t errlen)
 	return r < 0 ? steer_seterr(err, errlen, errno, "walk: %s", strerror(errno)) : 0;
 }
 
-/* A record whose socket is gone: off its backend's live count, then free. */
+/*
+ * A record whose socket is gone: off its backend's live count, then free.
+ * Known race, acceptable in an ablation: a socket that left the hash table
+ * without being closed (its connect failed otherwise than by a reset) and
+ * that is connected again during this scan may be settled twice, here and
+ * by the connect program's take-over of its old record.
+ */
 static int reclaim(struct steer_norel *n, struct steer_sock *r, uint64_t cookie)
 {
 	uint16_t flags = __atomic_load_n(&r->flags, __ATOMIC_ACQUIRE);

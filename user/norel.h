@@ -35,6 +35,7 @@ enum steer_norel_floor {
 /* floors: bit mask of 1 << enum steer_norel_floor to load and attach. */
 int steer_norel_open(const char *obj_path, const char *pin_dir, unsigned floors,
 		     struct steer_norel **out, char *err, size_t errlen);
+/* Does not attach the release hook again: detach the data plane after it. */
 void steer_norel_close(struct steer_norel *n);
 
 struct steer_norel_pass {
