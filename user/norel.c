@@ -257,7 +257,7 @@ static int reclaim(struct steer_norel *n, struct steer_sock *r, uint64_t cookie)
 {
 	uint16_t flags = __atomic_load_n(&r->flags, __ATOMIC_ACQUIRE);
 	uint32_t slot = r->slot, gen = r->slot_gen;
-	uint64_t want = cookie;
+	__u64 want = cookie;
 	struct steer_slot *s;
 
 	if (!__atomic_compare_exchange_n(&r->cookie, &want, 0, false, __ATOMIC_ACQ_REL,
