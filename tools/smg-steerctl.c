@@ -31,6 +31,7 @@
 #include "steer_common.h"
 #include "uninstall.h"
 #include "xdp.h"
+#include "xdp_report.h"
 
 #define EXIT_OK 0
 #define EXIT_ERROR 1
@@ -602,6 +603,7 @@ static void status_text(const struct ctl *c, const struct steer_dp *dp, const st
 		printf("\n");
 		print_service_text(dp, v, &v->services[i]);
 	}
+	steer_xdp_report_text(stdout, steer_dp_pin_dir(dp), v);
 	(void)c;
 }
 
@@ -729,6 +731,7 @@ static int status_json(const struct steer_dp *dp, const struct steer_view *v)
 	for (i = 0; i < v->n_services; i++)
 		json_object_array_add(svcs, json_service_status(dp, v, &v->services[i]));
 	jadd(root, "services", svcs);
+	jadd(root, "xdp", steer_xdp_report_json(steer_dp_pin_dir(dp), v));
 	return json_print_and_free(root);
 }
 

@@ -162,6 +162,8 @@ static int start_xdp(struct daemon *d, char *err, size_t errlen)
 	}
 	if (steer_xdp_attach(&o, &d->xdp, err, errlen))
 		return -1;
+	if (steer_xdp_stats_open(o.pin_dir, &d->xdp_ctr) != 0)
+		log_warn("cannot open the XDP counters; /metrics will not show them");
 	for (i = 0; i < d->cfg.n_xdp_devs; i++)
 		log_info("XDP ingress on %s (%s mode)", d->cfg.xdp_devs[i],
 			 d->cfg.xdp_mode == STEER_XDP_GENERIC ? "generic" : "native");
@@ -249,6 +251,7 @@ static int shutdown_daemon(struct daemon *d)
 		} else {
 			log_info("exiting; detached and unpinned");
 		}
+		steer_xdp_stats_close(d->xdp_ctr);
 		steer_xdp_close(d->xdp);
 		steer_dp_close(d->dp);
 	}
