@@ -87,6 +87,11 @@ def _setns(path):
         os.close(fd)
 
 
+def enter(path):
+    """The calling thread (and the processes it starts from now on) into netns path."""
+    _setns(path)
+
+
 @contextlib.contextmanager
 def in_netns(path):
     """The calling thread in netns `path` for the block, then back."""
@@ -134,9 +139,9 @@ class Topo:
     def sysctl(self, role, key, value):
         run(self.cmd(role, ["sysctl", "-q", "-w", f"{key}={value}"]))
 
-    def socket(self, role, family=socket.AF_INET, kind=socket.SOCK_STREAM):
+    def socket(self, role, family=socket.AF_INET, kind=socket.SOCK_STREAM, proto=0):
         with in_netns(self.path(role)):
-            return socket.socket(family, kind)
+            return socket.socket(family, kind, proto)
 
     # ---- building ----------------------------------------------------------------
 

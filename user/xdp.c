@@ -290,7 +290,10 @@ int steer_xdp_attach(const struct steer_xdp_opts *o, struct steer_xdp **out, cha
 	if (!x)
 		return steer_seterr(err, errlen, ENOMEM, "out of memory");
 	for (i = 0, rc = 0; rc == 0 && i < o->n_devs; i++) {
-		if (o->v4)
+		if (!if_nametoindex(o->devs[i]))
+			rc = steer_seterr(err, errlen, ENODEV, "--xdp-dev: no interface '%s' here",
+					  o->devs[i]);
+		if (rc == 0 && o->v4)
 			rc = forwarding_check(o->devs[i], 4, err, errlen);
 		if (rc == 0 && o->v6)
 			rc = forwarding_check(o->devs[i], 6, err, errlen);
