@@ -97,6 +97,8 @@ static void usage(FILE *f)
 		"  -o, --output FMT     text (default) or json, for status and explain\n"
 		"  -h, --help           this help\n"
 		"  -V, --version        print the version\n"
+		"  --pin-dir DIR        decap attach/detach: pin the decap under DIR (default: "
+		"no pin)\n"
 		"\n"
 		"Exit status: 0 ok, 1 error (nothing pinned, unknown VIP, not root), 2 usage.\n",
 		prog, prog, prog, prog, prog, prog, prog, STEER_DEFAULT_PIN_DIR);
