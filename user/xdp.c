@@ -421,6 +421,7 @@ static int sum_cpus(const struct steer_xdp_stats *s, int fd, uint32_t key,
 		out->ended += s->buf[c].ended;
 		out->no_route += s->buf[c].no_route;
 		out->refused += s->buf[c].refused;
+		out->icmp += s->buf[c].icmp;
 	}
 	return 0;
 }
