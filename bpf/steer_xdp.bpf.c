@@ -395,8 +395,10 @@ static __always_inline void flow_end(struct steer_xflow *f)
 		bc->ended++;
 }
 
-/* A SYN to a VIP: choose and credit like a connect, remember the flow. */
-static __always_inline int new_flow(struct xdp_md *ctx, struct pkt *p, struct steer_table *t)
+/* A SYN to a VIP: choose and credit like a connect, remember the flow.
+ * replace: the flow's old entry (a 4-tuple reused) is to be overwritten. */
+static __always_inline int new_flow(struct xdp_md *ctx, struct pkt *p, struct steer_table *t,
+				    bool replace)
 {
 	struct steer_xflow f = {}, *stored;
 	struct steer_dest d = {};
@@ -421,7 +423,11 @@ static __always_inline int new_flow(struct xdp_md *ctx, struct pkt *p, struct st
 	bc = bk_ctr(d.slot);
 	if (bc)
 		bc->new_flows++;
-	bpf_map_update_elem(&steer_xflows, &p->key, &f, BPF_ANY);
+	/* Two copies of one SYN on two CPUs both miss and both choose: the
+	 * first to insert wins, the other follows it and gives its live count
+	 * back (its credit drains with the next snapshot, as any credit). */
+	if (bpf_map_update_elem(&steer_xflows, &p->key, &f, replace ? BPF_ANY : BPF_NOEXIST))
+		flow_end(&f);
 	stored = bpf_map_lookup_elem(&steer_xflows, &p->key);
 	return forward(ctx, p, stored ? stored : &f);
 }
@@ -477,5 +483,5 @@ int steer_xdp(struct xdp_md *ctx)
 			vc->lru_miss++;
 		return XDP_DROP;
 	}
-	return new_flow(ctx, &p, t);
+	return new_flow(ctx, &p, t, f != 0);
 }

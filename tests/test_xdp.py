@@ -430,6 +430,27 @@ with t.case("unrelated traffic passes untouched: ping and TCP to the LB's own ad
     t.check(after["packets"] == before["packets"] and after["new_flows"] == before["new_flows"],
             f"XDP counted unrelated traffic: {before} -> {after}")
 
+with t.case("a SYN reusing a closed flow's 4-tuple is chosen afresh (not sent to the old backend)"):
+    def from_port(sport):
+        s = topo.socket("client", socket.AF_INET)
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        s.bind((T.CLIENT4, sport))
+        s.settimeout(6)
+        s.connect((T.VIP4, PORT))
+        name = s.recv(64).decode().strip()
+        # RST, not FIN: no TIME_WAIT, so that the port can connect again at once.
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        s.close()
+        return name
+    first = from_port(41000)
+    ctl("drain", f"{T.backend4(int(first[1]))}:{PORT}")
+    try:
+        second = from_port(41000)
+        t.check(second.startswith("b") and second != first,
+                f"the reused 4-tuple went to {second}, drained {first}")
+    finally:
+        ctl("undrain", f"{T.backend4(int(first[1]))}:{PORT}")
+
 with t.case("long-lived flows survive 50 republishes, score changes and a drain, no reset"):
     flows = [connect(VIP4S) for _ in range(6)] + [connect(VIP6S) for _ in range(3)]
     t.check(all(s for s, _ in flows), f"connects: {[n for _, n in flows]}")
