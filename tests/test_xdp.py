@@ -513,6 +513,17 @@ with t.case("a daemon restart and --keep-pinned keep the XDP program attached, f
     got = burst(VIP6S, 3)
     t.check(all(n.startswith("b") for n in got), f"new connections after the restart: {got}")
 
+with t.case("a restart with --xdp-mode generic re-attaches in generic mode, flows going"):
+    s, name = connect(VIP4S)
+    t.check(s is not None, f"connect: {name}")
+    d.stop()
+    d = L.Daemon(env, ["--config", cfg, "--keep-pinned", "--xdp-mode", "generic"]).start()
+    t.check(xdp_link() == (2, "steer_xdp"), f"attachment {xdp_link()} (mode 2 is generic)")
+    s.sendall(b"generic\n")
+    t.check(close_cleanly(s) == b"", f"flow to {name} broke across the mode change")
+    got = burst(VIP4S, 3) + burst(VIP6S, 3)
+    t.check(all(n.startswith("b") for n in got), f"new connections in generic mode: {got}")
+
 with t.case("bad XDP settings are refused, naming the field; nothing running is lost"):
     r = subprocess.run([os.path.join(L.BUILD, "smg-steerd"), "--vip", VIP4S, "--backend",
                         f"{T.backend4(1)}:{PORT}", "--xdp-mode", "fast", "--check-config"],
@@ -530,7 +541,7 @@ with t.case("bad XDP settings are refused, naming the field; nothing running is 
     bad.start(wait_publish=False)
     rc = bad.proc.wait(30)
     t.check(rc == 1 and "no interface 'nosuch0'" in bad.log_text(), bad.log_text()[-500:])
-    t.check(xdp_link() == (1, "steer_xdp"), "a refused start touched the running XDP program")
+    t.check(xdp_link() == (2, "steer_xdp"), "a refused start touched the running XDP program")
     t.check(close_cleanly(s) == b"", f"flow to {name} broke")
 
 with t.case("smg-steerctl uninstall detaches the XDP program and removes its pins"):
