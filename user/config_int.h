@@ -69,6 +69,7 @@ enum knob {
 	KNOB_THROUGHPUT,
 	KNOB_PREFILL,
 	KNOB_PEERS,
+	KNOB_BYTES_PER_TOKEN,
 	N_KNOBS,
 };
 
@@ -116,7 +117,7 @@ struct setting {
 };
 
 /* Every option that is both a flag and a top-level key, in --help order. */
-#define CFG_N_SETTINGS 16
+#define CFG_N_SETTINGS 17
 extern const struct setting cfg_settings[CFG_N_SETTINGS];
 
 /* ---- One service being assembled ------------------------------------------- */
