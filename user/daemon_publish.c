@@ -351,6 +351,7 @@ void update_metrics(struct daemon *d)
 		memcpy(ms->poll_buckets, s->poll_buckets, sizeof(ms->poll_buckets));
 		ms->poll_count = s->poll_count;
 		ms->poll_sum_s = s->poll_sum_s;
+		ms->bytes_per_token = steer_policy_bytes_per_token(&s->policy);
 		if (steer_dp_service_stats(d->dp, &s->vip, &st) == 0) {
 			ms->fallback_connections_total = st.fallbacks;
 			ms->refused_connections_total = st.refused;

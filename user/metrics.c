@@ -102,11 +102,29 @@ static const struct backend_family backend_families[] = {
 	{ "smg_steer_connections_steered_total", "counter",
 	  "Connections placed on the backend, by score or by the stale-table fallback.",
 	  BK_FIELD(steered_total), VALUE_U64 },
+	{ "smg_steer_backend_pending_tokens", "gauge",
+	  "Request tokens sent to the backend on steered connections and not answered yet "
+	  "(pending bytes / bytes per token), as the kernel scores them.",
+	  BK_FIELD(pending_tokens), VALUE_U64 },
+	{ "smg_steer_backend_pending_bytes", "gauge",
+	  "Request bytes sent to the backend on steered connections and not answered yet.",
+	  BK_FIELD(pending_bytes), VALUE_U64 },
+	{ "smg_steer_backend_pending_at_poll_tokens", "gauge",
+	  "This node's pending tokens when the last snapshot's poll was sent: taken off the "
+	  "snapshot's queued tokens (down to 0), which hold them.",
+	  BK_FIELD(pending_at_poll_tok), VALUE_U64 },
+	{ "smg_steer_backend_sent_bytes_total", "counter",
+	  "Request bytes sent to the backend on steered connections.", BK_FIELD(sent_bytes_total),
+	  VALUE_U64 },
+	{ "smg_steer_backend_requests_total", "counter",
+	  "Requests sent to the backend on steered connections.", BK_FIELD(requests_total),
+	  VALUE_U64 },
 };
 
-/* A counter family with one sample per service. */
+/* A family with one integer sample per service. */
 struct service_family {
 	const char *name;
+	const char *type;
 	const char *help;
 	size_t offset;
 };
@@ -114,14 +132,17 @@ struct service_family {
 #define SVC_FIELD(f) offsetof(struct steer_metrics_service, f)
 
 static const struct service_family service_families[] = {
-	{ "smg_steer_table_publishes_total", "Service tables published into the kernel.",
+	{ "smg_steer_table_publishes_total", "counter", "Service tables published into the kernel.",
 	  SVC_FIELD(table_publishes_total) },
-	{ "smg_steer_fallback_connections_total",
+	{ "smg_steer_fallback_connections_total", "counter",
 	  "Connections placed round-robin because the service table had expired.",
 	  SVC_FIELD(fallback_connections_total) },
-	{ "smg_steer_refused_connections_total",
+	{ "smg_steer_refused_connections_total", "counter",
 	  "Connections refused because no backend of the service was eligible.",
 	  SVC_FIELD(refused_connections_total) },
+	{ "smg_steer_bytes_per_token", "gauge",
+	  "Request bytes on the wire per token, by which the kernel converts pending bytes.",
+	  SVC_FIELD(bytes_per_token) },
 };
 
 #define POLLS_NAME "smg_steer_polls_total"
@@ -306,7 +327,7 @@ static void write_service_family(FILE *f, const struct steer_metrics_snapshot *s
 {
 	size_t i;
 
-	write_family_header(f, fam->name, "counter", fam->help);
+	write_family_header(f, fam->name, fam->type, fam->help);
 	for (i = 0; i < snap->n_services; i++) {
 		uint64_t v;
 

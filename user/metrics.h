@@ -33,6 +33,13 @@ struct steer_metrics_backend {
 	uint64_t steered_total;			/* connections placed by score + fallbacks */
 	uint64_t polls_total[STEER_POLL_KINDS]; /* by enum steer_poll_kind; NONE unused */
 	int source;				/* enum steer_source: where the load is read */
+	/* Request bytes on this node's steered connections (issue 11), as read
+	 * from the kernel's counters at the last publish. */
+	uint64_t pending_bytes;	      /* sent and not answered yet */
+	uint64_t pending_tokens;      /* pending_bytes / the service's bytes per token */
+	uint64_t sent_bytes_total;    /* sent, cumulative */
+	uint64_t requests_total;      /* requests seen, cumulative */
+	uint64_t pending_at_poll_tok; /* pending tokens taken off the snapshot's queue */
 };
 
 struct steer_metrics_service {
@@ -40,6 +47,7 @@ struct steer_metrics_service {
 	uint64_t table_publishes_total;
 	uint64_t fallback_connections_total;
 	uint64_t refused_connections_total;
+	uint64_t bytes_per_token; /* request bytes per token, as published (a gauge) */
 	uint64_t poll_buckets[STEER_POLL_BUCKETS]; /* cumulative counts per bound */
 	uint64_t poll_count;
 	double poll_sum_s;
