@@ -149,8 +149,10 @@ $(O)/obj/%.pb-c.o: $(O)/proto/%.pb-c.c $(PROTO_H)
 $(O)/smg-steerd: user/smg-steerd.c $(DAEMON_OBJS) $(LIB_OBJS) $(HDRS)
 	$(CC) $(CFLAGS_ALL) $< $(DAEMON_OBJS) $(LIB_OBJS) -o $@ $(LDFLAGS_SAN) $(LDLIBS_ALL)
 
-$(O)/smg-steerctl: tools/smg-steerctl.c $(LIB_OBJS) $(HDRS)
-	$(CC) $(CFLAGS_ALL) $< $(LIB_OBJS) -o $@ $(LDFLAGS_SAN) $(LDLIBS_ALL)
+# smg-steerctl's parts: tools/smg-steerctl.c and tools/ctl_*.c (tools/ctl.h).
+CTL_SRCS := tools/smg-steerctl.c $(wildcard tools/ctl_*.c)
+$(O)/smg-steerctl: $(CTL_SRCS) tools/ctl.h $(LIB_OBJS) $(HDRS)
+	$(CC) $(CFLAGS_ALL) $(CTL_SRCS) $(LIB_OBJS) -o $@ $(LDFLAGS_SAN) $(LDLIBS_ALL)
 
 $(O)/steer-sim: $(SIM_SRCS) $(wildcard tools/sim/*.h) $(O)/obj/policy.o $(HDRS)
 	$(CC) $(CFLAGS_ALL) -Itools/sim $(SIM_SRCS) $(O)/obj/policy.o -o $@ $(LDFLAGS_SAN) -lm
@@ -227,7 +229,7 @@ image-dockerfile: deps-image
 
 # ---- misc -----------------------------------------------------------------------
 
-FORMAT_FILES = bpf/*.c bpf/*.h user/*.c user/*.h tests/*.c tests/*.h tests/fuzz/*.c tests/fuzz/*.h tools/*.c $(wildcard tools/sim/*.c tools/sim/*.h tools/bench/*.c tools/bench/*.h)
+FORMAT_FILES = bpf/*.c bpf/*.h user/*.c user/*.h tests/*.c tests/*.h tests/fuzz/*.c tests/fuzz/*.h tools/*.c tools/*.h $(wildcard tools/sim/*.c tools/sim/*.h tools/bench/*.c tools/bench/*.h)
 
 format:
 	clang-format -i $(FORMAT_FILES)
