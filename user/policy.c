@@ -28,7 +28,7 @@ int steer_policy_check(const struct steer_policy *p, char *why, size_t whylen)
 		msg = "least-load-mean-prefill-tokens must be an integer >= 1";
 	else if (p->peer_routers < 1)
 		msg = "peer-routers must be an integer >= 1";
-	else if (p->bytes_per_token > STEER_MAX_BYTES_PER_TOKEN)
+	else if (p->bytes_per_token > STEER_POLICY_MAX_BYTES_PER_TOKEN)
 		msg = "bytes-per-token must be an integer from 1 to 1024 (0: the default)";
 	if (!msg)
 		return 0;

@@ -29,7 +29,8 @@
 #ifndef STEER_DEFAULT_BYTES_PER_TOKEN
 #define STEER_DEFAULT_BYTES_PER_TOKEN 4
 #endif
-#define STEER_MAX_BYTES_PER_TOKEN 1024 /* more is a unit mistake, not a payload */
+/* The knob's bound (the kernel takes up to 65535): more is a unit mistake. */
+#define STEER_POLICY_MAX_BYTES_PER_TOKEN 1024
 
 struct steer_policy {
 	double kv_pressure_weight;    /* s; finite, >= 0 */
