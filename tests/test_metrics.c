@@ -40,7 +40,7 @@ static const char *const family_types[N_FAMILIES][2] = {
 	{ "smg_steer_connections_steered_total", "counter" },
 	{ "smg_steer_backend_pending_tokens", "gauge" },
 	{ "smg_steer_backend_pending_bytes", "gauge" },
-	{ "smg_steer_backend_pending_at_poll_tokens", "gauge" },
+	{ "smg_steer_backend_queued_pending_tokens", "gauge" },
 	{ "smg_steer_backend_sent_bytes_total", "counter" },
 	{ "smg_steer_backend_requests_total", "counter" },
 	{ "smg_steer_polls_total", "counter" },
@@ -96,7 +96,7 @@ static void build_fixture(void)
 	b->polls_total[STEER_POLL_ERROR] = 5;
 	b->pending_bytes = 9001;
 	b->pending_tokens = 3000;
-	b->pending_at_poll_tok = 1200;
+	b->queued_pending_tokens = 1200;
 	b->sent_bytes_total = 123456789012ULL;
 	b->requests_total = 77;
 
@@ -219,7 +219,7 @@ static void test_backend_lines_exact(void)
 		"smg_steer_connections_steered_total" L("18446744073709551615"),
 		"smg_steer_backend_pending_tokens" L("3000"),
 		"smg_steer_backend_pending_bytes" L("9001"),
-		"smg_steer_backend_pending_at_poll_tokens" L("1200"),
+		"smg_steer_backend_queued_pending_tokens" L("1200"),
 		"smg_steer_backend_sent_bytes_total" L("123456789012"),
 		"smg_steer_backend_requests_total" L("77"),
 		"smg_steer_bytes_per_token{vip=\"" VIP_A "\"} 3",

@@ -109,10 +109,10 @@ static const struct backend_family backend_families[] = {
 	{ "smg_steer_backend_pending_bytes", "gauge",
 	  "Request bytes sent to the backend on steered connections and not answered yet.",
 	  BK_FIELD(pending_bytes), VALUE_U64 },
-	{ "smg_steer_backend_pending_at_poll_tokens", "gauge",
-	  "This node's pending tokens when the last snapshot's poll was sent: taken off the "
-	  "snapshot's queued tokens (down to 0), which hold them.",
-	  BK_FIELD(pending_at_poll_tok), VALUE_U64 },
+	{ "smg_steer_backend_queued_pending_tokens", "gauge",
+	  "Tokens taken off the backend's reported queue as scored: this node's requests "
+	  "pending when the poll was sent, which the pending tokens count instead.",
+	  BK_FIELD(queued_pending_tokens), VALUE_DOUBLE },
 	{ "smg_steer_backend_sent_bytes_total", "counter",
 	  "Request bytes sent to the backend on steered connections.", BK_FIELD(sent_bytes_total),
 	  VALUE_U64 },

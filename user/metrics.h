@@ -21,10 +21,10 @@
 extern const double steer_poll_bucket_bounds[STEER_POLL_BUCKETS];
 
 struct steer_metrics_backend {
-	char vip[64];	  /* label vip, e.g. "127.0.0.100:8000" */
-	char backend[64]; /* label backend, the traffic address */
-	double score_s;	  /* expected wait for the next connection, seconds */
-	double queued_tokens;
+	char vip[64];		/* label vip, e.g. "127.0.0.100:8000" */
+	char backend[64];	/* label backend, the traffic address */
+	double score_s;		/* expected wait for the next connection, seconds */
+	double queued_tokens;	/* as scored: reported, less queued_pending_tokens */
 	double throughput;	/* tokens/s as scored */
 	double kv_usage;	/* ratio 0..1 as scored */
 	double inflight_tokens; /* current in-flight counter */
@@ -39,7 +39,7 @@ struct steer_metrics_backend {
 	uint64_t pending_tokens;      /* pending_bytes / the service's bytes per token */
 	uint64_t sent_bytes_total;    /* sent, cumulative */
 	uint64_t requests_total;      /* requests seen, cumulative */
-	uint64_t pending_at_poll_tok; /* pending tokens taken off the snapshot's queue */
+	double queued_pending_tokens; /* taken off the reported queue: pending at the poll */
 };
 
 struct steer_metrics_service {
