@@ -283,7 +283,9 @@ struct steer_bk_info {
 	__u32 dp_ranks;	       /* DP ranks in the last snapshot */
 	__u8 source;	       /* enum steer_source: where the load was read */
 	__u8 reserved8[3];     /* zero */
-	__u32 reserved32;      /* zero */
+	/* tokens taken off the reported queue: this router's requests pending
+	 * (sent, not answered) when the poll was sent, issue 11; saturated */
+	__u32 queued_pending;
 };
 
 /*

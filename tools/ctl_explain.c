@@ -211,6 +211,11 @@ static void explain_inputs_text(const struct steer_bk_info *info)
 	printf("    load source:    %s\n", steer_source_name((enum steer_source)info->source));
 	printf("    queued tokens:  %llu%s\n", (unsigned long long)info->queued_tokens,
 	       queued_note(info));
+	if (info->queued_pending)
+		printf("                    (reported %llu, less %u this node had sent and not yet "
+		       "seen answered when the poll left: the pending term counts those)\n",
+		       (unsigned long long)info->queued_tokens + info->queued_pending,
+		       info->queued_pending);
 	printf("    throughput:     %.1f tokens/s\n", (double)info->throughput_mtps / 1000.0);
 	printf("    work term:      %s (queued / throughput)\n",
 	       fmt_ms(info->work_ns, t, sizeof(t)));
@@ -339,6 +344,8 @@ static struct json_object *json_backend_explain(const struct steer_dp *dp,
 	jadd_u64(o, "queued_tokens", info->queued_tokens);
 	jadd_bool(o, "queued_estimated", info->queued_estimated != 0);
 	jadd_str(o, "queued_from", queued_source(info));
+	jadd_u64(o, "queued_reported_tokens", info->queued_tokens + info->queued_pending);
+	jadd_u64(o, "queued_pending_tokens", info->queued_pending);
 	jadd_double(o, "throughput_tokens_per_s", (double)info->throughput_mtps / 1000.0);
 	jadd_u64(o, "work_ns", info->work_ns);
 	jadd_u64(o, "kv_ppm", info->kv_ppm);
