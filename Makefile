@@ -43,6 +43,12 @@ LDLIBS_ALL := $(LDLIBS_BPF) $(LDLIBS_GRPC) -lyaml -lmicrohttpd -ljson-c -lcurl -
 
 BPF_OBJ := $(O)/steer.bpf.o
 SKEL := $(O)/steer.skel.h
+# Request accounting on steered sockets: a second object sharing the maps by pin.
+WIRE_OBJ := $(O)/steer_wire.bpf.o
+WIRE_SKEL := $(O)/steer_wire.skel.h
+# The rejected mechanism (sockops + sockhash + sk_msg/sk_skb), kept for the bench only.
+WIRE_MSG_OBJ := $(O)/steer_wire_msg.bpf.o
+BPF_HDRS := bpf/steer_common.h bpf/steer_maps.bpf.h bpf/steer_choose.bpf.h bpf/steer_wire.bpf.h
 VMLINUX := $(O)/vmlinux.h
 # Every proto/*.proto: the GetLoads subsets of the engines' services.
 PROTO_NAMES := $(patsubst proto/%.proto,%,$(wildcard proto/*.proto))
@@ -86,7 +92,7 @@ FUZZ_RUNS ?=
 all: deps
 	@$(MAKE) --no-print-directory build-all
 
-build-all: $(SKEL) $(LIB_OBJS) $(PROGRAMS) tests $(PY_PROTO)
+build-all: $(SKEL) $(WIRE_SKEL) $(WIRE_MSG_OBJ) $(LIB_OBJS) $(PROGRAMS) tests $(PY_PROTO)
 
 deps:
 	@tools/deps.sh build
@@ -104,7 +110,7 @@ $(VMLINUX):
 	@test -r /sys/kernel/btf/vmlinux || { echo "error: /sys/kernel/btf/vmlinux missing: this kernel has no BTF (CONFIG_DEBUG_INFO_BTF=y is required)" >&2; exit 1; }
 	$(BPFTOOL) btf dump file /sys/kernel/btf/vmlinux format c > $@.tmp && mv $@.tmp $@
 
-$(BPF_OBJ): bpf/steer.bpf.c bpf/steer_common.h bpf/steer_maps.bpf.h bpf/steer_choose.bpf.h $(VMLINUX)
+$(O)/%.bpf.o: bpf/%.bpf.c $(BPF_HDRS) $(VMLINUX)
 	@mkdir -p $(@D)
 	$(CLANG) -g -O2 -target bpf -mcpu=v3 -D__TARGET_ARCH_$(ARCH) -Wall -Werror -I$(O) -Ibpf -c $< -o $@
 
@@ -123,6 +129,9 @@ $(O)/layout0/steer_nosource.bpf.o: tests/data/layout0/steer.bpf.c tests/data/lay
 $(SKEL): $(BPF_OBJ)
 	$(BPFTOOL) gen skeleton $< name steer_bpf > $@.tmp && mv $@.tmp $@
 
+$(WIRE_SKEL): $(WIRE_OBJ)
+	$(BPFTOOL) gen skeleton $< name steer_wire_bpf > $@.tmp && mv $@.tmp $@
+
 # ---- protobuf ------------------------------------------------------------------
 
 $(O)/proto/%.pb-c.c $(O)/proto/%.pb-c.h &: proto/%.proto
@@ -138,7 +147,7 @@ $(O)/py/%_pb2.py: proto/%.proto
 
 HDRS := $(wildcard user/*.h) bpf/steer_common.h
 
-$(O)/obj/%.o: user/%.c $(SKEL) $(PROTO_H) $(HDRS)
+$(O)/obj/%.o: user/%.c $(SKEL) $(WIRE_SKEL) $(PROTO_H) $(HDRS)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS_ALL) -c $< -o $@
 
