@@ -65,6 +65,12 @@ void health_text(const struct steer_view_backend *b, const struct steer_bk_info 
 		 size_t len);
 /* Seconds since the backend's last good snapshot (info->snapshot_ns != 0). */
 double snapshot_age_s(const struct steer_bk_info *info);
+/* Request bytes sent and not answered, in tokens, as the kernel converts them. */
+uint64_t backend_pending_tokens(const struct steer_view_service *s,
+				const struct steer_view_backend *b);
+/* What the kernel multiplies by ns per token: in-flight credits + pending tokens. */
+uint64_t backend_work_tokens(const struct steer_view_service *s,
+			     const struct steer_view_backend *b);
 
 /* ---- JSON helpers (smg-steerctl.c) ---- */
 
@@ -79,6 +85,7 @@ int json_print_and_free(struct json_object *root);
 void json_table_state(struct json_object *o, const struct steer_view *v,
 		      const struct steer_view_service *s);
 struct json_object *json_backend_status(const struct steer_dp *dp,
+					const struct steer_view_service *s,
 					const struct steer_view_backend *b);
 
 /* ---- ctl_explain.c ---- */

@@ -47,6 +47,18 @@ static struct steer_slot *view_slot_at(void *ctx, __u32 slot)
 	return NULL;
 }
 
+/* The wire accessor handed to steer_select_wire: the request accounting as read. */
+static struct steer_wire *view_wire_at(void *ctx, __u32 slot)
+{
+	struct steer_view_service *s = ctx;
+	size_t i;
+
+	for (i = 0; i < s->n_backends; i++)
+		if (s->backends[i].slot == slot)
+			return &s->backends[i].wire;
+	return NULL;
+}
+
 /* The published table as the kernel holds it, rebuilt from the view's rows. */
 static struct steer_table *rebuild_table(const struct steer_view_service *s)
 {
@@ -62,7 +74,8 @@ static struct steer_table *rebuild_table(const struct steer_view_service *s)
 	t->svc_id = s->svc_id;
 	t->n = s->n_table < STEER_MAX_BACKENDS ? s->n_table : STEER_MAX_BACKENDS;
 	t->credit_tokens = s->credit_tokens;
-	t->flags = s->table_flags;
+	t->flags = (__u16)s->table_flags;
+	t->bytes_per_token = (__u16)s->bytes_per_token;
 	/* A row the view could not resolve stays unresolvable here too. */
 	for (k = 0; k < t->n; k++)
 		t->e[k].slot = STEER_NO_PICK;
@@ -82,9 +95,13 @@ static struct steer_table *rebuild_table(const struct steer_view_service *s)
 	return t;
 }
 
-static uint64_t entry_score(const struct steer_table *t, uint32_t pos, struct steer_slot *ctr)
+static uint64_t entry_score(struct steer_view_service *s, const struct steer_table *t, uint32_t pos,
+			    struct steer_slot *ctr)
 {
-	return steer_score(t->e[pos].base_wait_ns, ctr->inflight_tokens, t->e[pos].ns_per_token);
+	return steer_score(t->e[pos].base_wait_ns,
+			   steer_slot_work(ctr, view_wire_at, s, t->e[pos].slot,
+					   steer_bytes_per_token(t->bytes_per_token)),
+			   t->e[pos].ns_per_token);
 }
 
 /* The runner-up over the whole table (the kernel may not have looked). */
@@ -101,7 +118,7 @@ static void find_next_best(struct steer_view_service *s, struct decision *d)
 		d->eligible++;
 		if (k == d->pick.pos)
 			continue;
-		sc = entry_score(d->table, k, ctr);
+		sc = entry_score(s, d->table, k, ctr);
 		if (!d->has_next_best || sc < d->next_best_score) {
 			d->has_next_best = true;
 			d->next_best_pos = k;
@@ -127,7 +144,7 @@ static int decide(const struct steer_view *v, struct steer_view_service *s, stru
 		d->rr_pos = steer_round_robin(d->table, view_slot_at, s, s->stats.rr_cursor);
 		d->kind = d->rr_pos == STEER_NO_PICK ? DECIDE_REFUSED : DECIDE_ROUND_ROBIN;
 	} else {
-		steer_select(d->table, view_slot_at, s, 1, &d->pick);
+		steer_select_wire(d->table, view_slot_at, s, view_wire_at, s, 1, &d->pick);
 		d->kind = d->pick.found ? DECIDE_SCORE : DECIDE_REFUSED;
 	}
 	find_next_best(s, d);
@@ -226,11 +243,24 @@ static void explain_inputs_text(const struct steer_bk_info *info)
 		       fmt_ms(info->phase_ns, t, sizeof(t)));
 }
 
-static void explain_backend_text(const struct steer_dp *dp, const struct steer_view_backend *b)
+/* The request bytes on this node's steered sockets to the backend (issue 11). */
+static void explain_wire_text(const struct steer_view_service *s,
+			      const struct steer_view_backend *b)
+{
+	printf("    requests:       %llu sent, %llu bytes; %llu bytes (%llu tokens at %u bytes "
+	       "per token) not answered yet\n",
+	       (unsigned long long)b->wire.requests, (unsigned long long)b->wire.sent_bytes,
+	       (unsigned long long)b->pending_bytes,
+	       (unsigned long long)backend_pending_tokens(s, b),
+	       steer_bytes_per_token((__u16)s->bytes_per_token));
+}
+
+static void explain_backend_text(const struct steer_dp *dp, const struct steer_view_service *s,
+				 const struct steer_view_backend *b)
 {
 	const struct steer_bk_info *info = bk_info(dp, b);
 	char a[STEER_ADDR_STRLEN], h[32], t1[32], t2[32], t3[32];
-	uint64_t inflight_ns, score;
+	uint64_t inflight_ns, score, work = backend_work_tokens(s, b);
 
 	health_text(b, info, h, sizeof(h));
 	printf("  %s  slot %u, %s, ", steer_addr_format(&b->addr, a, sizeof(a)), b->slot, h);
@@ -242,11 +272,14 @@ static void explain_backend_text(const struct steer_dp *dp, const struct steer_v
 	explain_inputs_text(info);
 	printf("    base wait:      %s (published: work + barrier + phase)\n",
 	       fmt_ms(b->base_wait_ns, t1, sizeof(t1)));
-	inflight_ns = steer_sat_mul(b->ctr.inflight_tokens, b->ns_per_token);
-	printf("    in-flight term: %llu tokens x %llu ns/token = %s\n",
-	       (unsigned long long)b->ctr.inflight_tokens, (unsigned long long)b->ns_per_token,
-	       fmt_ms(inflight_ns, t2, sizeof(t2)));
-	score = steer_score(b->base_wait_ns, b->ctr.inflight_tokens, b->ns_per_token);
+	explain_wire_text(s, b);
+	inflight_ns = steer_sat_mul(work, b->ns_per_token);
+	printf("    in-flight term: %llu credited + %llu pending = %llu tokens x %llu ns/token = "
+	       "%s\n",
+	       (unsigned long long)b->ctr.inflight_tokens,
+	       (unsigned long long)backend_pending_tokens(s, b), (unsigned long long)work,
+	       (unsigned long long)b->ns_per_token, fmt_ms(inflight_ns, t2, sizeof(t2)));
+	score = steer_score(b->base_wait_ns, work, b->ns_per_token);
 	printf("    score:          %s (= %s + %s)\n", fmt_ms(score, t3, sizeof(t3)),
 	       fmt_ms(b->base_wait_ns, t1, sizeof(t1)), fmt_ms(inflight_ns, t2, sizeof(t2)));
 }
@@ -321,10 +354,10 @@ static void explain_text(const struct steer_dp *dp, const struct steer_view *v,
 
 	printf("service %s\n", steer_addr_format(&s->vip, vip, sizeof(vip)));
 	print_table_state(v, s);
-	printf("  score = base wait (queued work + KV barrier) + in-flight tokens x ns per "
-	       "token\n\n");
+	printf("  score = base wait (queued work + KV barrier) + (credited + pending tokens) x ns "
+	       "per token\n\n");
 	for (i = 0; i < s->n_backends; i++)
-		explain_backend_text(dp, &s->backends[i]);
+		explain_backend_text(dp, s, &s->backends[i]);
 	if (s->n_backends == 0)
 		printf("  (no configured backends)\n");
 	printf("\n");
@@ -334,12 +367,14 @@ static void explain_text(const struct steer_dp *dp, const struct steer_view *v,
 /* ---- explain, JSON ---------------------------------------------------------------- */
 
 static struct json_object *json_backend_explain(const struct steer_dp *dp,
+						const struct steer_view_service *s,
 						const struct steer_view_backend *b)
 {
 	const struct steer_bk_info *info = bk_info(dp, b);
-	struct json_object *o = json_backend_status(dp, b);
+	struct json_object *o = json_backend_status(dp, s, b);
 	bool ranked = b->rank >= 0;
-	uint64_t inflight_ns = steer_sat_mul(b->ctr.inflight_tokens, b->ns_per_token);
+	uint64_t work = backend_work_tokens(s, b);
+	uint64_t inflight_ns = steer_sat_mul(work, b->ns_per_token);
 
 	jadd_u64(o, "queued_tokens", info->queued_tokens);
 	jadd_bool(o, "queued_estimated", info->queued_estimated != 0);
@@ -353,9 +388,9 @@ static struct json_object *json_backend_explain(const struct steer_dp *dp,
 	jadd_u64(o, "phase_ns", info->phase_ns);
 	jadd_u64(o, "dp_ranks", info->dp_ranks);
 	jadd(o, "inflight_ns", ranked ? json_object_new_uint64(inflight_ns) : NULL);
+	jadd_u64(o, "work_tokens", work);
 	jadd(o, "score_ns",
-	     ranked ? json_object_new_uint64(
-			      steer_score(b->base_wait_ns, b->ctr.inflight_tokens, b->ns_per_token))
+	     ranked ? json_object_new_uint64(steer_score(b->base_wait_ns, work, b->ns_per_token))
 		    : NULL);
 	return o;
 }
@@ -415,7 +450,7 @@ static int explain_json(const struct steer_dp *dp, const struct steer_view *v,
 	json_table_state(root, v, s);
 	jadd_u64(root, "rr_cursor", s->stats.rr_cursor);
 	for (i = 0; i < s->n_backends; i++)
-		json_object_array_add(bks, json_backend_explain(dp, &s->backends[i]));
+		json_object_array_add(bks, json_backend_explain(dp, s, &s->backends[i]));
 	jadd(root, "backends", bks);
 	jadd(root, "next_connection", json_decision(s, d));
 	return json_print_and_free(root);

@@ -319,9 +319,9 @@ void print_table_state(const struct steer_view *v, const struct steer_view_servi
 		printf("EXPIRED %.1f s ago: round robin\n", ns_to_s(-ttl));
 	else
 		printf("expires in %.1f s\n", ns_to_s(ttl));
-	printf("  fail-open: %s, credit: %u tokens per connection\n",
+	printf("  fail-open: %s, credit: %u tokens per connection, %u request bytes per token\n",
 	       (s->table_flags & STEER_TBL_FAIL_OPEN) ? "YES (every backend ejected)" : "no",
-	       s->credit_tokens);
+	       s->credit_tokens, s->bytes_per_token);
 }
 
 void health_text(const struct steer_view_backend *b, const struct steer_bk_info *info, char *buf,
@@ -356,7 +356,20 @@ double snapshot_age_s(const struct steer_bk_info *info)
 	return now > info->snapshot_ns ? (double)(now - info->snapshot_ns) / 1e9 : 0.0;
 }
 
-static void print_backend_row(const struct steer_dp *dp, const struct steer_view_backend *b, int aw)
+uint64_t backend_pending_tokens(const struct steer_view_service *s,
+				const struct steer_view_backend *b)
+{
+	return b->pending_bytes / steer_bytes_per_token((__u16)s->bytes_per_token);
+}
+
+uint64_t backend_work_tokens(const struct steer_view_service *s, const struct steer_view_backend *b)
+{
+	return steer_work_tokens(b->ctr.inflight_tokens, b->pending_bytes,
+				 steer_bytes_per_token((__u16)s->bytes_per_token));
+}
+
+static void print_backend_row(const struct steer_dp *dp, const struct steer_view_service *s,
+			      const struct steer_view_backend *b, int aw)
 {
 	const struct steer_bk_info *info = bk_info(dp, b);
 	char a[STEER_ADDR_STRLEN], health[32], rank[16], base[32], npt[32], age[32];
@@ -376,8 +389,9 @@ static void print_backend_row(const struct steer_dp *dp, const struct steer_view
 		snprintf(age, sizeof(age), "%.1f", snapshot_age_s(info));
 	else
 		snprintf(age, sizeof(age), "-");
-	printf("  %-*s  %-16s %4s %12s %10s %10llu %6lld %9llu %9llu %8s  %-8s %s\n", aw, a, health,
-	       rank, base, npt, (unsigned long long)b->ctr.inflight_tokens, (long long)b->ctr.live,
+	printf("  %-*s  %-16s %4s %12s %10s %10llu %10llu %6lld %9llu %9llu %8s  %-8s %s\n", aw, a,
+	       health, rank, base, npt, (unsigned long long)b->ctr.inflight_tokens,
+	       (unsigned long long)backend_pending_tokens(s, b), (long long)b->ctr.live,
 	       (unsigned long long)b->ctr.steered, (unsigned long long)b->ctr.fallbacks, age,
 	       mode_name(info->mode), steer_source_name((enum steer_source)info->source));
 }
@@ -398,11 +412,11 @@ static void print_service_text(const struct steer_dp *dp, const struct steer_vie
 		printf("  (no configured backends)\n");
 		return;
 	}
-	printf("  %-*s  %-16s %4s %12s %10s %10s %6s %9s %9s %8s  %-8s %s\n", aw, "BACKEND",
-	       "HEALTH", "RANK", "BASE_WAIT_MS", "NS/TOKEN", "INFLIGHT", "LIVE", "STEERED",
-	       "FALLBACKS", "SNAP_AGE", "MODE", "SOURCE");
+	printf("  %-*s  %-16s %4s %12s %10s %10s %10s %6s %9s %9s %8s  %-8s %s\n", aw, "BACKEND",
+	       "HEALTH", "RANK", "BASE_WAIT_MS", "NS/TOKEN", "INFLIGHT", "PENDING", "LIVE",
+	       "STEERED", "FALLBACKS", "SNAP_AGE", "MODE", "SOURCE");
 	for (i = 0; i < s->n_backends; i++)
-		print_backend_row(dp, &s->backends[i], aw);
+		print_backend_row(dp, s, &s->backends[i], aw);
 }
 
 static void status_text(const struct ctl *c, const struct steer_dp *dp, const struct steer_view *v)
@@ -485,9 +499,11 @@ void json_table_state(struct json_object *o, const struct steer_view *v,
 	jadd_bool(o, "expired", table_expired(v, s));
 	jadd_bool(o, "fail_open", (s->table_flags & STEER_TBL_FAIL_OPEN) != 0);
 	jadd_u64(o, "credit_tokens", s->credit_tokens);
+	jadd_u64(o, "bytes_per_token", s->bytes_per_token);
 }
 
 struct json_object *json_backend_status(const struct steer_dp *dp,
+					const struct steer_view_service *s,
 					const struct steer_view_backend *b)
 {
 	const struct steer_bk_info *info = bk_info(dp, b);
@@ -501,6 +517,13 @@ struct json_object *json_backend_status(const struct steer_dp *dp,
 	jadd(o, "base_wait_ns", b->rank >= 0 ? json_object_new_uint64(b->base_wait_ns) : NULL);
 	jadd(o, "ns_per_token", b->rank >= 0 ? json_object_new_uint64(b->ns_per_token) : NULL);
 	jadd_u64(o, "inflight_tokens", b->ctr.inflight_tokens);
+	/* Request bytes on this node's steered sockets (issue 11). */
+	jadd_u64(o, "pending_bytes", b->pending_bytes);
+	jadd_u64(o, "pending_tokens", backend_pending_tokens(s, b));
+	jadd_u64(o, "sent_bytes", b->wire.sent_bytes);
+	jadd_u64(o, "answered_bytes", b->wire.answered_bytes);
+	jadd_u64(o, "requests", b->wire.requests);
+	jadd_u64(o, "withdrawn_tokens", b->wire.withdrawn_tokens);
 	jadd_i64(o, "live", b->ctr.live);
 	jadd_u64(o, "steered", b->ctr.steered);
 	jadd_u64(o, "fallbacks", b->ctr.fallbacks);
@@ -527,7 +550,7 @@ static struct json_object *json_service_status(const struct steer_dp *dp,
 	jadd_u64(o, "refused", s->stats.refused);
 	jadd_u64(o, "rr_cursor", s->stats.rr_cursor);
 	for (i = 0; i < s->n_backends; i++)
-		json_object_array_add(bks, json_backend_status(dp, &s->backends[i]));
+		json_object_array_add(bks, json_backend_status(dp, s, &s->backends[i]));
 	jadd(o, "backends", bks);
 	return o;
 }
