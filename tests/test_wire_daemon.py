@@ -17,10 +17,12 @@ the VIP with requests of known sizes. Asserted, with exact numbers:
   base holds the queue without it (nothing counted twice), and the kernel's
   score is that base plus the pending work;
 - a socket closed mid-request leaves nothing pending;
-- a daemon restart (--keep-pinned) leaves every counter where it was.
+- a daemon restart (--keep-pinned) leaves every counter where it was;
+- SIGHUP applies a changed bytes-per-token from the file.
 """
 import json
 import os
+import signal
 import socket
 import subprocess
 import time
@@ -60,6 +62,20 @@ ARGS = ["--vip", VIP, "--load-check-interval", "500ms", "--bytes-per-token", str
 for addr, w in loads.items():
     ARGS += ["--backend", f"{addr},loads=grpc://{w.grpc}"]
 d = L.Daemon(env, ARGS).start()
+
+
+CFG = os.path.join(env.tmp, "steer.yaml")
+
+
+def write_config(bpt):
+    """The same service as ARGS, from a file, with bytes-per-token on the service."""
+    text = (f"load-check-interval: 500ms\nkeep-pinned: true\nbytes-per-token: 7\nservices:\n"
+            f"  - vip: {VIP}\n    bytes-per-token: {bpt}\n    backends:\n")
+    for addr, w in loads.items():
+        text += f"      - {addr},loads=grpc://{w.grpc}\n"
+    with open(CFG + ".tmp", "w") as f:
+        f.write(text)
+    os.rename(CFG + ".tmp", CFG)
 
 
 def ctl(*args):
@@ -273,7 +289,8 @@ with t.case("a daemon restart leaves every counter where it was"):
     rc, _ = d.stop()
     t.check(rc == 0, f"daemon exit {rc}")
     mid = {addr: wire(addr) for addr in (A, B)}
-    d = L.Daemon(env, ARGS).start()
+    write_config(BPT)  # the same settings, from a file this time
+    d = L.Daemon(env, ["--config", CFG]).start()
     d.wait_publishes(2)
     after = {addr: wire(addr) for addr in (A, B)}
     t.check(before == mid == after, f"before {before}\nstopped {mid}\nafter {after}")
@@ -284,6 +301,21 @@ with t.case("a daemon restart leaves every counter where it was"):
     sent[A] += len(r5)
     t.check(wire(A)["sent_bytes"] == sent[A] and wire(A)["pending_bytes"] == 0,
             f"{wire(A)}, sent {sent[A]}")
+
+with t.case("SIGHUP applies a changed bytes-per-token (the service key beats the top level)"):
+    write_config(3)
+    d.send(signal.SIGHUP)
+    L.wait_for(lambda: explain()["bytes_per_token"] == 3, 30, "bytes per token 3 published")
+    L.wait_for(lambda: d.metric("smg_steer_bytes_per_token", vip=VIP) == 3, 30, "metric 3")
+    r6 = request("r6", body=b"h" * 1000)
+    c0 = counts()
+    s.sendall(r6)
+    peer = held_by(c0)
+    t.check(peer == A, f"keep-alive stays on A, got {peer}")
+    w = wire(A)
+    t.check(w["pending_bytes"] == len(r6) and w["pending_tokens"] == len(r6) // 3, f"{w}")
+    release("r6")
+    read_answer(s)
     s.close()
 
 rc, _ = d.stop()
