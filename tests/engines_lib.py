@@ -117,11 +117,29 @@ def whoami(addr, timeout=3.0):
     the name in the answer, or the errno name of a failed connect, or
     'HTTP <status>' / 'EOF' for an unexpected answer. Also reads a bare
     "name\\n" line (tests/fake_worker.py's traffic port)."""
+    s = open_conn(addr, timeout)
+    return s if isinstance(s, str) else ask_whoami(s)
+
+
+def open_conn(addr, timeout=3.0):
+    """A connected socket, or the errno name of a failed connect."""
     fam, sa = L.parse_addr(addr)
     s = socket.socket(fam, socket.SOCK_STREAM)
     s.settimeout(timeout)
     try:
         s.connect(sa)
+        return s
+    except OSError as e:
+        s.close()
+        return errno.errorcode.get(e.errno, str(e)) if e.errno else type(e).__name__
+
+
+def ask_whoami(s):
+    """whoami's question and answer on a connected socket, which it closes.
+    Sending is a request on the wire (issue 11): the connect's flat credit is
+    taken back then, so a burst that must see the credits asks only after
+    every connect (test_sources.burst)."""
+    try:
         s.sendall(b"GET /whoami HTTP/1.1\r\nHost: steer-test\r\nConnection: close\r\n\r\n")
         data = b""
         while True:

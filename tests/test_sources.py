@@ -354,7 +354,10 @@ def burst(vip, n, tries=3):
     """n sequential connects to the VIP, all within one published table and
     starting with no credit in flight (two publishes after the last
     connects), so the independent water-fill predicts every pick. A burst
-    that a publish cut into is repeated."""
+    that a publish cut into is repeated. Each connection asks whom it
+    reached only after the last connect: a request sent takes its
+    connection's flat credit back (issue 11), and the water-fill of the
+    credits is what is checked here."""
     why = ""
     for _ in range(tries):
         ex = explain(vip)
@@ -362,7 +365,8 @@ def burst(vip, n, tries=3):
         ex = next_publish(vip, ex["generation"])
         inflight = {b["address"]: b["inflight_tokens"] for b in ex["backends"]
                     if b["inflight_tokens"]}
-        got = [E.whoami(vip) for _ in range(n)]
+        conns = [E.open_conn(vip) for _ in range(n)]
+        got = [c if isinstance(c, str) else E.ask_whoami(c) for c in conns]
         gen = explain(vip).get("generation")
         if gen == ex["generation"] and not inflight:
             return got
