@@ -686,6 +686,60 @@ static void test_an_unsteered_socket_is_not_counted(void)
 	      (unsigned long long)before.sent, (unsigned long long)after.sent);
 }
 
+/* ---- 9. pins from before steer_wire (the previous build's daemon) ------------------- */
+
+static void unpin(const char *name)
+{
+	char path[512];
+
+	snprintf(path, sizeof(path), "%s/%s", testenv_pin_dir(), name);
+	unlink(path);
+}
+
+static void test_pins_from_before_the_wire_map_are_taken_over(void)
+{
+	struct responder *be[1] = { &r_ka };
+	uint32_t s;
+	struct wire_now w;
+	int fd, held;
+
+	CHECK(publish(&vip_ka, be, 1, 0) == 0, "publish: %s", err);
+	/* A connection left mid-request, and one opened before, never used. */
+	fd = client_connect(&vip_ka);
+	CHECK(fd >= 0, "connect: %s", strerror(-fd));
+	CHECK(send_request(fd, &r_ka, 900) == 0, "request not received");
+	held = client_connect(&vip_ka);
+	CHECK(held >= 0, "connect: %s", strerror(-held));
+	/* What the previous build left: no steer_wire, no wire links. */
+	steer_dp_close(dp);
+	dp = NULL;
+	unpin(STEER_LINK_WIRE_OUT);
+	unpin(STEER_LINK_WIRE_IN);
+	unpin(STEER_MAP_WIRE);
+	CHECK(steer_dp_open(&dp_opts, &dp, err, sizeof(err)) == 0, "open: %s", err);
+	s = slot_of(&vip_ka, &r_ka);
+	w = wire_now(s);
+	CHECK(w.sent == 0 && w.pending == 0, "a fresh steer_wire: sent %llu",
+	      (unsigned long long)w.sent);
+	/* The old request's answer, and its close, cannot wrap the new counters. */
+	allow_chunk(&r_ka);
+	CHECK(read_some(fd) > 0, "no response");
+	w = wire_now(s);
+	CHECK(w.pending == 0 && w.answered == 0, "pending %llu answered %llu",
+	      (unsigned long long)w.pending, (unsigned long long)w.answered);
+	close(fd);
+	/* The socket opened before counts from here on. */
+	CHECK(send_request(held, &r_ka, 1234) == 0, "request not received");
+	w = wire_now(s);
+	CHECK(w.sent == 1234 && w.pending == 1234 && w.requests == 1, "sent %llu pending %llu",
+	      (unsigned long long)w.sent, (unsigned long long)w.pending);
+	close(held);
+	w = wire_now(s);
+	CHECK(w.pending == 0 && w.answered == 1234, "after close: pending %llu",
+	      (unsigned long long)w.pending);
+	CHECK(finish_abandoned(&r_ka), "the responder is stuck");
+}
+
 static int setup(void)
 {
 	if (testenv_init("wire") != 0)
@@ -732,6 +786,7 @@ int main(void)
 	TAP_RUN(test_reopen_mid_request_keeps_counters_exact);
 	TAP_RUN(test_bytes_per_token_is_per_service_and_in_the_view);
 	TAP_RUN(test_an_unsteered_socket_is_not_counted);
+	TAP_RUN(test_pins_from_before_the_wire_map_are_taken_over);
 	if (dp) {
 		steer_dp_detach(dp, err, sizeof(err));
 		steer_dp_close(dp);
