@@ -104,6 +104,17 @@ out:
 	bpf_spin_unlock(&ref.tr->lock);
 }
 
+/* Under the lock: the socket's unanswered bytes are answered (or abandoned).
+ * Never more than the slot has pending: a record that outlived its slot's
+ * counters (steer_wire unpinned and created anew) cannot wrap them. */
+static __always_inline void wire_settle(struct steer_sock *r, struct steer_wire *w)
+{
+	__u64 pending = steer_wire_pending(w);
+
+	w->answered_bytes += r->unanswered < pending ? r->unanswered : pending;
+	r->unanswered = 0;
+}
+
 /* The socket received response bytes: what it had sent is answered. */
 static __always_inline void wire_answered(struct steer_sock *r, __u64 cookie)
 {
@@ -113,8 +124,7 @@ static __always_inline void wire_answered(struct steer_sock *r, __u64 cookie)
 		return;
 	bpf_spin_lock(&ref.tr->lock);
 	if (r->cookie == cookie && (r->flags & STEER_SOCK_LIVE) && r->unanswered) {
-		ref.w->answered_bytes += r->unanswered;
-		r->unanswered = 0;
+		wire_settle(r, ref.w);
 		wire_rescore(ref.tr, ref.s, ref.w);
 	}
 	bpf_spin_unlock(&ref.tr->lock);
@@ -141,7 +151,7 @@ static __always_inline __u16 wire_close(struct steer_sock *r)
 	flags = r->flags;
 	r->flags = flags & ~STEER_SOCK_LIVE;
 	if (same && r->unanswered) {
-		ref.w->answered_bytes += r->unanswered;
+		wire_settle(r, ref.w);
 		wire_rescore(ref.tr, ref.s, ref.w);
 	}
 	r->unanswered = 0;

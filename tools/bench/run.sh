@@ -17,7 +17,12 @@
 #      reference tests/fake_worker.py --many at 100 and 1,000;
 #   4. the load sources: smg-steerd's CPU per poll at 256 backends for each
 #      source it reads (gRPC SGLang/vLLM/TokenSpeed against bench/fastworker,
-#      HTTP /v1/loads and /metrics against nginx, TCP liveness), interleaved.
+#      HTTP /v1/loads and /metrics against nginx, TCP liveness), interleaved;
+#   5. request accounting on steered sockets (wirecost): no accounting, the
+#      shipped cgroup_skb programs and the card's sockops/sk_msg/sk_skb
+#      ablation, interleaved: BPF ns per message and per packet next to the
+#      empty-program floor, keep-alive request/response latency, and upload
+#      throughput, steered and unsteered.
 # Raw results go to $STEER_BUILD/bench/results/*.csv, the summary with medians
 # and ratios to summary.md there, which is printed at the end; they replace the
 # previous results only when the run completes. Every process,
@@ -28,7 +33,8 @@
 # BENCH_DEC_CONNECTS (5000), BENCH_CTL_SCALES (100,1000,5000), BENCH_CTL_ROUNDS
 # (2), BENCH_CTL_PY_SCALES (100,1000: the same against the Python fake worker,
 # one round), BENCH_SRC_ROUNDS (3), BENCH_SRC_BACKENDS (256),
-# BENCH_PARTS ("conn wrk dec ctl src"). The machine is shared and noisy: many
+# BENCH_WIRE_MESSAGES (5000 round trips per phase), BENCH_WIRE_BULK_MB (32),
+# BENCH_PARTS ("conn wrk dec ctl src wire"). The machine is shared and noisy: many
 # short interleaved rounds and their medians beat a few long ones.
 set -euo pipefail
 
@@ -49,15 +55,18 @@ CTL_ROUNDS=${BENCH_CTL_ROUNDS:-2}
 CTL_PY_SCALES=${BENCH_CTL_PY_SCALES:-100,1000}
 SRC_ROUNDS=${BENCH_SRC_ROUNDS:-3}
 SRC_BACKENDS=${BENCH_SRC_BACKENDS:-256}
-PARTS=${BENCH_PARTS:-conn wrk dec ctl src}
+WIRE_MESSAGES=${BENCH_WIRE_MESSAGES:-5000}
+WIRE_BULK_MB=${BENCH_WIRE_BULK_MB:-32}
+PARTS=${BENCH_PARTS:-conn wrk dec ctl src wire}
 
 if [ "$(id -u)" != 0 ]; then
 	echo "bench: must run as root (it loads BPF programs and creates a network namespace)" >&2
 	exit 1
 fi
-for b in onebyte connbench vipctl deccost grpcmem fastworker; do
+for b in onebyte connbench vipctl deccost grpcmem fastworker wirecost; do
 	[ -x "$BIN/$b" ] || { echo "bench: $BIN/$b missing; run 'make bench'" >&2; exit 1; }
 done
+[ -r "$BUILD/steer_wire_msg.bpf.o" ] || { echo "bench: $BUILD/steer_wire_msg.bpf.o missing" >&2; exit 1; }
 [ -x "$BUILD/smg-steerd" ] || { echo "bench: $BUILD/smg-steerd missing" >&2; exit 1; }
 
 # A private network namespace: nothing here can reach beyond this machine's
@@ -79,6 +88,7 @@ CG_DEC="$cgroot/$tag-dec" # deccost
 CG_CTL="$cgroot/$tag-ctl" # the control-plane daemons (nobody connects from it)
 CG_CLI="$cgroot/$tag-cli" # the client on the unsteered paths (no programs)
 CG_SRV="$cgroot/$tag-srv" # backends and proxies: their CPU time is read from cpu.stat
+CG_WIRE="$cgroot/$tag-wire" # wirecost's client (its server stays outside)
 PIN="/sys/fs/bpf/$tag"    # prefix: $PIN-dp, $PIN-dec, $PIN-ctl-*
 TMP=$(mktemp -d "/tmp/$tag.XXXXXX")
 RES=$TMP/results # this run's results, moved to $RESULTS at the end
@@ -100,7 +110,7 @@ cleanup() {
 	done
 	# Pinned links keep programs attached: removing the pins releases them.
 	rm -rf "$PIN"-* 2>/dev/null || true
-	for cg in "$CG_DP" "$CG_DEC" "$CG_CTL" "$CG_CLI" "$CG_SRV"; do
+	for cg in "$CG_DP" "$CG_DEC" "$CG_CTL" "$CG_CLI" "$CG_SRV" "$CG_WIRE"; do
 		[ -d "$cg" ] && rmdir "$cg" 2>/dev/null || true
 	done
 	rm -rf "$TMP"
@@ -109,7 +119,7 @@ trap cleanup EXIT
 trap 'echo "bench: interrupted" >&2; exit 130' INT
 trap 'exit 143' TERM
 
-mkdir -p "$RES" "$CG_DP" "$CG_DEC" "$CG_CTL" "$CG_CLI" "$CG_SRV"
+mkdir -p "$RES" "$CG_DP" "$CG_DEC" "$CG_CTL" "$CG_CLI" "$CG_SRV" "$CG_WIRE"
 
 log() { printf '[%s] %s\n' "$(date +%T)" "$*"; }
 
@@ -449,6 +459,17 @@ src_part() {
 	loadavg "load sources end"
 }
 
+# ---- 5. request accounting on steered sockets ----------------------------------------------------
+
+wire_part() {
+	log "request accounting: off / cgroup_skb (shipped) / sockops+sk_msg+sk_skb (card), $ROUNDS rounds"
+	loadavg "wire start"
+	fg_wait "$BIN/wirecost" --pin "$PIN-wire" --cgroup "$CG_WIRE" \
+		--msg-obj "$BUILD/steer_wire_msg.bpf.o" --rounds "$ROUNDS" \
+		--messages "$WIRE_MESSAGES" --bulk-mb "$WIRE_BULK_MB" --header >"$RES/wire.csv"
+	loadavg "wire end"
+}
+
 # ---- main -------------------------------------------------------------------------------------
 
 t_start=$(date +%s)
@@ -470,6 +491,7 @@ machine >"$RES/machine.md"
 	echo "ctlplane.py --scales $CTL_SCALES --rounds $CTL_ROUNDS --worker fast   # smg-steerd --config ... vs fastworker --many"
 	echo "ctlplane.py --scales $CTL_PY_SCALES --rounds 1 --worker python     # vs tests/fake_worker.py --many"
 	echo "sources.py --backends $SRC_BACKENDS --rounds $SRC_ROUNDS   # CPU per poll by load source (fastworker --engine, nginx)"
+	echo "wirecost --pin PIN --cgroup CG --msg-obj steer_wire_msg.bpf.o --rounds $ROUNDS --messages $WIRE_MESSAGES --bulk-mb $WIRE_BULK_MB   # 512 B requests, 256 B responses"
 	echo '```'
 } >>"$RES/machine.md"
 cat "$RES/machine.md"
@@ -485,6 +507,7 @@ esac
 case " $PARTS " in *" dec "*) dec_part ;; esac
 case " $PARTS " in *" ctl "*) ctl_part ;; esac
 case " $PARTS " in *" src "*) src_part ;; esac
+case " $PARTS " in *" wire "*) wire_part ;; esac
 
 log "done in $(($(date +%s) - t_start)) s; writing $RESULTS/summary.md"
 "$PY" "$here/summarize.py" "$RES" >"$RES/summary.md"
