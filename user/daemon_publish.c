@@ -335,7 +335,8 @@ static void fill_metrics_backend(struct daemon *d, const struct service *s, cons
 	if (b->in_table) {
 		mb->queued_pending_tokens = b->score.wire_subtracted;
 		/* As the kernel scores: credits and pending request tokens. */
-		mb->score_s = steer_policy_total_s(&b->score, inflight + (double)mb->pending_tokens);
+		mb->score_s =
+			steer_policy_total_s(&b->score, inflight + (double)mb->pending_tokens);
 		mb->queued_tokens = b->score.queued_tokens;
 		mb->throughput = b->score.throughput;
 		mb->kv_usage = b->score.kv;
