@@ -762,6 +762,50 @@ static void test_pins_from_before_the_wire_map_are_taken_over(void)
 	CHECK(finish_abandoned(&r_ka), "the responder is stuck");
 }
 
+/* ---- 10. the accounting can be left out, and put back ------------------------------- */
+
+static void test_wire_off_counts_nothing_and_on_again_counts(void)
+{
+	struct responder *be[1] = { &r_ka };
+	char path[512];
+	uint32_t s;
+	struct wire_now w0, w;
+	int fd;
+
+	steer_dp_close(dp);
+	dp = NULL;
+	dp_opts.wire_off = true;
+	CHECK(steer_dp_open(&dp_opts, &dp, err, sizeof(err)) == 0, "open (wire off): %s", err);
+	snprintf(path, sizeof(path), "%s/%s", testenv_pin_dir(), STEER_LINK_WIRE_OUT);
+	CHECK(access(path, F_OK) != 0, "%s still pinned with the accounting off", path);
+	CHECK(publish(&vip_ka, be, 1, 0) == 0, "publish: %s", err);
+	s = slot_of(&vip_ka, &r_ka);
+	w0 = wire_now(s);
+	fd = client_connect(&vip_ka);
+	CHECK(fd >= 0, "connect: %s", strerror(-fd));
+	CHECK(send_request(fd, &r_ka, 2222) == 0, "request not received");
+	w = wire_now(s);
+	/* Nothing counted, and the connect's flat credit stays. */
+	CHECK(w.sent == w0.sent && w.pending == 0 && w.inflight == w0.inflight + CREDIT,
+	      "with the accounting off: sent %llu -> %llu, in flight %llu -> %llu",
+	      (unsigned long long)w0.sent, (unsigned long long)w.sent,
+	      (unsigned long long)w0.inflight, (unsigned long long)w.inflight);
+	allow_chunk(&r_ka);
+	CHECK(read_some(fd) > 0, "no response");
+	steer_dp_close(dp);
+	dp = NULL;
+	dp_opts.wire_off = false;
+	CHECK(steer_dp_open(&dp_opts, &dp, err, sizeof(err)) == 0, "open (wire on): %s", err);
+	CHECK(access(path, F_OK) == 0, "%s not pinned again", path);
+	CHECK(send_request(fd, &r_ka, 333) == 0, "request not received");
+	w = wire_now(s);
+	CHECK(w.sent == w0.sent + 333 && w.pending == 333, "on again: sent %llu pending %llu",
+	      (unsigned long long)(w.sent - w0.sent), (unsigned long long)w.pending);
+	allow_chunk(&r_ka);
+	CHECK(read_some(fd) > 0, "no response");
+	close(fd);
+}
+
 static int setup(void)
 {
 	if (testenv_init("wire") != 0)
@@ -809,6 +853,7 @@ int main(void)
 	TAP_RUN(test_bytes_per_token_is_per_service_and_in_the_view);
 	TAP_RUN(test_an_unsteered_socket_is_not_counted);
 	TAP_RUN(test_pins_from_before_the_wire_map_are_taken_over);
+	TAP_RUN(test_wire_off_counts_nothing_and_on_again_counts);
 	if (dp) {
 		steer_dp_detach(dp, err, sizeof(err));
 		steer_dp_close(dp);
