@@ -223,6 +223,12 @@ static __always_inline __s64 steer_slot_live(const struct steer_slot *s)
  *     pending bytes  = sent_bytes - answered_bytes          (steer_wire_pending)
  *     pending tokens = pending bytes / bytes_per_token      (of the service's table)
  *
+ * A request is pending work from its first byte sent to the first byte of its
+ * answer; then its real size (bytes / bytes_per_token) is credited in flight,
+ * like a connect's credit, until the daemon drains it. A socket's first send
+ * takes its connect's flat credit back (withdrawn_tokens): a connection that
+ * never sends keeps it.
+ *
  * Fields are host byte order. "kernel": written by the programs under the
  * service's lock (steer_svc_tree.lock); "user": written by user space only.
  */
@@ -239,13 +245,15 @@ struct steer_wire {
 	/* Where the slot's leaf is in its service's tree, written when the tree is
 	 * built (steer_tree_build_wire), so that a message re-scores the leaf
 	 * without reading the table. Valid while cache_tgen == steer_svc_tree.tgen. */
-	__u64 cache_tgen;    /* steer_table.generation of the copy; 0: none (kernel) */
-	__u64 cache_base_ns; /* ns; that entry's base_wait_ns (kernel) */
-	__u64 cache_npt;     /* ns per token; that entry's ns_per_token (kernel) */
-	__u16 cache_pos;     /* the entry's table position (kernel) */
-	__u16 cache_bpt;     /* bytes per token of that table, resolved (kernel) */
-	__u32 cache_credit;  /* credit_tokens of that table (kernel) */
-	__u64 reserved;	     /* zero */
+	__u64 cache_tgen;      /* steer_table.generation of the copy; 0: none (kernel) */
+	__u64 cache_base_ns;   /* ns; that entry's base_wait_ns (kernel) */
+	__u64 cache_npt;       /* ns per token; that entry's ns_per_token (kernel) */
+	__u16 cache_pos;       /* the entry's table position (kernel) */
+	__u16 cache_bpt;       /* bytes per token of that table, resolved (kernel) */
+	__u32 cache_credit;    /* credit_tokens of that table (kernel) */
+	__u64 answered_tokens; /* tokens; answered requests' real sizes, credited to
+				* steer_slot.inflight_tokens at their first response byte
+				* (kernel, statistic) */
 };
 
 /* Every slot's accounting in one map value, reachable under a service lock. 2.5 MiB. */

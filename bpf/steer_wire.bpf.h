@@ -104,18 +104,22 @@ out:
 	bpf_spin_unlock(&ref.tr->lock);
 }
 
-/* Under the lock: the socket's unanswered bytes are answered (or abandoned).
- * Never more than the slot has pending: a record that outlived its slot's
- * counters (steer_wire unpinned and created anew) cannot wrap them. */
-static __always_inline void wire_settle(struct steer_sock *r, struct steer_wire *w)
+/* Under the lock: the socket's unanswered bytes are answered (or abandoned);
+ * returns how many. Never more than the slot has pending: a record that
+ * outlived its slot's counters (steer_wire unpinned and created anew) cannot
+ * wrap them. */
+static __always_inline __u64 wire_settle(struct steer_sock *r, struct steer_wire *w)
 {
 	__u64 pending = steer_wire_pending(w);
+	__u64 n = r->unanswered < pending ? r->unanswered : pending;
 
-	w->answered_bytes += r->unanswered < pending ? r->unanswered : pending;
+	w->answered_bytes += n;
 	r->unanswered = 0;
+	return n;
 }
 
-/* The socket received response bytes: what it had sent is answered. */
+/* The socket received response bytes: what it had sent is answered, and
+ * becomes an in-flight credit of its real size. */
 static __always_inline void wire_answered(struct steer_sock *r, __u64 cookie)
 {
 	struct wire_ref ref;
@@ -124,7 +128,12 @@ static __always_inline void wire_answered(struct steer_sock *r, __u64 cookie)
 		return;
 	bpf_spin_lock(&ref.tr->lock);
 	if (r->cookie == cookie && (r->flags & STEER_SOCK_LIVE) && r->unanswered) {
-		wire_settle(r, ref.w);
+		/* The engine has the request: its real size is in flight from now
+		 * on, as a connect's credit is, until the daemon drains it. */
+		__u64 tokens = wire_settle(r, ref.w) / steer_bytes_per_token(ref.w->cache_bpt);
+
+		ref.s->inflight_tokens += tokens;
+		ref.w->answered_tokens += tokens;
 		wire_rescore(ref.tr, ref.s, ref.w);
 	}
 	bpf_spin_unlock(&ref.tr->lock);

@@ -112,35 +112,26 @@ def start_all(engines):
         e.wait_ready()
 
 
+# What whoami() sends, and what it weighs in the kernel: a steered socket's
+# first send takes its connect's flat credit back, the request is pending until
+# the first byte of the answer, then its real size is in flight (bytes / the
+# default 4 bytes per token; docs/algorithm.md 12.8). Sequential whoami()
+# connects therefore water-fill with this credit, not the flat one.
+WHOAMI_REQUEST = b"GET /whoami HTTP/1.1\r\nHost: steer-test\r\nConnection: close\r\n\r\n"
+WHOAMI_TOKENS = len(WHOAMI_REQUEST) // 4
+
+
 def whoami(addr, timeout=3.0):
     """Connect to addr (steered when it is a VIP), ask GET /whoami and return
     the name in the answer, or the errno name of a failed connect, or
     'HTTP <status>' / 'EOF' for an unexpected answer. Also reads a bare
     "name\\n" line (tests/fake_worker.py's traffic port)."""
-    s = open_conn(addr, timeout)
-    return s if isinstance(s, str) else ask_whoami(s)
-
-
-def open_conn(addr, timeout=3.0):
-    """A connected socket, or the errno name of a failed connect."""
     fam, sa = L.parse_addr(addr)
     s = socket.socket(fam, socket.SOCK_STREAM)
     s.settimeout(timeout)
     try:
         s.connect(sa)
-        return s
-    except OSError as e:
-        s.close()
-        return errno.errorcode.get(e.errno, str(e)) if e.errno else type(e).__name__
-
-
-def ask_whoami(s):
-    """whoami's question and answer on a connected socket, which it closes.
-    Sending is a request on the wire (issue 11): the connect's flat credit is
-    taken back then, so a burst that must see the credits asks only after
-    every connect (test_sources.burst)."""
-    try:
-        s.sendall(b"GET /whoami HTTP/1.1\r\nHost: steer-test\r\nConnection: close\r\n\r\n")
+        s.sendall(WHOAMI_REQUEST)
         data = b""
         while True:
             chunk = s.recv(4096)

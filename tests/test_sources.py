@@ -354,10 +354,7 @@ def burst(vip, n, tries=3):
     """n sequential connects to the VIP, all within one published table and
     starting with no credit in flight (two publishes after the last
     connects), so the independent water-fill predicts every pick. A burst
-    that a publish cut into is repeated. Each connection asks whom it
-    reached only after the last connect: a request sent takes its
-    connection's flat credit back (issue 11), and the water-fill of the
-    credits is what is checked here."""
+    that a publish cut into is repeated."""
     why = ""
     for _ in range(tries):
         ex = explain(vip)
@@ -365,8 +362,7 @@ def burst(vip, n, tries=3):
         ex = next_publish(vip, ex["generation"])
         inflight = {b["address"]: b["inflight_tokens"] for b in ex["backends"]
                     if b["inflight_tokens"]}
-        conns = [E.open_conn(vip) for _ in range(n)]
-        got = [c if isinstance(c, str) else E.ask_whoami(c) for c in conns]
+        got = [E.whoami(vip) for _ in range(n)]
         gen = explain(vip).get("generation")
         if gen == ex["generation"] and not inflight:
             return got
@@ -387,7 +383,8 @@ def reference(vip, n, live_scored=()):
             entries.append((b.name, *E.live_scored(0, nominal, PREFILL)))
         else:
             entries.append((b.name, exp[b.name]["base_ns"], exp[b.name]["ns_per_token"]))
-    return L.water_fill(entries, n, credit=PREFILL)
+    # Each connect's credit is its request's real size (engines_lib.WHOAMI_TOKENS).
+    return L.water_fill(entries, n, credit=E.WHOAMI_TOKENS)
 
 
 # ---- start -----------------------------------------------------------------------------

@@ -88,10 +88,10 @@ static bool has_expect(struct responder *r)
 	return r->stop || r->seq > r->finished;
 }
 
-static void finish(struct responder *r)
+static void finish(struct responder *r, long served)
 {
 	pthread_mutex_lock(&r->mu);
-	r->finished = r->seq;
+	r->finished = served;
 	pthread_cond_broadcast(&r->cv);
 	pthread_mutex_unlock(&r->mu);
 }
@@ -130,6 +130,7 @@ static int chunks_of(const struct responder *r)
 static void serve(struct responder *r, int c)
 {
 	char buf[65536];
+	long served;
 
 	for (;;) {
 		struct pollfd p = { .fd = c, .events = POLLIN };
@@ -144,6 +145,9 @@ static void serve(struct responder *r, int c)
 		}
 		if (r->stop)
 			return;
+		pthread_mutex_lock(&r->mu);
+		served = r->seq; /* the request being served; a later one waits */
+		pthread_mutex_unlock(&r->mu);
 		while (!all_received(r)) {
 			n = read(c, buf, sizeof(buf));
 			if (n <= 0)
@@ -167,7 +171,7 @@ static void serve(struct responder *r, int c)
 			if (n != (ssize_t)strlen(t))
 				break;
 		}
-		finish(r);
+		finish(r, served);
 	}
 }
 
@@ -220,8 +224,13 @@ static void responder_stop(struct responder *r)
 	close(r->lfd);
 }
 
+static bool idle(struct responder *r);
+
+/* The next request's size. The previous one is let finish first: the
+ * responder updates its counters after its last write. */
 static void announce(struct responder *r, long bytes)
 {
+	wait_until(r, idle);
 	pthread_mutex_lock(&r->mu);
 	r->expect = bytes;
 	r->received = 0;
@@ -409,7 +418,7 @@ static void test_keepalive_requests_are_counted_when_sent(void)
 	struct responder *be[1] = { &r_ka };
 	uint32_t s;
 	struct wire_now w;
-	uint64_t total = 0;
+	uint64_t total = 0, credited = 0;
 	size_t i;
 	int fd;
 
@@ -431,15 +440,20 @@ static void test_keepalive_requests_are_counted_when_sent(void)
 		      "request %zu (%zu bytes): sent %llu (want %llu) pending %llu requests %llu",
 		      i, sizes[i], (unsigned long long)w.sent, (unsigned long long)total,
 		      (unsigned long long)w.pending, (unsigned long long)w.requests);
-		/* The flat credit went at the first send: the real size replaced it. */
-		CHECK(w.inflight == 0 && w.withdrawn == CREDIT, "in flight %llu withdrawn %llu",
-		      (unsigned long long)w.inflight, (unsigned long long)w.withdrawn);
+		/* The flat credit went at the first send; in flight are the real
+		 * sizes of the requests answered so far. */
+		CHECK(w.inflight == credited && w.withdrawn == CREDIT,
+		      "in flight %llu (want %llu) withdrawn %llu", (unsigned long long)w.inflight,
+		      (unsigned long long)credited, (unsigned long long)w.withdrawn);
 		allow_chunk(&r_ka);
 		CHECK(read_some(fd) > 0, "no response to request %zu", i);
+		credited += sizes[i] / STEER_DEFAULT_BYTES_PER_TOKEN;
 		w = wire_now(s);
-		CHECK(w.pending == 0 && w.answered == total,
-		      "after the response to %zu: pending %llu answered %llu", i,
-		      (unsigned long long)w.pending, (unsigned long long)w.answered);
+		CHECK(w.pending == 0 && w.answered == total && w.inflight == credited,
+		      "after the response to %zu: pending %llu answered %llu in flight %llu (want "
+		      "%llu)",
+		      i, (unsigned long long)w.pending, (unsigned long long)w.answered,
+		      (unsigned long long)w.inflight, (unsigned long long)credited);
 	}
 	close(fd);
 	w = wire_now(s);
@@ -529,11 +543,14 @@ static void test_a_large_request_steers_new_connections_away(void)
 	      "%d of 11 new connections went to B, want 10 then A", to_b);
 	for (k = 0; k < n_probe; k++)
 		close(probe[k]);
-	/* Answered: A is light again, and the next connect goes back to it. */
+	/* Answered: the request's real size is in flight, until the daemon drains it. */
 	allow_chunk(&r_big[0]);
 	CHECK(read_some(fd) > 0, "no response");
-	CHECK(steer_dp_pending_bytes(dp, a) == 0, "pending %llu after the answer",
-	      (unsigned long long)steer_dp_pending_bytes(dp, a));
+	/* (and the last probe's flat credit: it never sent) */
+	CHECK(steer_dp_pending_bytes(dp, a) == 0 && steer_dp_inflight_read(dp, a) == 10000 + CREDIT,
+	      "after the answer: pending %llu, in flight %llu (want 0 and 11,024)",
+	      (unsigned long long)steer_dp_pending_bytes(dp, a),
+	      (unsigned long long)steer_dp_inflight_read(dp, a));
 	close(fd);
 }
 
@@ -543,12 +560,16 @@ static void test_close_mid_request_leaves_nothing_pending(void)
 {
 	struct responder *be[1] = { &r_close };
 	size_t before = tracked();
+	uint64_t inflight0;
 	uint32_t s;
 	struct wire_now w;
 	int fd, k;
 
 	CHECK(publish(&vip_close, be, 1, 0) == 0, "publish: %s", err);
 	s = slot_of(&vip_close, &r_close);
+	/* Abandoned requests are credited nothing; each connect's flat credit
+	 * goes at its first send: in flight stays where it was. */
+	inflight0 = steer_dp_inflight_read(dp, s);
 	for (k = 0; k < 20; k++) {
 		fd = client_connect(&vip_close);
 		CHECK(fd >= 0, "connect: %s", strerror(-fd));
@@ -557,7 +578,8 @@ static void test_close_mid_request_leaves_nothing_pending(void)
 		      (unsigned long long)steer_dp_pending_bytes(dp, s));
 		close(fd); /* no answer came */
 		w = wire_now(s);
-		CHECK(w.pending == 0 && w.sent == 1000ULL * (k + 1) && w.answered == w.sent,
+		CHECK(w.pending == 0 && w.sent == 1000ULL * (k + 1) && w.answered == w.sent &&
+			      w.inflight == inflight0,
 		      "close %d: pending %llu sent %llu answered %llu", k,
 		      (unsigned long long)w.pending, (unsigned long long)w.sent,
 		      (unsigned long long)w.answered);
@@ -740,6 +762,50 @@ static void test_pins_from_before_the_wire_map_are_taken_over(void)
 	CHECK(finish_abandoned(&r_ka), "the responder is stuck");
 }
 
+/* ---- 10. the accounting can be left out, and put back ------------------------------- */
+
+static void test_wire_off_counts_nothing_and_on_again_counts(void)
+{
+	struct responder *be[1] = { &r_ka };
+	char path[512];
+	uint32_t s;
+	struct wire_now w0, w;
+	int fd;
+
+	steer_dp_close(dp);
+	dp = NULL;
+	dp_opts.wire_off = true;
+	CHECK(steer_dp_open(&dp_opts, &dp, err, sizeof(err)) == 0, "open (wire off): %s", err);
+	snprintf(path, sizeof(path), "%s/%s", testenv_pin_dir(), STEER_LINK_WIRE_OUT);
+	CHECK(access(path, F_OK) != 0, "%s still pinned with the accounting off", path);
+	CHECK(publish(&vip_ka, be, 1, 0) == 0, "publish: %s", err);
+	s = slot_of(&vip_ka, &r_ka);
+	w0 = wire_now(s);
+	fd = client_connect(&vip_ka);
+	CHECK(fd >= 0, "connect: %s", strerror(-fd));
+	CHECK(send_request(fd, &r_ka, 2222) == 0, "request not received");
+	w = wire_now(s);
+	/* Nothing counted, and the connect's flat credit stays. */
+	CHECK(w.sent == w0.sent && w.pending == 0 && w.inflight == w0.inflight + CREDIT,
+	      "with the accounting off: sent %llu -> %llu, in flight %llu -> %llu",
+	      (unsigned long long)w0.sent, (unsigned long long)w.sent,
+	      (unsigned long long)w0.inflight, (unsigned long long)w.inflight);
+	allow_chunk(&r_ka);
+	CHECK(read_some(fd) > 0, "no response");
+	steer_dp_close(dp);
+	dp = NULL;
+	dp_opts.wire_off = false;
+	CHECK(steer_dp_open(&dp_opts, &dp, err, sizeof(err)) == 0, "open (wire on): %s", err);
+	CHECK(access(path, F_OK) == 0, "%s not pinned again", path);
+	CHECK(send_request(fd, &r_ka, 333) == 0, "request not received");
+	w = wire_now(s);
+	CHECK(w.sent == w0.sent + 333 && w.pending == 333, "on again: sent %llu pending %llu",
+	      (unsigned long long)(w.sent - w0.sent), (unsigned long long)w.pending);
+	allow_chunk(&r_ka);
+	CHECK(read_some(fd) > 0, "no response");
+	close(fd);
+}
+
 static int setup(void)
 {
 	if (testenv_init("wire") != 0)
@@ -787,6 +853,7 @@ int main(void)
 	TAP_RUN(test_bytes_per_token_is_per_service_and_in_the_view);
 	TAP_RUN(test_an_unsteered_socket_is_not_counted);
 	TAP_RUN(test_pins_from_before_the_wire_map_are_taken_over);
+	TAP_RUN(test_wire_off_counts_nothing_and_on_again_counts);
 	if (dp) {
 		steer_dp_detach(dp, err, sizeof(err));
 		steer_dp_close(dp);

@@ -536,6 +536,7 @@ int steer_dp_open(const struct steer_dp_opts *opts, struct steer_dp **out, char 
 		return steer_seterr(err, errlen, ENOMEM, "out of memory");
 	dp_init_fds(dp);
 	dp->own = opts->own;
+	dp->wire_off = opts->wire_off;
 	rc = dp_init_paths(dp, opts, err, errlen);
 	if (rc == 0)
 		rc = dp->own ? open_owner(dp, err, errlen) : open_reader(dp, err, errlen);

@@ -32,6 +32,14 @@ struct steer_dp_opts {
 	 * false (smg-steerctl, a second reader): open the pinned maps only.
 	 */
 	bool own;
+	/*
+	 * Owner only: do not count request bytes on steered sockets (the
+	 * cgroup_skb programs of dataplane_wire.c are not attached, and links a
+	 * previous owner pinned are removed). Every packet of every socket in
+	 * the cgroup then runs no accounting program; scores use the flat
+	 * connect credit alone, as before issue 11.
+	 */
+	bool wire_off;
 };
 
 int steer_dp_open(const struct steer_dp_opts *opts, struct steer_dp **out, char *err,

@@ -49,6 +49,7 @@ struct steer_dp {
 	char pin_dir[STEER_PIN_DIR_MAX];
 	char cgroup[PATH_MAX];
 	bool own;
+	bool wire_off; /* steer_dp_opts.wire_off */
 	int lock_fd;
 	struct steer_bpf *skel; /* owner only */
 	struct bpf_link *links[DP_LINKS];

@@ -46,6 +46,8 @@ int dp_wire_load(struct steer_dp *dp, char *err, size_t errlen)
 	LIBBPF_OPTS(bpf_object_open_opts, oo, .pin_root_path = dp->pin_dir);
 	int rc;
 
+	if (dp->wire_off)
+		return 0;
 	dp->wire_skel = steer_wire_bpf__open_opts(&oo);
 	if (!dp->wire_skel)
 		return steer_seterr(err, errlen, errno, "cannot open the wire BPF object: %s",
@@ -83,12 +85,17 @@ int dp_wire_open(struct steer_dp *dp, char *err, size_t errlen)
 	return 0;
 }
 
+static int dp_wire_unlink(struct steer_dp *dp, char *err, size_t errlen);
+
 /* Attach both programs to the cgroup, or swap them into links a previous
  * owner pinned, as attach_or_adopt_links does for the others. */
 int dp_wire_attach(struct steer_dp *dp, char *err, size_t errlen)
 {
-	int cg_fd = open(dp->cgroup, O_RDONLY | O_DIRECTORY | O_CLOEXEC), i, rc = 0;
+	int cg_fd, i, rc = 0;
 
+	if (dp->wire_off)
+		return dp_wire_unlink(dp, err, errlen);
+	cg_fd = open(dp->cgroup, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (cg_fd < 0)
 		return steer_seterr(err, errlen, errno, "cannot open cgroup %s: %s", dp->cgroup,
 				    strerror(errno));
@@ -143,8 +150,8 @@ void dp_wire_close(struct steer_dp *dp)
 		steer_wire_bpf__destroy(dp->wire_skel);
 }
 
-/* Detach the programs and remove their pins and steer_wire's. */
-int dp_wire_detach(struct steer_dp *dp, char *err, size_t errlen)
+/* Detach the programs and remove their links' pins. */
+static int dp_wire_unlink(struct steer_dp *dp, char *err, size_t errlen)
 {
 	char path[PATH_MAX];
 	int i, rc = 0;
@@ -164,6 +171,15 @@ int dp_wire_detach(struct steer_dp *dp, char *err, size_t errlen)
 			rc = steer_seterr(err, errlen, errno, "cannot unpin %s: %s", path,
 					  strerror(errno));
 	}
+	return rc;
+}
+
+/* Detach the programs and remove their pins and steer_wire's. */
+int dp_wire_detach(struct steer_dp *dp, char *err, size_t errlen)
+{
+	char path[PATH_MAX];
+	int rc = dp_wire_unlink(dp, err, errlen);
+
 	dp_pin_path(dp, STEER_MAP_WIRE, path, sizeof(path));
 	if (unlink(path) != 0 && errno != ENOENT && rc == 0)
 		rc = steer_seterr(err, errlen, errno, "cannot unpin %s: %s", path, strerror(errno));

@@ -34,6 +34,7 @@
 #include <linux/bpf.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -102,6 +103,8 @@ struct bench {
 	struct bpf_object *msg_obj;
 	pid_t server;
 };
+
+static long eagain; /* blocking reads that returned EAGAIN (msg variant) */
 
 /* ---- the server (a child outside the cgroup) ------------------------------------ */
 
@@ -348,6 +351,13 @@ static int read_n(int fd, char *buf, long n)
 	while (n > 0) {
 		ssize_t r = read(fd, buf, (size_t)n);
 
+		if (r < 0 && errno == EAGAIN) {
+			struct pollfd p = { .fd = fd, .events = POLLIN };
+
+			eagain++;
+			poll(&p, 1, 100);
+			continue;
+		}
 		if (r <= 0)
 			return -1;
 		n -= r;
@@ -402,6 +412,24 @@ static int round_trips(struct bench *b, const struct steer_addr *to, struct wall
 	return rc;
 }
 
+/* One byte of answer. Through the psock of the msg variant, a blocking read
+ * can return EAGAIN (tcp_bpf_recvmsg): wait for data and read again. */
+static ssize_t read_answer(int fd, char *k)
+{
+	int tries;
+
+	for (tries = 0; tries < 100; tries++) {
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+		ssize_t n = read(fd, k, 1);
+
+		if (n >= 0 || errno != EAGAIN)
+			return n;
+		eagain++;
+		poll(&p, 1, 100);
+	}
+	return -1;
+}
+
 static int bulk(struct bench *b, const struct steer_addr *to, struct wall *w)
 {
 	long total = b->o.bulk_mb * 1024 * 1024, sent = 0;
@@ -419,8 +447,11 @@ static int bulk(struct bench *b, const struct steer_addr *to, struct wall *w)
 			sent += n;
 		}
 		shutdown(fd, SHUT_WR);
-		if (sent >= total && read(fd, &k, 1) == 1)
+		if (sent >= total && read_answer(fd, &k) == 1)
 			rc = 0;
+		else
+			fprintf(stderr, "wirecost: upload: %ld of %ld bytes, then %s\n", sent,
+				total, strerror(errno));
 	}
 	w->mib_s = (double)sent / 1048576.0 / ((double)(now_ns() - t0) / 1e9);
 	w->msgs = sent / BULK_CHUNK;
@@ -468,6 +499,8 @@ static int measure(struct bench *b, int round, enum variant v, enum phase p)
 		emit(round, v, p, "mib_per_s", w.mib_s);
 	}
 	emit(round, v, p, "messages", (double)w.msgs);
+	emit(round, v, p, "eagain_reads", (double)eagain);
+	eagain = 0;
 	for (i = 0; i < PROGS; i++) {
 		uint64_t cnt = s1.cnt[i] - s0.cnt[i], ns = s1.ns[i] - s0.ns[i];
 		char m[64];
