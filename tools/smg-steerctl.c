@@ -524,6 +524,7 @@ struct json_object *json_backend_status(const struct steer_dp *dp,
 	jadd_u64(o, "answered_bytes", b->wire.answered_bytes);
 	jadd_u64(o, "requests", b->wire.requests);
 	jadd_u64(o, "withdrawn_tokens", b->wire.withdrawn_tokens);
+	jadd_u64(o, "answered_tokens", b->wire.answered_tokens);
 	jadd_i64(o, "live", b->ctr.live);
 	jadd_u64(o, "steered", b->ctr.steered);
 	jadd_u64(o, "fallbacks", b->ctr.fallbacks);
