@@ -48,6 +48,12 @@ NOREL_OBJ := $(O)/steer_norel.bpf.o
 SKEL := $(O)/steer.skel.h
 # XDP ingress and the backends' decap: skeletons linked into the same modules.
 XDP_SKELS := $(O)/steer_xdp.skel.h $(O)/steer_decap.skel.h
+# Request accounting on steered sockets: a second object sharing the maps by pin.
+WIRE_OBJ := $(O)/steer_wire.bpf.o
+WIRE_SKEL := $(O)/steer_wire.skel.h
+# The rejected mechanism (sockops + sockhash + sk_msg/sk_skb), kept for the bench only.
+WIRE_MSG_OBJ := $(O)/steer_wire_msg.bpf.o
+BPF_HDRS := bpf/steer_common.h bpf/steer_maps.bpf.h bpf/steer_choose.bpf.h bpf/steer_wire.bpf.h
 VMLINUX := $(O)/vmlinux.h
 # Every proto/*.proto: the GetLoads subsets of the engines' services.
 PROTO_NAMES := $(patsubst proto/%.proto,%,$(wildcard proto/*.proto))
@@ -91,7 +97,7 @@ FUZZ_RUNS ?=
 all: deps
 	@$(MAKE) --no-print-directory build-all
 
-build-all: $(SKEL) $(XDP_SKELS) $(NOREL_OBJ) $(LIB_OBJS) $(PROGRAMS) tests $(PY_PROTO)
+build-all: $(SKEL) $(WIRE_SKEL) $(WIRE_MSG_OBJ) $(XDP_SKELS) $(NOREL_OBJ) $(LIB_OBJS) $(PROGRAMS) tests $(PY_PROTO)
 
 deps:
 	@tools/deps.sh build
@@ -109,11 +115,11 @@ $(VMLINUX):
 	@test -r /sys/kernel/btf/vmlinux || { echo "error: /sys/kernel/btf/vmlinux missing: this kernel has no BTF (CONFIG_DEBUG_INFO_BTF=y is required)" >&2; exit 1; }
 	$(BPFTOOL) btf dump file /sys/kernel/btf/vmlinux format c > $@.tmp && mv $@.tmp $@
 
-$(BPF_OBJ): bpf/steer.bpf.c bpf/steer_common.h bpf/steer_maps.bpf.h bpf/steer_choose.bpf.h $(VMLINUX)
+$(O)/%.bpf.o: bpf/%.bpf.c $(BPF_HDRS) $(VMLINUX)
 	@mkdir -p $(@D)
 	$(CLANG) -g -O2 -target bpf -mcpu=v3 -D__TARGET_ARCH_$(ARCH) -Wall -Werror -I$(O) -Ibpf -c $< -o $@
 
-$(NOREL_OBJ): bpf/steer_norel.bpf.c bpf/steer.bpf.c bpf/steer_common.h bpf/steer_maps.bpf.h bpf/steer_choose.bpf.h $(VMLINUX)
+$(NOREL_OBJ): bpf/steer_norel.bpf.c bpf/steer.bpf.c $(BPF_HDRS) $(VMLINUX)
 	@mkdir -p $(@D)
 	$(CLANG) -g -O2 -target bpf -mcpu=v3 -D__TARGET_ARCH_$(ARCH) -Wall -Werror -I$(O) -Ibpf -c $< -o $@
 
@@ -139,10 +145,7 @@ $(O)/layout0/steer_nosource.bpf.o: tests/data/layout0/steer.bpf.c tests/data/lay
 $(SKEL): $(BPF_OBJ)
 	$(BPFTOOL) gen skeleton $< name steer_bpf > $@.tmp && mv $@.tmp $@
 
-$(O)/steer_xdp.bpf.o $(O)/steer_decap.bpf.o: $(O)/%.bpf.o: bpf/%.bpf.c bpf/steer_common.h bpf/steer_maps.bpf.h bpf/steer_choose.bpf.h $(VMLINUX)
-	@mkdir -p $(@D)
-	$(CLANG) -g -O2 -target bpf -mcpu=v3 -D__TARGET_ARCH_$(ARCH) -Wall -Werror -I$(O) -Ibpf -c $< -o $@
-
+# The other objects' skeletons (wire, XDP, decap): named after the object.
 $(O)/%.skel.h: $(O)/%.bpf.o
 	$(BPFTOOL) gen skeleton $< name $*_bpf > $@.tmp && mv $@.tmp $@
 
@@ -161,7 +164,7 @@ $(O)/py/%_pb2.py: proto/%.proto
 
 HDRS := $(wildcard user/*.h) bpf/steer_common.h
 
-$(O)/obj/%.o: user/%.c $(SKEL) $(PROTO_H) $(HDRS)
+$(O)/obj/%.o: user/%.c $(SKEL) $(WIRE_SKEL) $(PROTO_H) $(HDRS)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS_ALL) -c $< -o $@
 
@@ -176,8 +179,10 @@ $(O)/obj/%.pb-c.o: $(O)/proto/%.pb-c.c $(PROTO_H)
 $(O)/smg-steerd: user/smg-steerd.c $(DAEMON_OBJS) $(LIB_OBJS) $(HDRS)
 	$(CC) $(CFLAGS_ALL) $< $(DAEMON_OBJS) $(LIB_OBJS) -o $@ $(LDFLAGS_SAN) $(LDLIBS_ALL)
 
-$(O)/smg-steerctl: tools/smg-steerctl.c $(LIB_OBJS) $(HDRS)
-	$(CC) $(CFLAGS_ALL) $< $(LIB_OBJS) -o $@ $(LDFLAGS_SAN) $(LDLIBS_ALL)
+# smg-steerctl's parts: tools/smg-steerctl.c and tools/ctl_*.c (tools/ctl.h).
+CTL_SRCS := tools/smg-steerctl.c $(wildcard tools/ctl_*.c)
+$(O)/smg-steerctl: $(CTL_SRCS) tools/ctl.h $(LIB_OBJS) $(HDRS)
+	$(CC) $(CFLAGS_ALL) $(CTL_SRCS) $(LIB_OBJS) -o $@ $(LDFLAGS_SAN) $(LDLIBS_ALL)
 
 $(O)/steer-sim: $(SIM_SRCS) $(wildcard tools/sim/*.h) $(O)/obj/policy.o $(HDRS)
 	$(CC) $(CFLAGS_ALL) -Itools/sim $(SIM_SRCS) $(O)/obj/policy.o -o $@ $(LDFLAGS_SAN) -lm
@@ -254,7 +259,7 @@ image-dockerfile: deps-image
 
 # ---- misc -----------------------------------------------------------------------
 
-FORMAT_FILES = bpf/*.c bpf/*.h user/*.c user/*.h tests/*.c tests/*.h tests/fuzz/*.c tests/fuzz/*.h tools/*.c $(wildcard tools/sim/*.c tools/sim/*.h tools/bench/*.c tools/bench/*.h)
+FORMAT_FILES = bpf/*.c bpf/*.h user/*.c user/*.h tests/*.c tests/*.h tests/fuzz/*.c tests/fuzz/*.h tools/*.c tools/*.h $(wildcard tools/sim/*.c tools/sim/*.h tools/bench/*.c tools/bench/*.h)
 
 format:
 	clang-format -i $(FORMAT_FILES)

@@ -18,6 +18,7 @@
 #include "steer_common.h"
 #include "steer_maps.bpf.h"
 #include "steer_choose.bpf.h"
+#include "steer_wire.bpf.h"
 
 #define SOCK_STREAM 1
 #define ECONNREFUSED 111
@@ -30,27 +31,6 @@ extern void *bpf_rdonly_cast(void *obj, __u32 btf_id) __ksym;
 static __always_inline int is_tcp(const struct bpf_sock_addr *ctx)
 {
 	return ctx->type == SOCK_STREAM && ctx->protocol == STEER_IPPROTO_TCP;
-}
-
-static __always_inline struct steer_sock *sock_at(__u64 cookie, __u32 probe)
-{
-	__u32 idx = (__u32)(cookie + probe) & (STEER_SOCK_RECORDS - 1);
-
-	return bpf_map_lookup_elem(&steer_socks, &idx);
-}
-
-/* The record of the socket with this cookie, or NULL. */
-static __always_inline struct steer_sock *sock_find(__u64 cookie)
-{
-	__u32 p;
-
-	for (p = 0; p < STEER_SOCK_PROBES; p++) {
-		struct steer_sock *r = sock_at(cookie, p);
-
-		if (r && r->cookie == cookie)
-			return r;
-	}
-	return 0;
 }
 
 /*
@@ -67,7 +47,7 @@ static __always_inline bool ever_established(struct sock *sk)
 
 /*
  * A steered socket is released, or connected again elsewhere: take it off its
- * backend's live count, and count a connect that never got established
+ * backend's live count and settle its unanswered request bytes (wire_close), and count a connect that never got established
  * towards fast ejection (one that did resets the count). Nothing when the
  * slot has changed owner since (its gen moved on). Crossing the threshold
  * either way has the service's tree rebuilt at its next connect.
@@ -76,9 +56,8 @@ static __always_inline void sock_done(struct steer_sock *r, bool established)
 {
 	struct steer_slot_array *all = slots_all();
 	struct steer_slot *s;
-	bool live = r->flags & STEER_SOCK_LIVE;
+	bool live = wire_close(r) & STEER_SOCK_LIVE;
 
-	r->flags &= ~STEER_SOCK_LIVE;
 	if (!all)
 		return;
 	s = slot_in(all, r->slot);
@@ -154,7 +133,9 @@ static __always_inline void remember(struct steer_sock *r, const struct steer_ad
 	r->slot = dest->slot;
 	r->slot_gen = dest->slot_gen;
 	r->svc_id = dest->svc_id;
-	r->flags = STEER_SOCK_LIVE;
+	r->unanswered = 0;
+	r->drain_seq = dest->drain_seq;
+	r->flags = STEER_SOCK_LIVE | (dest->credited ? STEER_SOCK_CREDITED : 0);
 }
 
 static __always_inline int refuse(void)

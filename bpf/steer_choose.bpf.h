@@ -15,6 +15,8 @@ struct steer_dest {
 	__u16 svc_id;
 	__u32 slot;
 	__u32 slot_gen;
+	__u32 drain_seq; /* steer_wire.drain_seq at the credit (low 32 bits) */
+	bool credited;	 /* the flat credit was added (a fresh table) */
 };
 
 enum choice {
@@ -38,13 +40,14 @@ static __always_inline __u32 pick_round_robin(struct steer_table *t, struct stee
  * slots as they are now.
  */
 static __always_inline __u32 pick_least_wait(struct steer_table *t, struct steer_slot_array *all,
+					     struct steer_wire_array *wall,
 					     struct steer_svc_stats *st, struct steer_svc_tree *tr)
 {
 	__u32 pos = steer_tree_pick(tr);
 	bool out = pos < STEER_MAX_BACKENDS && !steer_slot_eligible(slot_in(all, t->e[pos].slot));
 
 	if (tr->tgen != t->generation || tr->epoch != st->epoch || out) {
-		steer_tree_build(tr, t, slot_in, all, st->epoch);
+		steer_tree_build_wire(tr, t, slot_in, all, wire_in, wall, st->epoch);
 		pos = steer_tree_pick(tr);
 	}
 	return pos;
@@ -65,15 +68,18 @@ static __always_inline enum choice choose(struct steer_table *t, struct steer_de
 	 * fraction of a precise one; expiry is seconds away from any tick. */
 	bool stale = bpf_ktime_get_coarse_ns() > t->expires_ns;
 	struct steer_slot_array *all = slots_all();
+	struct steer_wire_array *wall = wire_all();
 	struct steer_svc_stats *st = bpf_map_lookup_elem(&steer_svcst, &svc_id);
 	struct steer_svc_tree *tr = bpf_map_lookup_elem(&steer_tree, &svc_id);
 	const struct steer_entry *e;
 	struct steer_slot *s;
 
-	if (!all || !st || !tr)
+	struct steer_wire *w;
+
+	if (!all || !wall || !st || !tr)
 		return CHOICE_REFUSED;
 	bpf_spin_lock(&tr->lock);
-	pos = stale ? pick_round_robin(t, all, st) : pick_least_wait(t, all, st, tr);
+	pos = stale ? pick_round_robin(t, all, st) : pick_least_wait(t, all, wall, st, tr);
 	if (pos >= STEER_MAX_BACKENDS) {
 		st->refused++;
 		bpf_spin_unlock(&tr->lock);
@@ -81,6 +87,9 @@ static __always_inline enum choice choose(struct steer_table *t, struct steer_de
 	}
 	e = &t->e[pos];
 	s = slot_in(all, e->slot);
+	w = wire_in(wall, e->slot);
+	dest->credited = !stale;
+	dest->drain_seq = (__u32)w->drain_seq;
 	if (stale) {
 		s->fallbacks++;
 		st->fallbacks++;
@@ -88,7 +97,9 @@ static __always_inline enum choice choose(struct steer_table *t, struct steer_de
 		s->inflight_tokens += t->credit_tokens;
 		s->steered++;
 		st->steered++;
-		steer_tree_credit(tr, t, pos, steer_slot_inflight(s));
+		steer_tree_credit(tr, t, pos,
+				  steer_work_tokens(steer_slot_inflight(s), steer_wire_pending(w),
+						    steer_bytes_per_token(t->bytes_per_token)));
 	}
 	if (tracked)
 		s->live++;

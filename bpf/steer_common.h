@@ -53,6 +53,8 @@
 /* ---- Defaults (the same names and values as smg's least_load) --------- */
 
 #define STEER_DEFAULT_CREDIT_TOKENS 1024 /* tokens credited per new connection */
+#define STEER_DEFAULT_BYTES_PER_TOKEN 4	 /* request bytes per token (--bytes-per-token) */
+#define STEER_MAX_BYTES_PER_TOKEN 65535	 /* steer_table.bytes_per_token is 16 bits */
 #define STEER_DEFAULT_PIN_DIR "/sys/fs/bpf/smg-steer"
 
 /* ---- Pinned object names: prefixed "steer_", at most 15 characters ---- */
@@ -70,12 +72,15 @@
 #define STEER_MAP_DRAIN "steer_drain"	/* HASH backend address -> drain flag, persisted */
 #define STEER_MAP_BKINFO "steer_bkinfo" /* ARRAY[slot] of struct steer_bk_info, mmapable */
 #define STEER_MAP_PORTS "steer_ports"	/* ARRAY[1] of struct steer_ports, mmapable */
+#define STEER_MAP_WIRE "steer_wire"	/* ARRAY[1] of struct steer_wire_array, mmapable */
 #define STEER_LINK_CONNECT4 "steer_lnk_c4"
 #define STEER_LINK_CONNECT6 "steer_lnk_c6"
 #define STEER_LINK_PEER4 "steer_lnk_gp4"
 #define STEER_LINK_PEER6 "steer_lnk_gp6"
 #define STEER_LINK_RELEASE "steer_lnk_rel"
-#define STEER_LINK_SOCKOPS "steer_lnk_ops" /* layout 0 only: removed by the migration */
+#define STEER_LINK_WIRE_OUT "steer_lnk_wout" /* cgroup_skb egress: request bytes */
+#define STEER_LINK_WIRE_IN "steer_lnk_win"   /* cgroup_skb ingress: first response byte */
+#define STEER_LINK_SOCKOPS "steer_lnk_ops"   /* layout 0 only: removed by the migration */
 
 /* ---- Keys ------------------------------------------------------------ */
 
@@ -137,7 +142,11 @@ struct steer_table {
 	__u32 svc_id;	     /* index into steer_svcst */
 	__u32 n;	     /* entries in use, <= STEER_MAX_BACKENDS; 0 refuses connects */
 	__u32 credit_tokens; /* tokens added to the chosen backend's in-flight counter */
-	__u32 flags;	     /* STEER_TBL_* */
+	/* (flags and bytes_per_token were one __u32 flags before the wire
+	 * accounting: same size and offsets, so the pinned generation map's
+	 * layout did not change; the kernel reads neither flag.) */
+	__u16 flags;	       /* STEER_TBL_* */
+	__u16 bytes_per_token; /* request bytes per token of pending work; 0: the default (4) */
 	struct steer_entry e[STEER_MAX_BACKENDS]; /* sorted by base_wait_ns ascending */
 };
 
@@ -199,6 +208,67 @@ static __always_inline __u64 steer_slot_inflight(const struct steer_slot *s)
 static __always_inline __s64 steer_slot_live(const struct steer_slot *s)
 {
 	return (__s64)((__u64)s->live - s->closed);
+}
+
+/* ---- Request accounting on steered sockets (steer_wire) ------------------- */
+
+/*
+ * One backend's request accounting, one per slot, beside its steer_slot (a
+ * map of its own, so that no pinned map changed). Every byte a steered socket
+ * sends is request work for its backend until the first byte of an answer
+ * comes back; the kernel counts both at the socket (bpf/steer_wire.bpf.c) and
+ * writes them under the service's lock. All cumulative, modulo 2^64, so that
+ * user space never writes what the kernel writes:
+ *
+ *     pending bytes  = sent_bytes - answered_bytes          (steer_wire_pending)
+ *     pending tokens = pending bytes / bytes_per_token      (of the service's table)
+ *
+ * A request is pending work from its first byte sent to the first byte of its
+ * answer; then its real size (bytes / bytes_per_token) is credited in flight,
+ * like a connect's credit, until the daemon drains it. A socket's first send
+ * takes its connect's flat credit back (withdrawn_tokens): a connection that
+ * never sends keeps it.
+ *
+ * Fields are host byte order. "kernel": written by the programs under the
+ * service's lock (steer_svc_tree.lock); "user": written by user space only.
+ */
+struct steer_wire {
+	__u64 sent_bytes;	/* bytes, request bytes sent on steered sockets (kernel) */
+	__u64 answered_bytes;	/* bytes of those answered (first response byte after them)
+				 * or abandoned (the socket closed or connected again) (kernel) */
+	__u64 requests;		/* request boundaries: a socket's first send, and its first
+				 * send after a response byte (kernel) */
+	__u64 withdrawn_tokens; /* tokens; connect credits taken back at a socket's first send,
+				 * added to steer_slot.drained_tokens too (kernel, statistic) */
+	__u64 drain_seq;	/* bumped at every drain of the slot's in-flight tokens (user,
+				 * atomic); a socket connected before a bump keeps its credit */
+	/* Where the slot's leaf is in its service's tree, written when the tree is
+	 * built (steer_tree_build_wire), so that a message re-scores the leaf
+	 * without reading the table. Valid while cache_tgen == steer_svc_tree.tgen. */
+	__u64 cache_tgen;      /* steer_table.generation of the copy; 0: none (kernel) */
+	__u64 cache_base_ns;   /* ns; that entry's base_wait_ns (kernel) */
+	__u64 cache_npt;       /* ns per token; that entry's ns_per_token (kernel) */
+	__u16 cache_pos;       /* the entry's table position (kernel) */
+	__u16 cache_bpt;       /* bytes per token of that table, resolved (kernel) */
+	__u32 cache_credit;    /* credit_tokens of that table (kernel) */
+	__u64 answered_tokens; /* tokens; answered requests' real sizes, credited to
+				* steer_slot.inflight_tokens at their first response byte
+				* (kernel, statistic) */
+};
+
+/* Every slot's accounting in one map value, reachable under a service lock. 2.5 MiB. */
+struct steer_wire_array {
+	struct steer_wire w[STEER_SLOT_IDS];
+};
+
+static __always_inline __u64 steer_wire_pending(const struct steer_wire *w)
+{
+	return w->sent_bytes - w->answered_bytes;
+}
+
+static __always_inline __u32 steer_bytes_per_token(__u16 table_value)
+{
+	return table_value ? table_value : STEER_DEFAULT_BYTES_PER_TOKEN;
 }
 
 /* Per-service counters (steer_svcst), one cache line each. */
@@ -283,7 +353,9 @@ struct steer_bk_info {
 	__u32 dp_ranks;	       /* DP ranks in the last snapshot */
 	__u8 source;	       /* enum steer_source: where the load was read */
 	__u8 reserved8[3];     /* zero */
-	__u32 reserved32;      /* zero */
+	/* tokens taken off the reported queue: this router's requests pending
+	 * (sent, not answered) when the poll was sent, issue 11; saturated */
+	__u32 queued_pending;
 };
 
 /*
@@ -301,10 +373,15 @@ struct steer_sock {
 	__u32 slot_gen;	  /* steer_slot.gen at connect */
 	__u16 flags;	  /* STEER_SOCK_* */
 	__u16 svc_id;	  /* service id at connect */
-	__u64 reserved;	  /* zero; room for per-socket request accounting */
+	/* Request accounting (steer_wire), written under the service's lock: */
+	__u32 unanswered; /* bytes sent since the last response byte; saturates at 2^32 - 1
+			   * (bytes beyond are not counted as sent either) */
+	__u32 drain_seq;  /* low 32 bits of steer_wire.drain_seq at connect */
 };
 
-#define STEER_SOCK_LIVE 0x1 /* counted in steer_slot.live; release adds 1 to closed */
+#define STEER_SOCK_LIVE 0x1	/* counted in steer_slot.live; release adds 1 to closed */
+#define STEER_SOCK_CREDITED 0x2 /* connect credited the flat credit (table not expired) */
+#define STEER_SOCK_SENT 0x4	/* has sent request bytes; its credit was settled then */
 
 /*
  * A service's selection state (steer_tree), under its lock: a tournament tree
@@ -401,6 +478,28 @@ static __always_inline __u64 steer_score(__u64 base_wait_ns, __u64 inflight_toke
 	return steer_sat_add(base_wait_ns, steer_sat_mul(inflight_tokens, ns_per_token));
 }
 
+/* Tokens of work a backend has beyond its base: the connect credits in flight
+ * plus the request bytes sent and not yet answered, in tokens. */
+static __always_inline __u64 steer_work_tokens(__u64 inflight_tokens, __u64 pending_bytes,
+					       __u32 bytes_per_token)
+{
+	return steer_sat_add(inflight_tokens, pending_bytes / bytes_per_token);
+}
+
+/* Resolves a slot number to its request accounting, or NULL (no pending work). */
+typedef struct steer_wire *(*steer_wire_fn)(void *wctx, __u32 slot);
+
+/* A slot's work in tokens: its in-flight credits, plus its pending request
+ * bytes when wire_at is given. */
+static __always_inline __u64 steer_slot_work(const struct steer_slot *s, steer_wire_fn wire_at,
+					     void *wctx, __u32 slot, __u32 bytes_per_token)
+{
+	const struct steer_wire *w = wire_at ? wire_at(wctx, slot) : 0;
+
+	return steer_work_tokens(steer_slot_inflight(s), w ? steer_wire_pending(w) : 0,
+				 bytes_per_token);
+}
+
 /* The outcome of one selection. */
 struct steer_pick {
 	__u64 score;   /* ns; the chosen backend's score */
@@ -421,7 +520,9 @@ typedef struct steer_slot *(*steer_slot_fn)(void *ctx, __u32 slot);
 
 /*
  * Least expected wait over a table sorted by base_wait_ns ascending:
- * score_b = base_wait_ns_b + inflight_tokens_b * ns_per_token_b, argmin,
+ * score_b = base_wait_ns_b + work_b * ns_per_token_b, argmin, where work_b is
+ * the slot's in-flight credits plus, when wire_at is given, its pending
+ * request bytes / the table's bytes_per_token (steer_slot_work),
  * ties to the earlier position. In-flight work only adds to base_wait_ns, so
  * once the next entry's base_wait_ns reaches the best score no later entry can
  * win, not even a tie: the scan stops there and the answer is exact.
@@ -435,10 +536,11 @@ typedef struct steer_slot *(*steer_slot_fn)(void *ctx, __u32 slot);
  * position that differs on every path would stop the verifier from pruning
  * states, and its work would grow exponentially with the table size.
  */
-static __always_inline void steer_select(const struct steer_table *t, steer_slot_fn slot_at,
-					 void *ctx, int early_exit, struct steer_pick *best)
+static __always_inline void steer_select_wire(const struct steer_table *t, steer_slot_fn slot_at,
+					      void *ctx, steer_wire_fn wire_at, void *wctx,
+					      int early_exit, struct steer_pick *best)
 {
-	__u32 n = t->n;
+	__u32 n = t->n, bpt = steer_bytes_per_token(t->bytes_per_token);
 	__u32 i;
 
 	best->score = STEER_U64_MAX;
@@ -462,7 +564,9 @@ static __always_inline void steer_select(const struct steer_table *t, steer_slot
 		s = slot_at(ctx, e->slot);
 		if (!s || !steer_slot_eligible(s))
 			continue;
-		score = steer_score(e->base_wait_ns, steer_slot_inflight(s), e->ns_per_token);
+		score = steer_score(e->base_wait_ns,
+				    steer_slot_work(s, wire_at, wctx, e->slot, bpt),
+				    e->ns_per_token);
 		if (!best->found || score < best->score) {
 			best->found = 1;
 			best->score = score;
@@ -475,6 +579,13 @@ static __always_inline void steer_select(const struct steer_table *t, steer_slot
 			best->port = e->port;
 		}
 	}
+}
+
+/* The same without pending request bytes (credits only). */
+static __always_inline void steer_select(const struct steer_table *t, steer_slot_fn slot_at,
+					 void *ctx, int early_exit, struct steer_pick *best)
+{
+	steer_select_wire(t, slot_at, ctx, 0, 0, early_exit, best);
 }
 
 /*
@@ -538,12 +649,16 @@ static __always_inline void steer_tree_fix(struct steer_svc_tree *tr, __u32 pos)
 
 /*
  * Build the tree from table t and the live counters: leaf p is entry p when
- * its slot resolves and is not drained. Sets tgen and epoch.
+ * its slot resolves and is eligible, scored with its work (steer_slot_work).
+ * With wire_at, each slot's accounting also learns where its leaf is
+ * (cache_*), so that a message can re-score it later. Sets tgen and epoch.
  */
-static __always_inline void steer_tree_build(struct steer_svc_tree *tr, const struct steer_table *t,
-					     steer_slot_fn slot_at, void *ctx, __u64 epoch)
+static __always_inline void steer_tree_build_wire(struct steer_svc_tree *tr,
+						  const struct steer_table *t,
+						  steer_slot_fn slot_at, void *ctx,
+						  steer_wire_fn wire_at, void *wctx, __u64 epoch)
 {
-	__u32 n = t->n, i;
+	__u32 n = t->n, i, bpt = steer_bytes_per_token(t->bytes_per_token);
 
 	/* Three plain loops rather than one with an "i < n" test inside: the
 	 * verifier then walks each once, instead of once per value of n. */
@@ -552,11 +667,22 @@ static __always_inline void steer_tree_build(struct steer_svc_tree *tr, const st
 	for (i = 0; i < n && i < STEER_MAX_BACKENDS; i++) {
 		const struct steer_entry *e = &t->e[i];
 		struct steer_slot *s = slot_at(ctx, e->slot);
+		struct steer_wire *w = wire_at ? wire_at(wctx, e->slot) : 0;
 
+		if (w) {
+			w->cache_tgen = t->generation;
+			w->cache_base_ns = e->base_wait_ns;
+			w->cache_npt = e->ns_per_token;
+			w->cache_pos = (__u16)i;
+			w->cache_bpt = (__u16)bpt;
+			w->cache_credit = t->credit_tokens;
+		}
 		if (!s || !steer_slot_eligible(s))
 			continue;
-		tr->score[i] =
-			steer_score(e->base_wait_ns, steer_slot_inflight(s), e->ns_per_token);
+		tr->score[i] = steer_score(e->base_wait_ns,
+					   steer_work_tokens(steer_slot_inflight(s),
+							     w ? steer_wire_pending(w) : 0, bpt),
+					   e->ns_per_token);
 		tr->win[STEER_TREE_LEAF0 + i] = (__u16)i;
 	}
 	for (i = 0; i < STEER_TREE_LEAF0; i++) {
@@ -569,6 +695,12 @@ static __always_inline void steer_tree_build(struct steer_svc_tree *tr, const st
 	tr->epoch = epoch;
 }
 
+static __always_inline void steer_tree_build(struct steer_svc_tree *tr, const struct steer_table *t,
+					     steer_slot_fn slot_at, void *ctx, __u64 epoch)
+{
+	steer_tree_build_wire(tr, t, slot_at, ctx, 0, 0, epoch);
+}
+
 /* The table position the tree picks, or STEER_NO_PICK. */
 static __always_inline __u32 steer_tree_pick(const struct steer_svc_tree *tr)
 {
@@ -577,7 +709,8 @@ static __always_inline __u32 steer_tree_pick(const struct steer_svc_tree *tr)
 	return w == STEER_TREE_NONE ? STEER_NO_PICK : w;
 }
 
-/* Record that position pos's slot now has inflight tokens in flight. */
+/* Record that position pos's slot now has work tokens of work
+ * (steer_slot_work: credits in flight, plus pending request bytes). */
 static __always_inline void
 steer_tree_credit(struct steer_svc_tree *tr, const struct steer_table *t, __u32 pos, __u64 inflight)
 {
@@ -585,6 +718,23 @@ steer_tree_credit(struct steer_svc_tree *tr, const struct steer_table *t, __u32 
 
 	tr->score[pos & (STEER_MAX_BACKENDS - 1)] =
 		steer_score(e->base_wait_ns, inflight, e->ns_per_token);
+	steer_tree_fix(tr, pos);
+}
+
+/*
+ * Re-score the leaf of a slot whose work changed between connects (a request
+ * sent or answered): w's cache says where the leaf is, valid while the tree
+ * is built from the table the cache is from. A slot not in that tree (not in
+ * its table, or not eligible) has no leaf to fix: the next build scores it.
+ */
+static __always_inline void steer_tree_rescore(struct steer_svc_tree *tr,
+					       const struct steer_wire *w, __u64 work)
+{
+	__u32 pos = w->cache_pos & (STEER_MAX_BACKENDS - 1);
+
+	if (w->cache_tgen != tr->tgen || !tr->tgen || tr->win[STEER_TREE_LEAF0 + pos] != pos)
+		return;
+	tr->score[pos] = steer_score(w->cache_base_ns, work, w->cache_npt);
 	steer_tree_fix(tr, pos);
 }
 

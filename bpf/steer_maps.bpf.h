@@ -134,6 +134,16 @@ struct {
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } steer_bkinfo SEC(".maps");
 
+/* Request accounting per slot (steer_wire.bpf.c); one value, like steer_slots. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct steer_wire_array);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} steer_wire SEC(".maps");
+
 /* ---- helpers ----------------------------------------------------------------- */
 
 /* The slot accessor of steer_common.h over the one value holding them all:
@@ -148,6 +158,39 @@ static __always_inline struct steer_slot_array *slots_all(void)
 	__u32 zero = 0;
 
 	return bpf_map_lookup_elem(&steer_slots, &zero);
+}
+
+static __always_inline struct steer_wire *wire_in(void *all, __u32 slot)
+{
+	return &((struct steer_wire_array *)all)->w[slot & (STEER_SLOT_IDS - 1)];
+}
+
+static __always_inline struct steer_wire_array *wire_all(void)
+{
+	__u32 zero = 0;
+
+	return bpf_map_lookup_elem(&steer_wire, &zero);
+}
+
+static __always_inline struct steer_sock *sock_at(__u64 cookie, __u32 probe)
+{
+	__u32 idx = (__u32)(cookie + probe) & (STEER_SOCK_RECORDS - 1);
+
+	return bpf_map_lookup_elem(&steer_socks, &idx);
+}
+
+/* The record of the socket with this cookie, or NULL. */
+static __always_inline struct steer_sock *sock_find(__u64 cookie)
+{
+	__u32 p;
+
+	for (p = 0; p < STEER_SOCK_PROBES; p++) {
+		struct steer_sock *r = sock_at(cookie, p);
+
+		if (r && r->cookie == cookie)
+			return r;
+	}
+	return 0;
 }
 
 /* Cheap first test: is any virtual address on this port (network order)? */

@@ -112,6 +112,15 @@ def start_all(engines):
         e.wait_ready()
 
 
+# What whoami() sends, and what it weighs in the kernel: a steered socket's
+# first send takes its connect's flat credit back, the request is pending until
+# the first byte of the answer, then its real size is in flight (bytes / the
+# default 4 bytes per token; docs/algorithm.md 12.8). Sequential whoami()
+# connects therefore water-fill with this credit, not the flat one.
+WHOAMI_REQUEST = b"GET /whoami HTTP/1.1\r\nHost: steer-test\r\nConnection: close\r\n\r\n"
+WHOAMI_TOKENS = len(WHOAMI_REQUEST) // 4
+
+
 def whoami(addr, timeout=3.0):
     """Connect to addr (steered when it is a VIP), ask GET /whoami and return
     the name in the answer, or the errno name of a failed connect, or
@@ -122,7 +131,7 @@ def whoami(addr, timeout=3.0):
     s.settimeout(timeout)
     try:
         s.connect(sa)
-        s.sendall(b"GET /whoami HTTP/1.1\r\nHost: steer-test\r\nConnection: close\r\n\r\n")
+        s.sendall(WHOAMI_REQUEST)
         data = b""
         while True:
             chunk = s.recv(4096)

@@ -383,7 +383,8 @@ def reference(vip, n, live_scored=()):
             entries.append((b.name, *E.live_scored(0, nominal, PREFILL)))
         else:
             entries.append((b.name, exp[b.name]["base_ns"], exp[b.name]["ns_per_token"]))
-    return L.water_fill(entries, n, credit=PREFILL)
+    # Each connect's credit is its request's real size (engines_lib.WHOAMI_TOKENS).
+    return L.water_fill(entries, n, credit=E.WHOAMI_TOKENS)
 
 
 # ---- start -----------------------------------------------------------------------------

@@ -323,8 +323,8 @@ static int upgrade_from(const char *obj_name, size_t bkinfo_size)
 			 (lay.flags & STEER_LAYOUT_LEGACY_SK) && lay.legacy_live == HELD,
 		 "layout %u flags %#x legacy live %llu", lay.version, lay.flags,
 		 (unsigned long long)lay.legacy_live);
-	CHECK_RC(count_pins() == 18 && pinned_fd(STEER_LINK_SOCKOPS) < 0,
-		 "%d pins (want 18), sockops link %s", count_pins(),
+	CHECK_RC(count_pins() == 21 && pinned_fd(STEER_LINK_SOCKOPS) < 0,
+		 "%d pins (want 21: 14 maps, 7 links), sockops link %s", count_pins(),
 		 pinned_fd(STEER_LINK_SOCKOPS) < 0 ? "gone" : "still pinned");
 
 	/* The older sockets close: off the live count, once. */

@@ -245,6 +245,8 @@ void steer_config_usage(FILE *f)
 	      "  --least-load-default-throughput T   tokens/s, 1..1e9 (default 2000)\n"
 	      "  --least-load-mean-prefill-tokens N  tokens, 1..10000000 (default 1024)\n"
 	      "  --peer-routers N                    routers on the fleet, 1..1024 (default 1)\n"
+	      "  --bytes-per-token N                 request bytes on the wire per token,\n"
+	      "                                      1..1024 (default 4; 3 for gRPC token ids)\n"
 	      "\n"
 	      "Operation:\n"
 	      "  --log-level LEVEL           error, warn, info or debug (default info)\n"

@@ -69,6 +69,7 @@ enum knob {
 	KNOB_THROUGHPUT,
 	KNOB_PREFILL,
 	KNOB_PEERS,
+	KNOB_BYTES_PER_TOKEN,
 	N_KNOBS,
 };
 
@@ -119,7 +120,7 @@ struct setting {
 };
 
 /* Every option that is both a flag and a top-level key, in --help order. */
-#define CFG_N_SETTINGS 19
+#define CFG_N_SETTINGS 20
 extern const struct setting cfg_settings[CFG_N_SETTINGS];
 
 /* ---- XDP ingress options (config_xdp.c) ---------------------------------------- */

@@ -416,7 +416,7 @@ static int open_maps(struct steer_dp *dp, char *err, size_t errlen)
 		if (rc)
 			return rc;
 	}
-	return 0;
+	return dp_wire_open(dp, err, errlen);
 }
 
 /* A fresh install has no generation yet: start with an empty one, so that the
@@ -453,7 +453,7 @@ static void dp_init_fds(struct steer_dp *dp)
 {
 	dp->lock_fd = dp->gen_fd = dp->slots_fd = dp->svcst_fd = dp->sk_fd = -1;
 	dp->svcid_fd = dp->bkslot_fd = dp->drain_fd = dp->btf_fd = dp->bkinfo_fd = -1;
-	dp->ports_fd = dp->tree_fd = dp->socks_fd = dp->layout_fd = -1;
+	dp->ports_fd = dp->tree_fd = dp->socks_fd = dp->layout_fd = dp->wire_fd = -1;
 	dp->swap.map_fd = -1;
 }
 
@@ -487,6 +487,8 @@ static int open_owner(struct steer_dp *dp, char *err, size_t errlen)
 	if (rc == 0)
 		rc = load_programs(dp, err, errlen);
 	if (rc == 0)
+		rc = dp_wire_load(dp, err, errlen);
+	if (rc == 0)
 		rc = open_maps(dp, err, errlen);
 	if (rc == 0)
 		rc = btf_prepare(dp, err, errlen);
@@ -496,6 +498,8 @@ static int open_owner(struct steer_dp *dp, char *err, size_t errlen)
 		rc = dp_registry_load(dp);
 	if (rc == 0)
 		rc = attach_or_adopt_links(dp, err, errlen);
+	if (rc == 0)
+		rc = dp_wire_attach(dp, err, errlen);
 	if (rc == 0)
 		rc = dp_layout_retire(dp, err, errlen);
 	if (rc == 0)
@@ -532,6 +536,7 @@ int steer_dp_open(const struct steer_dp_opts *opts, struct steer_dp **out, char 
 		return steer_seterr(err, errlen, ENOMEM, "out of memory");
 	dp_init_fds(dp);
 	dp->own = opts->own;
+	dp->wire_off = opts->wire_off;
 	rc = dp_init_paths(dp, opts, err, errlen);
 	if (rc == 0)
 		rc = dp->own ? open_owner(dp, err, errlen) : open_reader(dp, err, errlen);
@@ -551,6 +556,7 @@ void steer_dp_close(struct steer_dp *dp)
 		return;
 	dp_swap_join(dp);
 	dp_layout_free(dp);
+	dp_wire_close(dp);
 	for (i = 0; i < DP_LINKS; i++)
 		if (dp->links[i])
 			bpf_link__destroy(dp->links[i]); /* pinned: stays attached */
@@ -611,6 +617,7 @@ int steer_dp_detach(struct steer_dp *dp, char *err, size_t errlen)
 	int i, rc = 0, r;
 
 	dp_swap_join(dp);
+	rc = dp_wire_detach(dp, err, errlen);
 	/* Connect hooks first, release last: no socket is steered whose
 	 * release would go unseen. */
 	for (i = DP_LINKS - 1; i >= 0; i--) {

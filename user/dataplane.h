@@ -32,6 +32,14 @@ struct steer_dp_opts {
 	 * false (smg-steerctl, a second reader): open the pinned maps only.
 	 */
 	bool own;
+	/*
+	 * Owner only: do not count request bytes on steered sockets (the
+	 * cgroup_skb programs of dataplane_wire.c are not attached, and links a
+	 * previous owner pinned are removed). Every packet of every socket in
+	 * the cgroup then runs no accounting program; scores use the flat
+	 * connect credit alone, as before issue 11.
+	 */
+	bool wire_off;
 };
 
 int steer_dp_open(const struct steer_dp_opts *opts, struct steer_dp **out, char *err,
@@ -66,10 +74,12 @@ struct steer_dp_service {
 	 * base_wait_ns, ties kept in the given order. Each must be configured. */
 	const struct steer_dp_cost *table;
 	size_t n_table;
-	uint32_t credit_tokens; /* 0: STEER_DEFAULT_CREDIT_TOKENS */
-	uint64_t ttl_ns;	/* the table expires this long after publish */
-	bool allow_empty;	/* n_table == 0 is legal: the kernel refuses connects */
-	uint32_t flags;		/* STEER_TBL_* */
+	uint32_t credit_tokens;	  /* 0: STEER_DEFAULT_CREDIT_TOKENS */
+	uint32_t bytes_per_token; /* request bytes per token; 0: STEER_DEFAULT_BYTES_PER_TOKEN;
+				   * at most STEER_MAX_BYTES_PER_TOKEN */
+	uint64_t ttl_ns;	  /* the table expires this long after publish */
+	bool allow_empty;	  /* n_table == 0 is legal: the kernel refuses connects */
+	uint32_t flags;		  /* STEER_TBL_* */
 };
 
 /*
@@ -116,6 +126,32 @@ void steer_dp_readmit(struct steer_dp *dp, uint32_t slot);
 /* Steered sockets that hold a record now (steer_socks), counted in one pass. */
 int steer_dp_sockets_tracked(const struct steer_dp *dp, size_t *out);
 
+/* ---- Request accounting (steer_wire, dataplane_wire.c) -------------------- */
+
+/*
+ * Per slot, cumulative (see struct steer_wire): request bytes sent on its
+ * steered sockets, bytes of those answered (first response byte) or abandoned
+ * (socket closed), request boundaries seen, connect credits withdrawn at a
+ * socket's first send. 0 when the pins predate steer_wire.
+ */
+uint64_t steer_dp_sent_bytes(const struct steer_dp *dp, uint32_t slot);
+uint64_t steer_dp_answered_bytes(const struct steer_dp *dp, uint32_t slot);
+uint64_t steer_dp_requests(const struct steer_dp *dp, uint32_t slot);
+uint64_t steer_dp_withdrawn_tokens(const struct steer_dp *dp, uint32_t slot);
+/* Bytes sent and not yet answered: sent - answered. */
+uint64_t steer_dp_pending_bytes(const struct steer_dp *dp, uint32_t slot);
+/* Direct view of a slot's accounting (mmap of steer_wire), or NULL. */
+const struct steer_wire *steer_dp_wire_counters(const struct steer_dp *dp, uint32_t slot);
+/*
+ * Call right after reading in-flight tokens that a later drain subtracts (the
+ * daemon's inflight_at_send): sockets connected before it keep their flat
+ * credit at their first send, so that no credit is removed twice.
+ * steer_dp_inflight_sub and steer_dp_inflight_exchange do the same.
+ */
+void steer_dp_inflight_mark(struct steer_dp *dp, uint32_t slot);
+/* The accessor steer_select_wire() needs, over dp's mapping (ctx = dp). */
+struct steer_wire *steer_dp_wire_at(void *dp, __u32 slot);
+
 /* ---- Drain --------------------------------------------------------------- */
 
 /* Persist (in steer_drain) and apply at once (in every slot of that backend). */
@@ -132,10 +168,12 @@ size_t steer_dp_drained_list(const struct steer_dp *dp, struct steer_addr *out, 
 struct steer_view_backend {
 	struct steer_addr addr;
 	uint32_t slot;
-	int rank;	       /* table position, -1 when not in the table */
-	uint64_t base_wait_ns; /* valid when rank >= 0 */
-	uint64_t ns_per_token; /* valid when rank >= 0 */
-	struct steer_slot ctr; /* counters as read */
+	int rank;		/* table position, -1 when not in the table */
+	uint64_t base_wait_ns;	/* valid when rank >= 0 */
+	uint64_t ns_per_token;	/* valid when rank >= 0 */
+	struct steer_slot ctr;	/* counters as read */
+	struct steer_wire wire; /* request accounting as read (zero: none) */
+	uint64_t pending_bytes; /* wire.sent_bytes - wire.answered_bytes */
 	bool drained;
 };
 
@@ -147,6 +185,7 @@ struct steer_view_service {
 	uint64_t published_ns; /* CLOCK_MONOTONIC */
 	uint64_t generation;
 	uint32_t credit_tokens;
+	uint32_t bytes_per_token; /* as resolved (0 in the table: the default); 0: unpublished */
 	uint32_t table_flags;
 	uint32_t n_table;
 	struct steer_svc_stats stats;

@@ -58,6 +58,7 @@ void dp_slot_reset(struct steer_dp *dp, uint32_t s, uint32_t svc_id, bool draine
 	__atomic_store_n(&c->fails, 0, __ATOMIC_RELEASE);
 	__atomic_store_n(&c->flags, drained ? STEER_SLOT_DRAINED : 0, __ATOMIC_RELEASE);
 	memset(&dp->bkinfo[s], 0, sizeof(dp->bkinfo[s]));
+	dp_wire_reset(dp, s);
 	dp_svc_touch(dp, svc_id);
 }
 
@@ -112,6 +113,7 @@ void steer_dp_inflight_sub(struct steer_dp *dp, uint32_t slot, uint64_t tokens)
 
 	if (slot >= STEER_SLOT_IDS || !tokens)
 		return;
+	dp_wire_drained(dp, slot);
 	drained = &dp->slots[slot].drained_tokens;
 	cur = __atomic_load_n(drained, __ATOMIC_ACQUIRE);
 	/* Compare-and-swap: a caller that subtracts more than is in flight
@@ -132,6 +134,7 @@ uint64_t steer_dp_inflight_exchange(struct steer_dp *dp, uint32_t slot)
 
 	if (slot >= STEER_SLOT_IDS)
 		return 0;
+	dp_wire_drained(dp, slot);
 	drained = &dp->slots[slot].drained_tokens;
 	cur = __atomic_load_n(drained, __ATOMIC_ACQUIRE);
 	do {
@@ -234,6 +237,9 @@ static void view_backend_fill(const struct steer_dp *dp, struct steer_view_backe
 	b->slot = slot;
 	b->rank = -1;
 	counters_copy(dp, slot, &b->ctr);
+	if (dp->wire)
+		memcpy(&b->wire, &dp->wire[slot], sizeof(b->wire));
+	b->pending_bytes = steer_dp_pending_bytes(dp, slot);
 	b->drained = (b->ctr.flags & STEER_SLOT_DRAINED) != 0;
 }
 
@@ -252,6 +258,7 @@ static int view_service(const struct steer_dp *dp, int cur, uint32_t id,
 		vs->published_ns = t->published_ns;
 		vs->generation = t->generation;
 		vs->credit_tokens = t->credit_tokens;
+		vs->bytes_per_token = steer_bytes_per_token(t->bytes_per_token);
 		vs->table_flags = t->flags;
 		vs->n_table = t->n;
 	}

@@ -7,6 +7,7 @@
  *   dataplane_publish.c   the registry, table building and the generation swap
  *   dataplane_counters.c  counters, drains and the inspection view
  *   dataplane_util.c      addresses, errors, the clock
+ *   dataplane_wire.c      request accounting: its programs, links and counters
  */
 #ifndef STEER_DATAPLANE_INT_H
 #define STEER_DATAPLANE_INT_H
@@ -32,7 +33,15 @@ enum dp_link {
 	DP_LINKS,
 };
 
+/* The wire accounting's programs (dataplane_wire.c), attached after the others. */
+enum dp_wire_link {
+	DP_WIRE_OUT,
+	DP_WIRE_IN,
+	DP_WIRE_LINKS,
+};
+
 struct steer_bpf;
+struct steer_wire_bpf;
 struct bpf_link;
 struct dp_migration;
 
@@ -40,6 +49,7 @@ struct steer_dp {
 	char pin_dir[STEER_PIN_DIR_MAX];
 	char cgroup[PATH_MAX];
 	bool own;
+	bool wire_off; /* steer_dp_opts.wire_off */
 	int lock_fd;
 	struct steer_bpf *skel; /* owner only */
 	struct bpf_link *links[DP_LINKS];
@@ -58,6 +68,13 @@ struct steer_dp {
 	size_t svcst_len;
 	struct steer_layout *layout;
 	size_t layout_len;
+
+	/* Request accounting (dataplane_wire.c). */
+	struct steer_wire_bpf *wire_skel; /* owner only */
+	struct bpf_link *wire_links[DP_WIRE_LINKS];
+	int wire_fd;		 /* -1: a reader of pins from before steer_wire */
+	struct steer_wire *wire; /* mmap of the one value of steer_wire, or NULL */
+	size_t wire_len;
 
 	/* BTF of struct steer_table, so that each generation dumps with names. */
 	int btf_fd;
@@ -103,6 +120,15 @@ void dp_hash_rebuild(struct steer_dp *dp);
 int dp_registry_load(struct steer_dp *dp);
 void dp_ports_sync(struct steer_dp *dp);
 int dp_swap_join(struct steer_dp *dp);
+
+/* dataplane_wire.c */
+int dp_wire_load(struct steer_dp *dp, char *err, size_t errlen);
+int dp_wire_open(struct steer_dp *dp, char *err, size_t errlen);
+int dp_wire_attach(struct steer_dp *dp, char *err, size_t errlen);
+void dp_wire_close(struct steer_dp *dp);
+int dp_wire_detach(struct steer_dp *dp, char *err, size_t errlen);
+void dp_wire_reset(struct steer_dp *dp, uint32_t slot);
+void dp_wire_drained(struct steer_dp *dp, uint32_t slot);
 
 /* dataplane_counters.c */
 void dp_slot_reset(struct steer_dp *dp, uint32_t s, uint32_t svc_id, bool drained);

@@ -182,6 +182,10 @@ static int validate_service(const struct steer_dp_service *s, char *err, size_t 
 		return steer_seterr(err, errlen, EINVAL,
 				    "service %s: %zu table entries but %zu configured backends", a,
 				    s->n_table, s->n_configured);
+	if (s->bytes_per_token > STEER_MAX_BYTES_PER_TOKEN)
+		return steer_seterr(err, errlen, EINVAL,
+				    "service %s: bytes_per_token %u is above %d", a,
+				    s->bytes_per_token, STEER_MAX_BYTES_PER_TOKEN);
 	if (s->n_table == 0 && !s->allow_empty)
 		return steer_seterr(err, errlen, EINVAL, "service %s: no backends to publish", a);
 	for (i = 0; i < s->n_configured; i++) {
@@ -332,7 +336,9 @@ static int plan_service(struct steer_dp *dp, struct plan *p, const struct steer_
 	t->credit_tokens = s->credit_tokens ? s->credit_tokens : STEER_DEFAULT_CREDIT_TOKENS;
 	t->expires_ns = steer_policy_u64_sat((double)now + (double)s->ttl_ns);
 	t->published_ns = now;
-	t->flags = s->flags;
+	t->flags = (__u16)s->flags;
+	t->bytes_per_token =
+		(__u16)(s->bytes_per_token ? s->bytes_per_token : STEER_DEFAULT_BYTES_PER_TOKEN);
 	t->generation = dp->generation + 1;
 	p->tables[id] = t;
 	return 0;

@@ -102,11 +102,29 @@ static const struct backend_family backend_families[] = {
 	{ "smg_steer_connections_steered_total", "counter",
 	  "Connections placed on the backend, by score or by the stale-table fallback.",
 	  BK_FIELD(steered_total), VALUE_U64 },
+	{ "smg_steer_backend_pending_tokens", "gauge",
+	  "Request tokens sent to the backend on steered connections and not answered yet "
+	  "(pending bytes / bytes per token), as the kernel scores them.",
+	  BK_FIELD(pending_tokens), VALUE_U64 },
+	{ "smg_steer_backend_pending_bytes", "gauge",
+	  "Request bytes sent to the backend on steered connections and not answered yet.",
+	  BK_FIELD(pending_bytes), VALUE_U64 },
+	{ "smg_steer_backend_queued_pending_tokens", "gauge",
+	  "Tokens taken off the backend's reported queue as scored: this node's requests "
+	  "pending when the poll was sent, which the pending tokens count instead.",
+	  BK_FIELD(queued_pending_tokens), VALUE_DOUBLE },
+	{ "smg_steer_backend_sent_bytes_total", "counter",
+	  "Request bytes sent to the backend on steered connections.", BK_FIELD(sent_bytes_total),
+	  VALUE_U64 },
+	{ "smg_steer_backend_requests_total", "counter",
+	  "Requests sent to the backend on steered connections.", BK_FIELD(requests_total),
+	  VALUE_U64 },
 };
 
-/* A counter family with one sample per service. */
+/* A family with one integer sample per service. */
 struct service_family {
 	const char *name;
+	const char *type;
 	const char *help;
 	size_t offset;
 };
@@ -114,27 +132,30 @@ struct service_family {
 #define SVC_FIELD(f) offsetof(struct steer_metrics_service, f)
 
 static const struct service_family service_families[] = {
-	{ "smg_steer_table_publishes_total", "Service tables published into the kernel.",
+	{ "smg_steer_table_publishes_total", "counter", "Service tables published into the kernel.",
 	  SVC_FIELD(table_publishes_total) },
-	{ "smg_steer_fallback_connections_total",
+	{ "smg_steer_fallback_connections_total", "counter",
 	  "Connections placed round-robin because the service table had expired.",
 	  SVC_FIELD(fallback_connections_total) },
-	{ "smg_steer_refused_connections_total",
+	{ "smg_steer_refused_connections_total", "counter",
 	  "Connections refused because no backend of the service was eligible.",
 	  SVC_FIELD(refused_connections_total) },
+	{ "smg_steer_bytes_per_token", "gauge",
+	  "Request bytes on the wire per token, by which the kernel converts pending bytes.",
+	  SVC_FIELD(bytes_per_token) },
 };
 
 /* XDP ingress (bpf/steer_xdp.bpf.c), rendered only while it runs. */
 static const struct service_family xdp_service_families[] = {
-	{ "smg_steer_xdp_packets_total",
+	{ "smg_steer_xdp_packets_total", "counter",
 	  "Packets to the VIP steered by XDP ingress (encapsulated towards a backend).",
 	  SVC_FIELD(xdp_packets_total) },
-	{ "smg_steer_xdp_bytes_total", "Bytes of those packets, from the Ethernet header.",
-	  SVC_FIELD(xdp_bytes_total) },
-	{ "smg_steer_xdp_new_flows_total",
+	{ "smg_steer_xdp_bytes_total", "counter",
+	  "Bytes of those packets, from the Ethernet header.", SVC_FIELD(xdp_bytes_total) },
+	{ "smg_steer_xdp_new_flows_total", "counter",
 	  "TCP flows to the VIP that XDP ingress placed (SYNs credited like a connect).",
 	  SVC_FIELD(xdp_new_flows_total) },
-	{ "smg_steer_xdp_lru_misses_total",
+	{ "smg_steer_xdp_lru_misses_total", "counter",
 	  "Non-SYN packets to the VIP of no flow XDP ingress knows: dropped.",
 	  SVC_FIELD(xdp_lru_miss_total) },
 };
@@ -335,7 +356,7 @@ static void write_service_family(FILE *f, const struct steer_metrics_snapshot *s
 {
 	size_t i;
 
-	write_family_header(f, fam->name, "counter", fam->help);
+	write_family_header(f, fam->name, fam->type, fam->help);
 	for (i = 0; i < snap->n_services; i++) {
 		uint64_t v;
 

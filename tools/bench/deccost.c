@@ -30,7 +30,7 @@
  * In spread and equal the counters are drained every --drain-every connects,
  * as the daemon drains them once per poll. Each steered connect calls
  * getpeername once (its cost is reported per call) and checks that it gives
- * the virtual address. Before it, the same selection (steer_select from
+ * the virtual address. Before it, the same selection (steer_select_wire from
  * steer_common.h) runs in user space on the live counters: its pick must be
  * the backend that answered (counted as mismatches otherwise). One CSV row per
  * measurement.
@@ -280,7 +280,7 @@ static void run_connects(struct bench *b, size_t n, enum shape s, struct result 
 		}
 		if (every > 0 && k % every == 0)
 			drain(b, n);
-		steer_select(&b->mirror, mirror_slot, b, 1, &pick);
+		steer_select_wire(&b->mirror, mirror_slot, b, steer_dp_wire_at, b->dp, 1, &pick);
 		got = connect_once(&b->vip, &b->vip);
 		if (got < 0) {
 			r->errors++;

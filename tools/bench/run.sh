@@ -22,6 +22,11 @@
 #      connection today and without release, interleaved, with the floor of
 #      each hook type; the per-poll walk that replaces the hook at 1k, 10k and
 #      100k sockets and the lag of the live counts; socket()+close() wall time.
+#   6. request accounting on steered sockets (wirecost): no accounting, the
+#      shipped cgroup_skb programs and the card's sockops/sk_msg/sk_skb
+#      ablation, interleaved: BPF ns per message and per packet next to the
+#      empty-program floor, keep-alive request/response latency, and upload
+#      throughput, steered and unsteered.
 # Raw results go to $STEER_BUILD/bench/results/*.csv, the summary with medians
 # and ratios to summary.md there, which is printed at the end; they replace the
 # previous results only when the run completes. Every process,
@@ -33,7 +38,8 @@
 # (2), BENCH_CTL_PY_SCALES (100,1000: the same against the Python fake worker,
 # one round), BENCH_SRC_ROUNDS (3), BENCH_SRC_BACKENDS (256),
 # BENCH_NOREL_SCALES (1000,10000,100000), BENCH_NOREL_POLLS (5),
-# BENCH_PARTS ("conn wrk dec ctl src norel"). The machine is shared and noisy: many
+# BENCH_WIRE_MESSAGES (5000 round trips per phase), BENCH_WIRE_BULK_MB (32),
+# BENCH_PARTS ("conn wrk dec ctl src norel wire"). The machine is shared and noisy: many
 # short interleaved rounds and their medians beat a few long ones.
 set -euo pipefail
 
@@ -56,15 +62,18 @@ SRC_ROUNDS=${BENCH_SRC_ROUNDS:-3}
 SRC_BACKENDS=${BENCH_SRC_BACKENDS:-256}
 NOREL_SCALES=${BENCH_NOREL_SCALES:-1000,10000,100000}
 NOREL_POLLS=${BENCH_NOREL_POLLS:-5}
-PARTS=${BENCH_PARTS:-conn wrk dec ctl src norel}
+WIRE_MESSAGES=${BENCH_WIRE_MESSAGES:-5000}
+WIRE_BULK_MB=${BENCH_WIRE_BULK_MB:-32}
+PARTS=${BENCH_PARTS:-conn wrk dec ctl src norel wire}
 
 if [ "$(id -u)" != 0 ]; then
 	echo "bench: must run as root (it loads BPF programs and creates a network namespace)" >&2
 	exit 1
 fi
-for b in onebyte connbench vipctl deccost grpcmem fastworker norelbench; do
+for b in onebyte connbench vipctl deccost grpcmem fastworker norelbench wirecost; do
 	[ -x "$BIN/$b" ] || { echo "bench: $BIN/$b missing; run 'make bench'" >&2; exit 1; }
 done
+[ -r "$BUILD/steer_wire_msg.bpf.o" ] || { echo "bench: $BUILD/steer_wire_msg.bpf.o missing" >&2; exit 1; }
 [ -x "$BUILD/smg-steerd" ] || { echo "bench: $BUILD/smg-steerd missing" >&2; exit 1; }
 [ -r "$BUILD/steer_norel.bpf.o" ] || { echo "bench: $BUILD/steer_norel.bpf.o missing" >&2; exit 1; }
 
@@ -91,6 +100,7 @@ CG_NA="$cgroot/$tag-na"   # norelbench: the data plane as shipped
 CG_NB="$cgroot/$tag-nb"   # norelbench: without the release hook
 CG_NC="$cgroot/$tag-nc"   # norelbench: the release hook cut to its cookie test
 CG_NN="$cgroot/$tag-nn"   # norelbench: no program at all
+CG_WIRE="$cgroot/$tag-wire" # wirecost's client (its server stays outside)
 PIN="/sys/fs/bpf/$tag"    # prefix: $PIN-dp, $PIN-dec, $PIN-ctl-*
 TMP=$(mktemp -d "/tmp/$tag.XXXXXX")
 RES=$TMP/results # this run's results, moved to $RESULTS at the end
@@ -112,7 +122,7 @@ cleanup() {
 	done
 	# Pinned links keep programs attached: removing the pins releases them.
 	rm -rf "$PIN"-* 2>/dev/null || true
-	for cg in "$CG_DP" "$CG_DEC" "$CG_CTL" "$CG_CLI" "$CG_SRV" "$CG_NA" "$CG_NB" "$CG_NC" "$CG_NN"; do
+	for cg in "$CG_DP" "$CG_DEC" "$CG_CTL" "$CG_CLI" "$CG_SRV" "$CG_NA" "$CG_NB" "$CG_NC" "$CG_NN" "$CG_WIRE"; do
 		[ -d "$cg" ] && rmdir "$cg" 2>/dev/null || true
 	done
 	rm -rf "$TMP"
@@ -121,7 +131,7 @@ trap cleanup EXIT
 trap 'echo "bench: interrupted" >&2; exit 130' INT
 trap 'exit 143' TERM
 
-mkdir -p "$RES" "$CG_DP" "$CG_DEC" "$CG_CTL" "$CG_CLI" "$CG_SRV" "$CG_NA" "$CG_NB" "$CG_NC" "$CG_NN"
+mkdir -p "$RES" "$CG_DP" "$CG_DEC" "$CG_CTL" "$CG_CLI" "$CG_SRV" "$CG_NA" "$CG_NB" "$CG_NC" "$CG_NN" "$CG_WIRE"
 
 log() { printf '[%s] %s\n' "$(date +%T)" "$*"; }
 
@@ -487,6 +497,17 @@ norel_part() {
 	loadavg "norel end"
 }
 
+# ---- 6. request accounting on steered sockets ----------------------------------------------------
+
+wire_part() {
+	log "request accounting: off / cgroup_skb (shipped) / sockops+sk_msg+sk_skb (card), $ROUNDS rounds"
+	loadavg "wire start"
+	fg_wait "$BIN/wirecost" --pin "$PIN-wire" --cgroup "$CG_WIRE" \
+		--msg-obj "$BUILD/steer_wire_msg.bpf.o" --rounds "$ROUNDS" \
+		--messages "$WIRE_MESSAGES" --bulk-mb "$WIRE_BULK_MB" --header >"$RES/wire.csv"
+	loadavg "wire end"
+}
+
 # ---- main -------------------------------------------------------------------------------------
 
 t_start=$(date +%s)
@@ -512,6 +533,7 @@ machine >"$RES/machine.md"
 	echo "norelbench ... --part bpf --backends 256 --connects $DEC_CONNECTS --rounds $ROUNDS"
 	echo "norelbench ... --part walk --scales 1000 --polls $NOREL_POLLS   # again, with the TIME_WAIT sockets of --part bpf"
 	echo "norelbench ... --part wall --rounds $((2 * ROUNDS)) --wall-ops 20000"
+	echo "wirecost --pin PIN --cgroup CG --msg-obj steer_wire_msg.bpf.o --rounds $ROUNDS --messages $WIRE_MESSAGES --bulk-mb $WIRE_BULK_MB   # 512 B requests, 256 B responses"
 	echo '```'
 } >>"$RES/machine.md"
 cat "$RES/machine.md"
@@ -528,6 +550,7 @@ case " $PARTS " in *" dec "*) dec_part ;; esac
 case " $PARTS " in *" ctl "*) ctl_part ;; esac
 case " $PARTS " in *" src "*) src_part ;; esac
 case " $PARTS " in *" norel "*) norel_part ;; esac
+case " $PARTS " in *" wire "*) wire_part ;; esac
 
 log "done in $(($(date +%s) - t_start)) s; writing $RESULTS/summary.md"
 "$PY" "$here/summarize.py" "$RES" >"$RES/summary.md"

@@ -21,6 +21,7 @@ TARGETS = {
     "cycle ms at 1000 backends": 50.0,
     "RSS MiB at 1000 backends": 32.0,
     "HTTP /metrics poll CPU / gRPC GetLoads poll CPU": 1.5,
+    "wire ns per message": 150.0,
 }
 
 
@@ -448,6 +449,70 @@ def src_section(res):
           f"{verdict(ratio_metrics, TARGETS[key])} |\n")
 
 
+def wire_med(rows, variant, phase, metric):
+    vals = [float(r["value"]) for r in rows
+            if r["variant"] == variant and r["phase"] == phase and r["metric"] == metric]
+    return statistics.median(vals) if vals else float("nan")
+
+
+def wire_section(res):
+    rows = read(os.path.join(res, "wire.csv"))
+    if not rows:
+        return
+    print("## Request accounting on steered sockets (issue 11)\n")
+    print("wirecost: one backend, one steered keep-alive connection doing 512-byte requests "
+          "and 256-byte responses (rr), the same unsteered (direct: the backend's address, "
+          "same cgroup), and 64 KiB-write uploads (bulk, bulkdirect). Variants interleaved "
+          "round by round: off = no accounting program, skb = the shipped cgroup_skb "
+          "egress/ingress programs, msg = the card's sockops + SOCKHASH + sk_msg + sk_skb "
+          "verdict. BPF ns = run_time_ns / run_cnt (per run) or / messages (per message: "
+          "requests written for egress and sk_msg, responses read for ingress and sk_skb, "
+          "64 KiB writes in bulk); floor = an empty program of the same cgroup type attached "
+          "next to them. Medians over the rounds.\n")
+    progs = {"skb": [("skb_egress", "floor_egress"), ("skb_ingress", "floor_ingress")],
+             "msg": [("sockops", "floor_sockops"), ("sk_msg", None), ("sk_skb", None)]}
+    print("| variant | phase | program | runs per message | ns per run | floor ns per run | "
+          "ns per message | net ns per message (minus floor) |")
+    print("|---|---|---|---:|---:|---:|---:|---:|")
+    net_rr = {}
+    for v, plist in progs.items():
+        for ph in ("rr", "direct", "bulk", "bulkdirect"):
+            msgs = wire_med(rows, v, ph, "messages")
+            for prog, floor in plist:
+                runs = wire_med(rows, v, ph, f"{prog}_runs")
+                if runs != runs:
+                    continue
+                per_run = wire_med(rows, v, ph, f"{prog}_ns_per_run")
+                per_msg = wire_med(rows, v, ph, f"{prog}_ns_per_msg")
+                fl = wire_med(rows, v, ph, f"{floor}_ns_per_run") if floor else float("nan")
+                net = per_msg - fl * runs / msgs if fl == fl else float("nan")
+                if v == "skb" and ph == "rr":
+                    net_rr[prog] = (per_msg, net)
+                print(f"| {v} | {ph} | {prog} | {runs / msgs:.2f} | {per_run:.0f} | "
+                      f"{fl:.0f} | {per_msg:.0f} | {net:.0f} |")
+    print()
+    print("| variant | rr p50 us | rr p99 us | rr mean us | direct p50 us | bulk MiB/s | "
+          "bulkdirect MiB/s | bulk / bulkdirect |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    for v in ("off", "skb", "msg"):
+        b, bd = wire_med(rows, v, "bulk", "mib_per_s"), wire_med(rows, v, "bulkdirect",
+                                                                  "mib_per_s")
+        print(f"| {v} | {wire_med(rows, v, 'rr', 'p50_us'):.1f} | "
+              f"{wire_med(rows, v, 'rr', 'p99_us'):.1f} | {wire_med(rows, v, 'rr', 'mean_us'):.1f} | "
+              f"{wire_med(rows, v, 'direct', 'p50_us'):.1f} | {b:.0f} | {bd:.0f} | "
+              f"{b / bd:.2f} |")
+    print()
+    worst = max((t for t, _ in net_rr.values()), default=float("nan"))
+    unst = max(wire_med(rows, "skb", "direct", "skb_egress_ns_per_run"),
+               wire_med(rows, "skb", "direct", "skb_ingress_ns_per_run"))
+    print("| target | value | verdict |\n|---|---:|---|")
+    print(f"| shipped accounting, BPF ns per message sent or received (total, rr) | {worst:.0f} | "
+          f"{verdict(worst, TARGETS['wire ns per message'])} |")
+    print(f"| unsteered socket, BPF ns per packet (one early return; floor alone "
+          f"{wire_med(rows, 'skb', 'direct', 'floor_egress_ns_per_run'):.0f}) | {unst:.0f} | "
+          f"report |\n")
+
+
 def main():
     res = sys.argv[1]
     print("# smg-steer benchmark summary\n")
@@ -470,6 +535,7 @@ def main():
     ctl_section(res)
     src_section(res)
     norel_section(res)
+    wire_section(res)
     return 0
 
 

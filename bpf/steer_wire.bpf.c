@@ -1,0 +1,112 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/*
+ * steer_wire.bpf.c - request accounting on steered sockets, from the packets
+ * (the shipped mechanism; docs/algorithm.md 12.8 has the measured reasons).
+ *
+ * cgroup_skb/egress sees every packet a socket of the cgroup sends: the new
+ * payload bytes of a steered socket's TCP segments (not retransmissions: the
+ * segment's bytes below the socket's snd_nxt were sent before) are request
+ * bytes of its backend. cgroup_skb/ingress sees every packet it receives: the
+ * first payload byte after a send marks what was sent as answered. Both find
+ * the socket's record by cookie (steer_socks), and an unsteered socket leaves
+ * after one load: it has no cookie, or no record. The accounting itself is in
+ * steer_wire.bpf.h, shared with the sk_msg ablation (steer_wire_msg.bpf.c).
+ *
+ * A separate object from steer.bpf.c that shares its maps by pin.
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_endian.h>
+#include <bpf/bpf_core_read.h>
+#include "steer_common.h"
+#include "steer_maps.bpf.h"
+#include "steer_wire.bpf.h"
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
+
+extern void *bpf_cast_to_kern_ctx(void *obj) __ksym;
+extern void *bpf_rdonly_cast(void *obj, __u32 btf_id) __ksym;
+
+/* The packet's socket and its cookie, read without creating one; 0: none. */
+static __always_inline __u64 skb_cookie(struct __sk_buff *ctx, struct sk_buff **kskb,
+					struct sock **sk)
+{
+	*kskb = bpf_cast_to_kern_ctx(ctx);
+	*sk = (*kskb)->sk;
+	if (!*sk)
+		return 0;
+	return (*sk)->__sk_common.skc_cookie.counter;
+}
+
+/*
+ * The TCP segment's sequence number and payload length. The packet starts at
+ * its network header; the transport header's offset is the kernel's own.
+ * Returns false when the headers are not where they should be.
+ */
+static __always_inline bool tcp_payload(struct __sk_buff *ctx, struct sk_buff *kskb, __u32 *seq,
+					__u32 *len)
+{
+	void *data = (void *)(long)ctx->data, *end = (void *)(long)ctx->data_end;
+	__u32 thoff = (__u32)(kskb->transport_header - kskb->network_header) & 0xff;
+	struct tcphdr *th = data + thoff;
+	__u32 hl;
+
+	if ((void *)(th + 1) > end)
+		return false;
+	hl = thoff + th->doff * 4;
+	if (ctx->len <= hl) {
+		*len = 0;
+		return true;
+	}
+	*len = ctx->len - hl;
+	*seq = bpf_ntohl(th->seq);
+	return true;
+}
+
+SEC("cgroup_skb/egress")
+int steer_wire_out(struct __sk_buff *ctx)
+{
+	struct sk_buff *kskb;
+	struct sock *sk;
+	__u64 cookie = skb_cookie(ctx, &kskb, &sk);
+	struct steer_sock *r;
+	struct tcp_sock *tp;
+	__u32 seq = 0, len = 0, nxt, end;
+
+	if (!cookie)
+		return 1; /* unsteered: no cookie, the one early return */
+	if (!tcp_payload(ctx, kskb, &seq, &len) || !len)
+		return 1;
+	/* New data only: the stack advances snd_nxt after this hook runs, so a
+	 * segment's bytes below snd_nxt are a retransmission. */
+	tp = bpf_rdonly_cast(sk, bpf_core_type_id_kernel(struct tcp_sock));
+	nxt = tp->snd_nxt;
+	end = seq + len;
+	if ((__s32)(end - nxt) <= 0)
+		return 1;
+	if ((__s32)(seq - nxt) < 0)
+		len = end - nxt;
+	r = sock_find(cookie);
+	if (r)
+		wire_sent(r, cookie, len);
+	return 1;
+}
+
+SEC("cgroup_skb/ingress")
+int steer_wire_in(struct __sk_buff *ctx)
+{
+	struct sk_buff *kskb;
+	struct sock *sk;
+	__u64 cookie = skb_cookie(ctx, &kskb, &sk);
+	struct steer_sock *r;
+	__u32 seq = 0, len = 0;
+
+	if (!cookie)
+		return 1;
+	if (!tcp_payload(ctx, kskb, &seq, &len) || !len)
+		return 1; /* a pure ACK answers nothing */
+	r = sock_find(cookie);
+	if (r)
+		wire_answered(r, cookie);
+	return 1;
+}

@@ -1,0 +1,171 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/*
+ * steer_wire.bpf.h - request accounting on steered sockets: what a message
+ * sent, a response byte received, or a socket closed does to its record
+ * (steer_sock.unanswered) and to its backend's counters (steer_wire), and to
+ * the backend's leaf in its service's tree. Everything here is written under
+ * the service's lock, like a connect's credit, so that the kernel's pick stays
+ * exactly steer_select_wire()'s. The hooks that call it (cgroup_skb in
+ * steer_wire.bpf.c, the sk_msg ablation in steer_wire_msg.bpf.c, release in
+ * steer.bpf.c) only find the record and the byte count.
+ * Include after steer_maps.bpf.h.
+ */
+#ifndef STEER_WIRE_BPF_H
+#define STEER_WIRE_BPF_H
+
+#define WIRE_U32_MAX 0xffffffffu
+
+/* What a record's accounting touches; NULL members when the maps are missing. */
+struct wire_ref {
+	struct steer_slot *s;
+	struct steer_wire *w;
+	struct steer_svc_tree *tr;
+};
+
+/* The record's slot, its accounting and its service's tree. False when the
+ * slot has changed owner since the connect (its gen moved on). */
+static __always_inline bool wire_ref(const struct steer_sock *r, struct wire_ref *ref)
+{
+	struct steer_slot_array *all = slots_all();
+	struct steer_wire_array *wall = wire_all();
+	__u32 id = r->svc_id & (STEER_SVC_IDS - 1);
+
+	ref->tr = 0;
+	if (!all || !wall)
+		return false;
+	ref->tr = bpf_map_lookup_elem(&steer_tree, &id);
+	if (!ref->tr)
+		return false;
+	ref->s = slot_in(all, r->slot);
+	ref->w = wire_in(wall, r->slot);
+	return ref->s->gen == r->slot_gen;
+}
+
+/* Under the lock: the slot's leaf re-scored with its work as it is now. */
+static __always_inline void wire_rescore(struct steer_svc_tree *tr, struct steer_slot *s,
+					 struct steer_wire *w)
+{
+	steer_tree_rescore(tr, w,
+			   steer_work_tokens(steer_slot_inflight(s), steer_wire_pending(w),
+					     steer_bytes_per_token(w->cache_bpt)));
+}
+
+/*
+ * Under the lock, at a socket's first send: its flat connect credit is taken
+ * back (its real size is now counted), unless the daemon drained the slot's
+ * credits since the connect (drain_seq moved): then that credit is gone
+ * already. User space adds to drained_tokens with compare-and-swap, so does
+ * this; never more than is in flight.
+ */
+static __always_inline void wire_withdraw(struct steer_slot *s, struct steer_wire *w)
+{
+	__u64 credit = w->cache_credit, d = s->drained_tokens;
+	int i;
+
+	for (i = 0; i < 3; i++) {
+		__u64 in = s->inflight_tokens - d, take = credit < in ? credit : in, old;
+
+		if (!take)
+			return;
+		old = __sync_val_compare_and_swap(&s->drained_tokens, d, d + take);
+		if (old == d) {
+			w->withdrawn_tokens += take;
+			return;
+		}
+		d = old;
+	}
+}
+
+/* The socket with this record and cookie sent bytes of request. */
+static __always_inline void wire_sent(struct steer_sock *r, __u64 cookie, __u64 bytes)
+{
+	struct wire_ref ref;
+	__u32 room, add;
+
+	if (!bytes || !wire_ref(r, &ref))
+		return;
+	bpf_spin_lock(&ref.tr->lock);
+	/* Released (or reconnected) meanwhile: its bytes are not the slot's. */
+	if (r->cookie != cookie || !(r->flags & STEER_SOCK_LIVE))
+		goto out;
+	room = WIRE_U32_MAX - r->unanswered;
+	add = bytes < room ? (__u32)bytes : room;
+	if (!r->unanswered)
+		ref.w->requests++; /* the first send after a response: a new request */
+	r->unanswered += add;
+	ref.w->sent_bytes += add;
+	if (!(r->flags & STEER_SOCK_SENT)) {
+		r->flags |= STEER_SOCK_SENT;
+		if ((r->flags & STEER_SOCK_CREDITED) && r->drain_seq == (__u32)ref.w->drain_seq)
+			wire_withdraw(ref.s, ref.w);
+	}
+	wire_rescore(ref.tr, ref.s, ref.w);
+out:
+	bpf_spin_unlock(&ref.tr->lock);
+}
+
+/* Under the lock: the socket's unanswered bytes are answered (or abandoned);
+ * returns how many. Never more than the slot has pending: a record that
+ * outlived its slot's counters (steer_wire unpinned and created anew) cannot
+ * wrap them. */
+static __always_inline __u64 wire_settle(struct steer_sock *r, struct steer_wire *w)
+{
+	__u64 pending = steer_wire_pending(w);
+	__u64 n = r->unanswered < pending ? r->unanswered : pending;
+
+	w->answered_bytes += n;
+	r->unanswered = 0;
+	return n;
+}
+
+/* The socket received response bytes: what it had sent is answered, and
+ * becomes an in-flight credit of its real size. */
+static __always_inline void wire_answered(struct steer_sock *r, __u64 cookie)
+{
+	struct wire_ref ref;
+
+	if (!r->unanswered || !wire_ref(r, &ref))
+		return;
+	bpf_spin_lock(&ref.tr->lock);
+	if (r->cookie == cookie && (r->flags & STEER_SOCK_LIVE) && r->unanswered) {
+		/* The engine has the request: its real size is in flight from now
+		 * on, as a connect's credit is, until the daemon drains it. */
+		__u64 tokens = wire_settle(r, ref.w) / steer_bytes_per_token(ref.w->cache_bpt);
+
+		ref.s->inflight_tokens += tokens;
+		ref.w->answered_tokens += tokens;
+		wire_rescore(ref.tr, ref.s, ref.w);
+	}
+	bpf_spin_unlock(&ref.tr->lock);
+}
+
+/*
+ * The socket is released or connected again: it is no longer live, and what
+ * it sent unanswered is abandoned. Under the lock, so that a send on another
+ * CPU either lands before (and is settled here) or sees the live flag gone.
+ * Returns the flags as they were.
+ */
+static __always_inline __u16 wire_close(struct steer_sock *r)
+{
+	struct wire_ref ref;
+	bool same = wire_ref(r, &ref);
+	__u16 flags;
+
+	if (!ref.tr) {
+		flags = r->flags;
+		r->flags = flags & ~STEER_SOCK_LIVE;
+		return flags;
+	}
+	bpf_spin_lock(&ref.tr->lock);
+	flags = r->flags;
+	r->flags = flags & ~STEER_SOCK_LIVE;
+	if (same && r->unanswered) {
+		wire_settle(r, ref.w);
+		wire_rescore(ref.tr, ref.s, ref.w);
+	}
+	r->unanswered = 0;
+	bpf_spin_unlock(&ref.tr->lock);
+	return flags;
+}
+
+#endif /* STEER_WIRE_BPF_H */

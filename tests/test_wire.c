@@ -1,0 +1,864 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/*
+ * test_wire.c - request accounting on steered sockets (issue 11), with the
+ * real programs in a throwaway cgroup and network namespace: an HTTP/1.1
+ * keep-alive client sends requests of known sizes over one steered
+ * connection to responders that answer in one piece (JSON) or in several
+ * chunks (SSE). The per-backend counters must equal the bytes sent, pending
+ * work must appear at the send and go at the first response byte, a large
+ * request must steer the next new connections away before any publish, and
+ * closes mid-request, failed connects and a reopened data plane must leave
+ * every counter exact.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "dataplane.h"
+#include "tap.h"
+#include "testenv.h"
+
+#define TTL_LONG (600ULL * 1000000000ULL)
+#define WAIT_MS 10000 /* generous bound on every wait for a condition */
+#define NPT 1000.0    /* ns per token of every backend here */
+#define CREDIT STEER_DEFAULT_CREDIT_TOKENS
+
+static struct steer_dp *dp;
+static struct steer_dp_opts dp_opts;
+static char err[512];
+
+/* ---- a responder: counts a request's bytes, answers when told -------------------- */
+
+enum resp_mode {
+	RESP_JSON, /* one write: {"ok":true} */
+	RESP_SSE,  /* SSE_CHUNKS writes, each when told */
+};
+#define SSE_CHUNKS 3
+
+/*
+ * One backend. The test announces how many request bytes to expect; the
+ * responder reads exactly that many from its current connection, says so,
+ * and writes its answer (or each chunk of it) when the test says go. It does
+ * not parse HTTP: the test knows each request's size.
+ */
+struct responder {
+	struct steer_addr addr;
+	enum resp_mode mode;
+	int lfd;
+	pthread_t thr;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	long expect;   /* bytes of the next request; 0: none announced */
+	long received; /* of the current request */
+	int go;	       /* chunks the test allowed to be written */
+	int written;   /* chunks written for the current request */
+	long seq;      /* requests announced */
+	long finished; /* requests handled, answered or not */
+	int stop;
+};
+
+static bool wait_until(struct responder *r, bool (*cond)(struct responder *))
+{
+	struct timespec dl;
+	bool ok;
+
+	clock_gettime(CLOCK_REALTIME, &dl);
+	dl.tv_sec += WAIT_MS / 1000;
+	pthread_mutex_lock(&r->mu);
+	while (!(ok = cond(r)) && pthread_cond_timedwait(&r->cv, &r->mu, &dl) == 0)
+		;
+	pthread_mutex_unlock(&r->mu);
+	return ok;
+}
+
+static bool has_expect(struct responder *r)
+{
+	return r->stop || r->seq > r->finished;
+}
+
+static void finish(struct responder *r, long served)
+{
+	pthread_mutex_lock(&r->mu);
+	r->finished = served;
+	pthread_cond_broadcast(&r->cv);
+	pthread_mutex_unlock(&r->mu);
+}
+
+static bool all_received(struct responder *r)
+{
+	return r->expect > 0 && r->received >= r->expect;
+}
+
+static bool may_write(struct responder *r)
+{
+	return r->stop || r->go > r->written;
+}
+
+static const char *chunk_text(const struct responder *r, int i)
+{
+	static const char *const sse[SSE_CHUNKS] = {
+		"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+		"Transfer-Encoding: chunked\r\n\r\n10\r\ndata: {\"t\":\"a\"}\n\n\r\n",
+		"10\r\ndata: {\"t\":\"b\"}\n\n\r\n",
+		"e\r\ndata: [DONE]\n\n\r\n0\r\n\r\n",
+	};
+
+	if (r->mode == RESP_SSE)
+		return sse[i];
+	return "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+	       "Content-Length: 11\r\n\r\n{\"ok\":true}";
+}
+
+static int chunks_of(const struct responder *r)
+{
+	return r->mode == RESP_SSE ? SSE_CHUNKS : 1;
+}
+
+/* Serve one connection until it closes. */
+static void serve(struct responder *r, int c)
+{
+	char buf[65536];
+	long served;
+
+	for (;;) {
+		struct pollfd p = { .fd = c, .events = POLLIN };
+		ssize_t n;
+		int i;
+
+		if (!wait_until(r, has_expect)) {
+			/* no request announced: a probe that only connects; see if it left */
+			if (poll(&p, 1, 0) == 1 && recv(c, buf, sizeof(buf), MSG_DONTWAIT) <= 0)
+				return;
+			continue;
+		}
+		if (r->stop)
+			return;
+		pthread_mutex_lock(&r->mu);
+		served = r->seq; /* the request being served; a later one waits */
+		pthread_mutex_unlock(&r->mu);
+		while (!all_received(r)) {
+			n = read(c, buf, sizeof(buf));
+			if (n <= 0)
+				return; /* the client closed: this request waits for the next */
+			pthread_mutex_lock(&r->mu);
+			r->received += n;
+			pthread_cond_broadcast(&r->cv);
+			pthread_mutex_unlock(&r->mu);
+		}
+		for (i = 0; i < chunks_of(r); i++) {
+			const char *t;
+
+			if (!wait_until(r, may_write) || r->stop)
+				return;
+			t = chunk_text(r, i);
+			n = send(c, t, strlen(t), MSG_NOSIGNAL);
+			pthread_mutex_lock(&r->mu);
+			r->written++;
+			pthread_cond_broadcast(&r->cv);
+			pthread_mutex_unlock(&r->mu);
+			if (n != (ssize_t)strlen(t))
+				break;
+		}
+		finish(r, served);
+	}
+}
+
+static void *responder_loop(void *arg)
+{
+	struct responder *r = arg;
+
+	while (!r->stop) {
+		struct pollfd p = { .fd = r->lfd, .events = POLLIN };
+		int c;
+
+		if (poll(&p, 1, 100) != 1)
+			continue;
+		c = accept4(r->lfd, NULL, NULL, SOCK_CLOEXEC);
+		if (c < 0)
+			continue;
+		serve(r, c);
+		close(c);
+	}
+	return NULL;
+}
+
+static int responder_start(struct responder *r, const char *addr, enum resp_mode mode)
+{
+	struct sockaddr_storage ss;
+	socklen_t len;
+	int one = 1;
+
+	memset(r, 0, sizeof(*r));
+	r->mode = mode;
+	pthread_mutex_init(&r->mu, NULL);
+	pthread_cond_init(&r->cv, NULL);
+	if (test_sockaddr(addr, &ss, &len) != 0 ||
+	    steer_addr_parse(addr, &r->addr, err, sizeof(err)))
+		return -1;
+	r->lfd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	setsockopt(r->lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (bind(r->lfd, (struct sockaddr *)&ss, len) != 0 || listen(r->lfd, 1024) != 0)
+		return -1;
+	return pthread_create(&r->thr, NULL, responder_loop, r) == 0 ? 0 : -1;
+}
+
+static void responder_stop(struct responder *r)
+{
+	pthread_mutex_lock(&r->mu);
+	r->stop = 1;
+	pthread_cond_broadcast(&r->cv);
+	pthread_mutex_unlock(&r->mu);
+	pthread_join(r->thr, NULL);
+	close(r->lfd);
+}
+
+static bool idle(struct responder *r);
+
+/* The next request's size. The previous one is let finish first: the
+ * responder updates its counters after its last write. */
+static void announce(struct responder *r, long bytes)
+{
+	wait_until(r, idle);
+	pthread_mutex_lock(&r->mu);
+	r->expect = bytes;
+	r->received = 0;
+	r->go = r->written = 0;
+	r->seq++;
+	pthread_cond_broadcast(&r->cv);
+	pthread_mutex_unlock(&r->mu);
+}
+
+static void allow_chunk(struct responder *r)
+{
+	pthread_mutex_lock(&r->mu);
+	r->go++;
+	pthread_cond_broadcast(&r->cv);
+	pthread_mutex_unlock(&r->mu);
+}
+
+static bool idle(struct responder *r)
+{
+	return r->finished == r->seq;
+}
+
+/* Let the responder answer a request whose client has gone, and wait until
+ * it is ready for the next one. */
+static bool finish_abandoned(struct responder *r)
+{
+	allow_chunk(r);
+	return wait_until(r, idle);
+}
+
+/* ---- the client ------------------------------------------------------------------ */
+
+/* Connect to a steer_addr (IPv4) with TCP_NODELAY; fd or -errno. */
+static int client_connect(const struct steer_addr *a)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = a->port };
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), one = 1;
+
+	sa.sin_addr.s_addr = a->ip6[3];
+	if (fd < 0)
+		return -errno;
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
+		int e = errno;
+
+		close(fd);
+		return -e;
+	}
+	return fd;
+}
+
+/* An HTTP/1.1 keep-alive request of exactly total bytes (headers and body);
+ * total >= 128. Caller frees. */
+static char *http_request(size_t total)
+{
+	char head[128];
+	size_t hl = 0, body = 0, i;
+	char *req = malloc(total);
+
+	/* The header's length depends on the digits of the body's length. */
+	for (i = 0; i < 3; i++) {
+		hl = (size_t)snprintf(head, sizeof(head),
+				      "POST /v1/completions HTTP/1.1\r\nHost: vip\r\n"
+				      "Content-Length: %zu\r\n\r\n",
+				      body);
+		body = total - hl;
+	}
+	if (!req)
+		return NULL;
+	memcpy(req, head, hl);
+	memset(req + hl, 'a', total - hl);
+	return req;
+}
+
+static int send_all(int fd, const char *p, size_t n)
+{
+	while (n) {
+		ssize_t w = write(fd, p, n);
+
+		if (w <= 0)
+			return -1;
+		p += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+/* Send a request of size bytes and wait until the responder has all of it. */
+static int send_request(int fd, struct responder *r, size_t size)
+{
+	char *req = http_request(size);
+	int rc;
+
+	announce(r, (long)size);
+	rc = req ? send_all(fd, req, size) : -1;
+	free(req);
+	if (rc == 0 && !wait_until(r, all_received))
+		rc = -1;
+	return rc;
+}
+
+/* Read one response piece (a chunk the responder wrote). */
+static ssize_t read_some(int fd)
+{
+	char buf[4096];
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+
+	if (poll(&p, 1, WAIT_MS) != 1)
+		return -1;
+	return read(fd, buf, sizeof(buf));
+}
+
+/* ---- helpers ------------------------------------------------------------------------- */
+
+static int publish(const struct steer_addr *vip, struct responder **be, int n, uint32_t bpt)
+{
+	struct steer_addr cfg[8];
+	struct steer_dp_cost cost[8];
+	struct steer_dp_service s = { .vip = *vip,
+				      .configured = cfg,
+				      .n_configured = (size_t)n,
+				      .table = cost,
+				      .n_table = (size_t)n,
+				      .ttl_ns = TTL_LONG,
+				      .bytes_per_token = bpt };
+	int i;
+
+	for (i = 0; i < n; i++) {
+		cfg[i] = be[i]->addr;
+		cost[i].addr = be[i]->addr;
+		cost[i].base_wait_ns = 0;
+		cost[i].ns_per_token = NPT;
+	}
+	return steer_dp_publish_one(dp, &s, err, sizeof(err));
+}
+
+static uint32_t slot_of(const struct steer_addr *vip, const struct responder *be)
+{
+	uint32_t s = UINT32_MAX;
+
+	steer_dp_slot(dp, vip, &be->addr, &s);
+	return s;
+}
+
+/* The slot's accounting as now: what the assertions compare. */
+struct wire_now {
+	uint64_t sent, answered, requests, pending, withdrawn, inflight;
+};
+
+static struct wire_now wire_now(uint32_t slot)
+{
+	struct wire_now w = {
+		.sent = steer_dp_sent_bytes(dp, slot),
+		.answered = steer_dp_answered_bytes(dp, slot),
+		.requests = steer_dp_requests(dp, slot),
+		.pending = steer_dp_pending_bytes(dp, slot),
+		.withdrawn = steer_dp_withdrawn_tokens(dp, slot),
+		.inflight = steer_dp_inflight_read(dp, slot),
+	};
+	return w;
+}
+
+/* steer_select only reads through this pointer. */
+static struct steer_slot *slot_at(void *ctx, __u32 slot)
+{
+	return (struct steer_slot *)steer_dp_slot_counters(ctx, slot);
+}
+
+static size_t tracked(void)
+{
+	size_t n = 0;
+
+	steer_dp_sockets_tracked(dp, &n);
+	return n;
+}
+
+/* ---- 1. keep-alive: every request counted when sent, answered at its first byte ---- */
+
+static struct steer_addr vip_ka, vip_sse, vip_big, vip_close, vip_dead, vip_reopen, vip_bpt;
+static struct responder r_ka, r_sse, r_big[2], r_close, r_reopen, r_bpt;
+
+static void test_keepalive_requests_are_counted_when_sent(void)
+{
+	static const size_t sizes[] = { 200, 2000, 129, 65536, 300000 };
+	struct responder *be[1] = { &r_ka };
+	uint32_t s;
+	struct wire_now w;
+	uint64_t total = 0, credited = 0;
+	size_t i;
+	int fd;
+
+	CHECK(publish(&vip_ka, be, 1, 0) == 0, "publish: %s", err);
+	s = slot_of(&vip_ka, &r_ka);
+	steer_dp_inflight_exchange(dp, s);
+	fd = client_connect(&vip_ka);
+	CHECK(fd >= 0, "connect: %s", strerror(-fd));
+	w = wire_now(s);
+	CHECK(w.inflight == CREDIT && w.sent == 0 && w.requests == 0,
+	      "after connect: in flight %llu sent %llu requests %llu",
+	      (unsigned long long)w.inflight, (unsigned long long)w.sent,
+	      (unsigned long long)w.requests);
+	for (i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		CHECK(send_request(fd, &r_ka, sizes[i]) == 0, "request %zu not received", i);
+		total += sizes[i];
+		w = wire_now(s);
+		CHECK(w.sent == total && w.pending == sizes[i] && w.requests == i + 1,
+		      "request %zu (%zu bytes): sent %llu (want %llu) pending %llu requests %llu",
+		      i, sizes[i], (unsigned long long)w.sent, (unsigned long long)total,
+		      (unsigned long long)w.pending, (unsigned long long)w.requests);
+		/* The flat credit went at the first send; in flight are the real
+		 * sizes of the requests answered so far. */
+		CHECK(w.inflight == credited && w.withdrawn == CREDIT,
+		      "in flight %llu (want %llu) withdrawn %llu", (unsigned long long)w.inflight,
+		      (unsigned long long)credited, (unsigned long long)w.withdrawn);
+		allow_chunk(&r_ka);
+		CHECK(read_some(fd) > 0, "no response to request %zu", i);
+		credited += sizes[i] / STEER_DEFAULT_BYTES_PER_TOKEN;
+		w = wire_now(s);
+		CHECK(w.pending == 0 && w.answered == total && w.inflight == credited,
+		      "after the response to %zu: pending %llu answered %llu in flight %llu (want "
+		      "%llu)",
+		      i, (unsigned long long)w.pending, (unsigned long long)w.answered,
+		      (unsigned long long)w.inflight, (unsigned long long)credited);
+	}
+	close(fd);
+	w = wire_now(s);
+	CHECK(w.pending == 0 && w.sent == total && w.requests == 5, "after close: %llu pending",
+	      (unsigned long long)w.pending);
+}
+
+/* ---- 2. streaming: pending goes at the first chunk, later chunks change nothing ---- */
+
+static void test_streaming_response_answers_at_the_first_chunk(void)
+{
+	struct responder *be[1] = { &r_sse };
+	uint32_t s;
+	struct wire_now w;
+	int fd, k, req;
+
+	CHECK(publish(&vip_sse, be, 1, 0) == 0, "publish: %s", err);
+	s = slot_of(&vip_sse, &r_sse);
+	fd = client_connect(&vip_sse);
+	CHECK(fd >= 0, "connect: %s", strerror(-fd));
+	for (req = 1; req <= 2; req++) {
+		CHECK(send_request(fd, &r_sse, 4000) == 0, "request not received");
+		w = wire_now(s);
+		CHECK(w.pending == 4000 && w.requests == (uint64_t)req,
+		      "pending %llu requests %llu", (unsigned long long)w.pending,
+		      (unsigned long long)w.requests);
+		for (k = 0; k < SSE_CHUNKS; k++) {
+			allow_chunk(&r_sse);
+			CHECK(read_some(fd) > 0, "chunk %d missing", k);
+			w = wire_now(s);
+			CHECK(w.pending == 0 && w.answered == 4000ULL * req &&
+				      w.sent == 4000ULL * req && w.requests == (uint64_t)req,
+			      "request %d chunk %d: pending %llu answered %llu sent %llu", req, k,
+			      (unsigned long long)w.pending, (unsigned long long)w.answered,
+			      (unsigned long long)w.sent);
+		}
+	}
+	close(fd);
+}
+
+/* ---- 3. a large request steers the next connections away, before any publish ------- */
+
+static void test_a_large_request_steers_new_connections_away(void)
+{
+	struct responder *be[2] = { &r_big[0], &r_big[1] };
+	uint32_t a, b;
+	struct steer_table mirror = { .n = 2, .bytes_per_token = STEER_DEFAULT_BYTES_PER_TOKEN };
+	uint64_t steered_a, steered_b;
+	int fd, k, probe[16], n_probe = 0, to_b = 0;
+
+	CHECK(publish(&vip_big, be, 2, 0) == 0, "publish: %s", err);
+	a = slot_of(&vip_big, &r_big[0]);
+	b = slot_of(&vip_big, &r_big[1]);
+	steer_dp_inflight_exchange(dp, a);
+	steer_dp_inflight_exchange(dp, b);
+	for (k = 0; k < 2; k++) {
+		mirror.e[k].ns_per_token = (uint64_t)NPT;
+		mirror.e[k].slot = k ? b : a;
+	}
+	fd = client_connect(&vip_big);
+	CHECK(fd >= 0, "connect: %s", strerror(-fd));
+	CHECK(steer_dp_slot_counters(dp, a)->steered == 1, "the tie did not go to A");
+	/* 40,000 bytes = 10,000 tokens on A; its connect credit is withdrawn. */
+	CHECK(send_request(fd, &r_big[0], 40000) == 0, "request not received");
+	CHECK(steer_dp_inflight_read(dp, a) == 0 && steer_dp_pending_bytes(dp, a) == 40000,
+	      "A: in flight %llu pending %llu", (unsigned long long)steer_dp_inflight_read(dp, a),
+	      (unsigned long long)steer_dp_pending_bytes(dp, a));
+	steered_a = steer_dp_slot_counters(dp, a)->steered;
+	steered_b = steer_dp_slot_counters(dp, b)->steered;
+	/* B takes connects while 1,024 x k < 10,000: exactly 10, then A. */
+	for (k = 0; k < 11; k++) {
+		struct steer_pick want;
+		uint64_t sb = steer_dp_slot_counters(dp, b)->steered;
+
+		steer_select_wire(&mirror, slot_at, dp, steer_dp_wire_at, dp, 1, &want);
+		probe[n_probe] = client_connect(&vip_big);
+		CHECK(probe[n_probe] >= 0, "probe %d: %s", k, strerror(-probe[n_probe]));
+		n_probe++;
+		to_b += steer_dp_slot_counters(dp, b)->steered != sb;
+		CHECK(want.found &&
+			      (want.slot == b) == (steer_dp_slot_counters(dp, b)->steered != sb),
+		      "probe %d: the kernel and steer_select_wire disagree (reference slot %u)", k,
+		      want.slot);
+	}
+	CHECK(to_b == 10 && steer_dp_slot_counters(dp, a)->steered == steered_a + 1 &&
+		      steer_dp_slot_counters(dp, b)->steered == steered_b + 10,
+	      "%d of 11 new connections went to B, want 10 then A", to_b);
+	for (k = 0; k < n_probe; k++)
+		close(probe[k]);
+	/* Answered: the request's real size is in flight, until the daemon drains it. */
+	allow_chunk(&r_big[0]);
+	CHECK(read_some(fd) > 0, "no response");
+	/* (and the last probe's flat credit: it never sent) */
+	CHECK(steer_dp_pending_bytes(dp, a) == 0 && steer_dp_inflight_read(dp, a) == 10000 + CREDIT,
+	      "after the answer: pending %llu, in flight %llu (want 0 and 11,024)",
+	      (unsigned long long)steer_dp_pending_bytes(dp, a),
+	      (unsigned long long)steer_dp_inflight_read(dp, a));
+	close(fd);
+}
+
+/* ---- 4. a socket closed mid-request leaves nothing pending -------------------------- */
+
+static void test_close_mid_request_leaves_nothing_pending(void)
+{
+	struct responder *be[1] = { &r_close };
+	size_t before = tracked();
+	uint64_t inflight0;
+	uint32_t s;
+	struct wire_now w;
+	int fd, k;
+
+	CHECK(publish(&vip_close, be, 1, 0) == 0, "publish: %s", err);
+	s = slot_of(&vip_close, &r_close);
+	/* Abandoned requests are credited nothing; each connect's flat credit
+	 * goes at its first send: in flight stays where it was. */
+	inflight0 = steer_dp_inflight_read(dp, s);
+	for (k = 0; k < 20; k++) {
+		fd = client_connect(&vip_close);
+		CHECK(fd >= 0, "connect: %s", strerror(-fd));
+		CHECK(send_request(fd, &r_close, 1000) == 0, "request not received");
+		CHECK(steer_dp_pending_bytes(dp, s) == 1000, "pending %llu",
+		      (unsigned long long)steer_dp_pending_bytes(dp, s));
+		close(fd); /* no answer came */
+		w = wire_now(s);
+		CHECK(w.pending == 0 && w.sent == 1000ULL * (k + 1) && w.answered == w.sent &&
+			      w.inflight == inflight0,
+		      "close %d: pending %llu sent %llu answered %llu", k,
+		      (unsigned long long)w.pending, (unsigned long long)w.sent,
+		      (unsigned long long)w.answered);
+		CHECK(finish_abandoned(&r_close), "the responder is stuck");
+	}
+	CHECK(tracked() == before, "%zu records held, %zu before", tracked(), before);
+}
+
+/* ---- 5. a connect that fails moves no wire counter ----------------------------------- */
+
+static void test_a_failed_connect_moves_no_wire_counter(void)
+{
+	struct responder dead = { 0 };
+	struct responder *be[1] = { &dead };
+	size_t before = tracked();
+	uint32_t s;
+	struct wire_now w;
+	int k, fd;
+
+	steer_addr_parse("127.0.5.9:9509", &dead.addr, err, sizeof(err)); /* nothing listens */
+	CHECK(publish(&vip_dead, be, 1, 0) == 0, "publish: %s", err);
+	s = slot_of(&vip_dead, &dead);
+	for (k = 0; k < STEER_FAIL_EJECT - 1; k++) {
+		fd = client_connect(&vip_dead);
+		CHECK(fd == -ECONNREFUSED, "connect %d: %d", k, fd);
+	}
+	w = wire_now(s);
+	CHECK(w.sent == 0 && w.answered == 0 && w.requests == 0 && w.withdrawn == 0,
+	      "sent %llu answered %llu requests %llu withdrawn %llu", (unsigned long long)w.sent,
+	      (unsigned long long)w.answered, (unsigned long long)w.requests,
+	      (unsigned long long)w.withdrawn);
+	/* Never sent: the flat credits stay in flight, for the daemon to drain. */
+	CHECK(w.inflight == (uint64_t)CREDIT * (STEER_FAIL_EJECT - 1), "in flight %llu",
+	      (unsigned long long)w.inflight);
+	CHECK(tracked() == before, "%zu records held, %zu before", tracked(), before);
+}
+
+/* ---- 6. reopening the data plane (a daemon restart) loses and adds nothing ---------- */
+
+static void test_reopen_mid_request_keeps_counters_exact(void)
+{
+	struct responder *be[1] = { &r_reopen };
+	uint32_t s;
+	struct wire_now w;
+	int fd;
+
+	CHECK(publish(&vip_reopen, be, 1, 0) == 0, "publish: %s", err);
+	s = slot_of(&vip_reopen, &r_reopen);
+	fd = client_connect(&vip_reopen);
+	CHECK(fd >= 0, "connect: %s", strerror(-fd));
+	CHECK(send_request(fd, &r_reopen, 5000) == 0, "request not received");
+	steer_dp_close(dp); /* the daemon stops; its pinned links keep running */
+	dp = NULL;
+	CHECK(steer_dp_open(&dp_opts, &dp, err, sizeof(err)) == 0, "reopen: %s", err);
+	CHECK(slot_of(&vip_reopen, &r_reopen) == s, "the slot moved");
+	w = wire_now(s);
+	CHECK(w.pending == 5000 && w.sent == 5000 && w.requests == 1,
+	      "after reopen: pending %llu sent %llu", (unsigned long long)w.pending,
+	      (unsigned long long)w.sent);
+	allow_chunk(&r_reopen);
+	CHECK(read_some(fd) > 0, "no response");
+	CHECK(send_request(fd, &r_reopen, 700) == 0, "second request not received");
+	w = wire_now(s);
+	CHECK(w.pending == 700 && w.sent == 5700 && w.answered == 5000 && w.requests == 2,
+	      "the reopened programs count: pending %llu sent %llu answered %llu",
+	      (unsigned long long)w.pending, (unsigned long long)w.sent,
+	      (unsigned long long)w.answered);
+	close(fd);
+	w = wire_now(s);
+	CHECK(w.pending == 0 && w.answered == 5700, "after close: pending %llu",
+	      (unsigned long long)w.pending);
+}
+
+/* ---- 7. bytes per token: per service, validated, in the view ------------------------ */
+
+static void test_bytes_per_token_is_per_service_and_in_the_view(void)
+{
+	struct responder *be[1] = { &r_bpt };
+	struct steer_view v;
+	bool seen = false;
+	size_t i;
+	int fd;
+
+	CHECK(publish(&vip_bpt, be, 1, STEER_MAX_BYTES_PER_TOKEN + 1) != 0 &&
+		      strstr(err, "bytes_per_token") != NULL,
+	      "a bytes_per_token of 65536 was accepted (%s)", err);
+	CHECK(publish(&vip_bpt, be, 1, 3) == 0, "publish: %s", err);
+	fd = client_connect(&vip_bpt);
+	CHECK(fd >= 0, "connect: %s", strerror(-fd));
+	CHECK(send_request(fd, &r_bpt, 3000) == 0, "request not received");
+	CHECK(steer_dp_view(dp, &v, err, sizeof(err)) == 0, "view: %s", err);
+	for (i = 0; i < v.n_services; i++) {
+		const struct steer_view_service *vs = &v.services[i];
+
+		if (!steer_addr_equal(&vs->vip, &vip_bpt))
+			continue;
+		seen = vs->bytes_per_token == 3 && vs->n_backends == 1 &&
+		       vs->backends[0].pending_bytes == 3000 &&
+		       vs->backends[0].wire.sent_bytes == 3000 &&
+		       vs->backends[0].wire.requests == 1;
+	}
+	steer_view_free(&v);
+	CHECK(seen, "the view does not carry bytes_per_token 3 and 3000 pending bytes");
+	allow_chunk(&r_bpt);
+	CHECK(read_some(fd) > 0, "no response");
+	close(fd);
+}
+
+/* ---- 8. an unsteered socket is not counted ------------------------------------------ */
+
+static void test_an_unsteered_socket_is_not_counted(void)
+{
+	uint32_t s = slot_of(&vip_ka, &r_ka);
+	struct wire_now before = wire_now(s), after;
+	int fd = client_connect(&r_ka.addr); /* the backend itself, not the VIP */
+
+	CHECK(fd >= 0, "connect: %s", strerror(-fd));
+	CHECK(send_request(fd, &r_ka, 1500) == 0, "request not received");
+	allow_chunk(&r_ka);
+	CHECK(read_some(fd) > 0, "no response");
+	close(fd);
+	after = wire_now(s);
+	CHECK(after.sent == before.sent && after.requests == before.requests &&
+		      after.answered == before.answered,
+	      "a direct connection moved the wire counters: sent %llu -> %llu",
+	      (unsigned long long)before.sent, (unsigned long long)after.sent);
+}
+
+/* ---- 9. pins from before steer_wire (the previous build's daemon) ------------------- */
+
+static void unpin(const char *name)
+{
+	char path[512];
+
+	snprintf(path, sizeof(path), "%s/%s", testenv_pin_dir(), name);
+	unlink(path);
+}
+
+static void test_pins_from_before_the_wire_map_are_taken_over(void)
+{
+	struct responder *be[1] = { &r_ka };
+	uint32_t s;
+	struct wire_now w;
+	int fd, held;
+
+	CHECK(publish(&vip_ka, be, 1, 0) == 0, "publish: %s", err);
+	/* A connection left mid-request, and one opened before, never used. */
+	fd = client_connect(&vip_ka);
+	CHECK(fd >= 0, "connect: %s", strerror(-fd));
+	CHECK(send_request(fd, &r_ka, 900) == 0, "request not received");
+	held = client_connect(&vip_ka);
+	CHECK(held >= 0, "connect: %s", strerror(-held));
+	/* What the previous build left: no steer_wire, no wire links. */
+	steer_dp_close(dp);
+	dp = NULL;
+	unpin(STEER_LINK_WIRE_OUT);
+	unpin(STEER_LINK_WIRE_IN);
+	unpin(STEER_MAP_WIRE);
+	CHECK(steer_dp_open(&dp_opts, &dp, err, sizeof(err)) == 0, "open: %s", err);
+	s = slot_of(&vip_ka, &r_ka);
+	w = wire_now(s);
+	CHECK(w.sent == 0 && w.pending == 0, "a fresh steer_wire: sent %llu",
+	      (unsigned long long)w.sent);
+	/* The old request's answer, and its close, cannot wrap the new counters. */
+	allow_chunk(&r_ka);
+	CHECK(read_some(fd) > 0, "no response");
+	w = wire_now(s);
+	CHECK(w.pending == 0 && w.answered == 0, "pending %llu answered %llu",
+	      (unsigned long long)w.pending, (unsigned long long)w.answered);
+	close(fd);
+	/* The socket opened before counts from here on. */
+	CHECK(send_request(held, &r_ka, 1234) == 0, "request not received");
+	w = wire_now(s);
+	CHECK(w.sent == 1234 && w.pending == 1234 && w.requests == 1, "sent %llu pending %llu",
+	      (unsigned long long)w.sent, (unsigned long long)w.pending);
+	close(held);
+	w = wire_now(s);
+	CHECK(w.pending == 0 && w.answered == 1234, "after close: pending %llu",
+	      (unsigned long long)w.pending);
+	CHECK(finish_abandoned(&r_ka), "the responder is stuck");
+}
+
+/* ---- 10. the accounting can be left out, and put back ------------------------------- */
+
+static void test_wire_off_counts_nothing_and_on_again_counts(void)
+{
+	struct responder *be[1] = { &r_ka };
+	char path[512];
+	uint32_t s;
+	struct wire_now w0, w;
+	int fd;
+
+	steer_dp_close(dp);
+	dp = NULL;
+	dp_opts.wire_off = true;
+	CHECK(steer_dp_open(&dp_opts, &dp, err, sizeof(err)) == 0, "open (wire off): %s", err);
+	snprintf(path, sizeof(path), "%s/%s", testenv_pin_dir(), STEER_LINK_WIRE_OUT);
+	CHECK(access(path, F_OK) != 0, "%s still pinned with the accounting off", path);
+	CHECK(publish(&vip_ka, be, 1, 0) == 0, "publish: %s", err);
+	s = slot_of(&vip_ka, &r_ka);
+	w0 = wire_now(s);
+	fd = client_connect(&vip_ka);
+	CHECK(fd >= 0, "connect: %s", strerror(-fd));
+	CHECK(send_request(fd, &r_ka, 2222) == 0, "request not received");
+	w = wire_now(s);
+	/* Nothing counted, and the connect's flat credit stays. */
+	CHECK(w.sent == w0.sent && w.pending == 0 && w.inflight == w0.inflight + CREDIT,
+	      "with the accounting off: sent %llu -> %llu, in flight %llu -> %llu",
+	      (unsigned long long)w0.sent, (unsigned long long)w.sent,
+	      (unsigned long long)w0.inflight, (unsigned long long)w.inflight);
+	allow_chunk(&r_ka);
+	CHECK(read_some(fd) > 0, "no response");
+	steer_dp_close(dp);
+	dp = NULL;
+	dp_opts.wire_off = false;
+	CHECK(steer_dp_open(&dp_opts, &dp, err, sizeof(err)) == 0, "open (wire on): %s", err);
+	CHECK(access(path, F_OK) == 0, "%s not pinned again", path);
+	CHECK(send_request(fd, &r_ka, 333) == 0, "request not received");
+	w = wire_now(s);
+	CHECK(w.sent == w0.sent + 333 && w.pending == 333, "on again: sent %llu pending %llu",
+	      (unsigned long long)(w.sent - w0.sent), (unsigned long long)w.pending);
+	allow_chunk(&r_ka);
+	CHECK(read_some(fd) > 0, "no response");
+	close(fd);
+}
+
+static int setup(void)
+{
+	if (testenv_init("wire") != 0)
+		return -1;
+	if (responder_start(&r_ka, "127.0.5.1:9501", RESP_JSON) != 0 ||
+	    responder_start(&r_sse, "127.0.5.2:9502", RESP_SSE) != 0 ||
+	    responder_start(&r_big[0], "127.0.5.3:9503", RESP_JSON) != 0 ||
+	    responder_start(&r_big[1], "127.0.5.4:9504", RESP_JSON) != 0 ||
+	    responder_start(&r_close, "127.0.5.5:9505", RESP_JSON) != 0 ||
+	    responder_start(&r_reopen, "127.0.5.6:9506", RESP_JSON) != 0 ||
+	    responder_start(&r_bpt, "127.0.5.7:9507", RESP_JSON) != 0)
+		return -1;
+	steer_addr_parse("127.0.0.121:8201", &vip_ka, err, sizeof(err));
+	steer_addr_parse("127.0.0.121:8202", &vip_sse, err, sizeof(err));
+	steer_addr_parse("127.0.0.121:8203", &vip_big, err, sizeof(err));
+	steer_addr_parse("127.0.0.121:8204", &vip_close, err, sizeof(err));
+	steer_addr_parse("127.0.0.121:8205", &vip_dead, err, sizeof(err));
+	steer_addr_parse("127.0.0.121:8206", &vip_reopen, err, sizeof(err));
+	steer_addr_parse("127.0.0.121:8207", &vip_bpt, err, sizeof(err));
+	dp_opts.pin_dir = testenv_pin_dir();
+	dp_opts.cgroup = testenv_cgroup();
+	dp_opts.own = true;
+	if (steer_dp_open(&dp_opts, &dp, err, sizeof(err)) != 0) {
+		fprintf(stderr, "open: %s\n", err);
+		return -1;
+	}
+	return 0;
+}
+
+int main(void)
+{
+	struct responder *all[] = {
+		&r_ka, &r_sse, &r_big[0], &r_big[1], &r_close, &r_reopen, &r_bpt
+	};
+	size_t i;
+
+	if (setup() != 0)
+		return tap_setup_failed();
+	TAP_RUN(test_keepalive_requests_are_counted_when_sent);
+	TAP_RUN(test_streaming_response_answers_at_the_first_chunk);
+	TAP_RUN(test_a_large_request_steers_new_connections_away);
+	TAP_RUN(test_close_mid_request_leaves_nothing_pending);
+	TAP_RUN(test_a_failed_connect_moves_no_wire_counter);
+	TAP_RUN(test_reopen_mid_request_keeps_counters_exact);
+	TAP_RUN(test_bytes_per_token_is_per_service_and_in_the_view);
+	TAP_RUN(test_an_unsteered_socket_is_not_counted);
+	TAP_RUN(test_pins_from_before_the_wire_map_are_taken_over);
+	TAP_RUN(test_wire_off_counts_nothing_and_on_again_counts);
+	if (dp) {
+		steer_dp_detach(dp, err, sizeof(err));
+		steer_dp_close(dp);
+	}
+	for (i = 0; i < sizeof(all) / sizeof(all[0]); i++)
+		responder_stop(all[i]);
+	return tap_done();
+}

@@ -1,0 +1,655 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/*
+ * wirecost.c - what request accounting on steered sockets costs, side by side.
+ *
+ *   wirecost --pin DIR --cgroup DIR --msg-obj build/steer_wire_msg.bpf.o
+ *            [--backend 127.0.6.1:9600] [--rounds 8] [--messages 5000]
+ *            [--request 512] [--response 256] [--bulk-mb 32] [--header]
+ *
+ * Loads and attaches the real data plane (dataplane API) over one backend,
+ * forks a server that stays outside the measured cgroup, joins the cgroup
+ * and measures, interleaved round by round, three variants:
+ *   off  no accounting program attached (the wire links are detached);
+ *   skb  the shipped cgroup_skb egress and ingress programs (steer_wire.bpf.c);
+ *   msg  the design card's mechanism (steer_wire_msg.bpf.c): sockops puts the
+ *        steered socket into a SOCKHASH, sk_msg counts each sendmsg, an sk_skb
+ *        stream verdict program sees each chunk received;
+ * each over four phases:
+ *   rr          one steered keep-alive connection, --messages request/response
+ *               round trips (--request bytes out, --response bytes back);
+ *   direct      the same to the backend's address: an unsteered socket;
+ *   bulk        a steered connection uploading --bulk-mb MiB in 64 KiB writes;
+ *   bulkdirect  the same, unsteered.
+ * BPF_ENABLE_STATS is held by a descriptor (off again when this exits), and
+ * run_time_ns / run_cnt of every accounting program is read around each
+ * phase. Empty programs (r0 = 1; exit) of the cgroup types are attached next
+ * to them throughout: their ns per run is the floor of dispatch and statistics.
+ * Output: CSV, one row per (round, variant, phase, metric).
+ */
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <linux/bpf.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "benchlib.h"
+#include "dataplane.h"
+
+#define VIP "127.0.0.210:8000"
+#define TTL_NS (3600ULL * 1000000000ULL)
+#define BULK_CHUNK 65536
+
+enum variant {
+	V_OFF,
+	V_SKB,
+	V_MSG,
+	VARIANTS
+};
+static const char *const variant_names[VARIANTS] = { "off", "skb", "msg" };
+enum phase {
+	P_RR,
+	P_DIRECT,
+	P_BULK,
+	P_BULKDIRECT,
+	PHASES
+};
+static const char *const phase_names[PHASES] = { "rr", "direct", "bulk", "bulkdirect" };
+
+/* Every program measured: ours, then the empty floors. */
+enum prog {
+	G_OUT,
+	G_IN,
+	G_OPS,
+	G_MSG,
+	G_SKB,
+	G_FLOOR_OUT,
+	G_FLOOR_IN,
+	G_FLOOR_OPS,
+	PROGS
+};
+static const char *const prog_names[PROGS] = { "skb_egress",	"skb_ingress",	"sockops",
+					       "sk_msg",	"sk_skb",	"floor_egress",
+					       "floor_ingress", "floor_sockops" };
+
+struct opts {
+	const char *pin, *cgroup, *msg_obj, *backend;
+	int rounds;
+	long messages, request, response, bulk_mb;
+	bool header;
+};
+
+struct bench {
+	struct opts o;
+	struct steer_dp *dp;
+	struct steer_addr vip, be;
+	int prog_fd[PROGS];
+	int cg_fd;
+	int link_out, link_in, link_ops; /* -1 when detached */
+	struct bpf_object *msg_obj;
+	pid_t server;
+};
+
+static long eagain; /* blocking reads that returned EAGAIN (msg variant) */
+
+/* ---- the server (a child outside the cgroup) ------------------------------------ */
+
+struct conn_arg {
+	int fd;
+	long request, response;
+};
+
+/* Request/response: read exactly request bytes, write response bytes, repeat;
+ * a connection whose first bytes are "BULK" is a sink: read to EOF, answer 1 byte. */
+static void *serve_conn(void *arg)
+{
+	struct conn_arg *a = arg;
+	char *buf = malloc(BULK_CHUNK), *resp = calloc(1, (size_t)a->response);
+	long got = 0;
+	ssize_t n;
+
+	while (buf && resp && (n = read(a->fd, buf, BULK_CHUNK)) > 0) {
+		got += n;
+		if (got >= 4 && memcmp(buf, "BULK", 4) == 0 && got == n) {
+			while (read(a->fd, buf, BULK_CHUNK) > 0)
+				;
+			if (write(a->fd, "k", 1) != 1)
+				break;
+			break;
+		}
+		while (got >= a->request) {
+			got -= a->request;
+			if (write(a->fd, resp, (size_t)a->response) != a->response)
+				goto out;
+		}
+	}
+out:
+	close(a->fd);
+	free(buf);
+	free(resp);
+	free(a);
+	return NULL;
+}
+
+static void server_main(int lfd, long request, long response)
+{
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	for (;;) {
+		int c = accept4(lfd, NULL, NULL, SOCK_CLOEXEC), one = 1;
+		struct conn_arg *a;
+		pthread_t t;
+
+		if (c < 0)
+			continue;
+		setsockopt(c, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+		a = malloc(sizeof(*a));
+		a->fd = c;
+		a->request = request;
+		a->response = response;
+		if (pthread_create(&t, NULL, serve_conn, a) == 0)
+			pthread_detach(t);
+	}
+}
+
+static int start_server(struct bench *b)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET,
+				  .sin_port = b->be.port,
+				  .sin_addr.s_addr = b->be.ip6[3] };
+	int one = 1, lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (bind(lfd, (struct sockaddr *)&sa, sizeof(sa)) != 0 || listen(lfd, 1024) != 0)
+		return -errno;
+	b->server = fork();
+	if (b->server == 0)
+		server_main(lfd, b->o.request, b->o.response);
+	close(lfd);
+	return b->server > 0 ? 0 : -1;
+}
+
+/* ---- programs --------------------------------------------------------------------- */
+
+static int prog_of_link(const char *pin_dir, const char *link, int *link_fd)
+{
+	struct bpf_link_info info;
+	__u32 len = sizeof(info);
+	char path[4096];
+	int lfd;
+
+	snprintf(path, sizeof(path), "%s/%s", pin_dir, link);
+	lfd = bpf_obj_get(path);
+	if (lfd < 0)
+		return -errno;
+	memset(&info, 0, sizeof(info));
+	if (bpf_obj_get_info_by_fd(lfd, &info, &len) != 0) {
+		close(lfd);
+		return -errno;
+	}
+	*link_fd = lfd;
+	return bpf_prog_get_fd_by_id(info.prog_id);
+}
+
+static int empty_prog(enum bpf_prog_type type, enum bpf_attach_type at)
+{
+	static const struct bpf_insn insns[] = {
+		{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_0, .imm = 1 },
+		{ .code = BPF_JMP | BPF_EXIT },
+	};
+	LIBBPF_OPTS(bpf_prog_load_opts, po, .expected_attach_type = at);
+
+	return bpf_prog_load(type, "bench_empty", "GPL", insns, 2, &po);
+}
+
+/* The shipped programs (taken off their pinned links, which are removed: the
+ * bench attaches them itself), the ablation object and the floors. */
+static int setup_programs(struct bench *b)
+{
+	struct bpf_program *p;
+	int lfd, map_fd;
+	char path[4096];
+
+	b->prog_fd[G_OUT] = prog_of_link(b->o.pin, STEER_LINK_WIRE_OUT, &lfd);
+	if (b->prog_fd[G_OUT] < 0)
+		return -1;
+	bpf_link_detach(lfd);
+	close(lfd);
+	b->prog_fd[G_IN] = prog_of_link(b->o.pin, STEER_LINK_WIRE_IN, &lfd);
+	if (b->prog_fd[G_IN] < 0)
+		return -1;
+	bpf_link_detach(lfd);
+	close(lfd);
+	snprintf(path, sizeof(path), "%s/%s", b->o.pin, STEER_LINK_WIRE_OUT);
+	unlink(path);
+	snprintf(path, sizeof(path), "%s/%s", b->o.pin, STEER_LINK_WIRE_IN);
+	unlink(path);
+
+	LIBBPF_OPTS(bpf_object_open_opts, oo, .pin_root_path = b->o.pin);
+	b->msg_obj = bpf_object__open_file(b->o.msg_obj, &oo);
+	if (!b->msg_obj)
+		return -1;
+	bpf_map__set_autocreate(bpf_object__find_map_by_name(b->msg_obj, "steer_tmpl"), false);
+	if (bpf_object__load(b->msg_obj) != 0)
+		return -1;
+	b->prog_fd[G_OPS] =
+		bpf_program__fd(bpf_object__find_program_by_name(b->msg_obj, "steer_wmsg_ops"));
+	b->prog_fd[G_MSG] =
+		bpf_program__fd(bpf_object__find_program_by_name(b->msg_obj, "steer_wmsg_send"));
+	b->prog_fd[G_SKB] =
+		bpf_program__fd(bpf_object__find_program_by_name(b->msg_obj, "steer_wmsg_recv"));
+	map_fd = bpf_map__fd(bpf_object__find_map_by_name(b->msg_obj, "steer_wmsg_hash"));
+	(void)p;
+	if (bpf_prog_attach(b->prog_fd[G_MSG], map_fd, BPF_SK_MSG_VERDICT, 0) != 0 ||
+	    bpf_prog_attach(b->prog_fd[G_SKB], map_fd, BPF_SK_SKB_STREAM_VERDICT, 0) != 0)
+		return -1;
+
+	b->prog_fd[G_FLOOR_OUT] = empty_prog(BPF_PROG_TYPE_CGROUP_SKB, BPF_CGROUP_INET_EGRESS);
+	b->prog_fd[G_FLOOR_IN] = empty_prog(BPF_PROG_TYPE_CGROUP_SKB, BPF_CGROUP_INET_INGRESS);
+	b->prog_fd[G_FLOOR_OPS] = empty_prog(BPF_PROG_TYPE_SOCK_OPS, BPF_CGROUP_SOCK_OPS);
+	if (b->prog_fd[G_FLOOR_OUT] < 0 || b->prog_fd[G_FLOOR_IN] < 0 ||
+	    b->prog_fd[G_FLOOR_OPS] < 0)
+		return -1;
+	if (bpf_link_create(b->prog_fd[G_FLOOR_OUT], b->cg_fd, BPF_CGROUP_INET_EGRESS, NULL) < 0 ||
+	    bpf_link_create(b->prog_fd[G_FLOOR_IN], b->cg_fd, BPF_CGROUP_INET_INGRESS, NULL) < 0 ||
+	    bpf_link_create(b->prog_fd[G_FLOOR_OPS], b->cg_fd, BPF_CGROUP_SOCK_OPS, NULL) < 0)
+		return -1;
+	b->link_out = b->link_in = b->link_ops = -1;
+	return 0;
+}
+
+static void detach_fd(int *fd)
+{
+	if (*fd >= 0) {
+		bpf_link_detach(*fd);
+		close(*fd);
+		*fd = -1;
+	}
+}
+
+static int use_variant(struct bench *b, enum variant v)
+{
+	detach_fd(&b->link_out);
+	detach_fd(&b->link_in);
+	detach_fd(&b->link_ops);
+	if (v == V_SKB) {
+		b->link_out =
+			bpf_link_create(b->prog_fd[G_OUT], b->cg_fd, BPF_CGROUP_INET_EGRESS, NULL);
+		b->link_in =
+			bpf_link_create(b->prog_fd[G_IN], b->cg_fd, BPF_CGROUP_INET_INGRESS, NULL);
+		return b->link_out < 0 || b->link_in < 0 ? -1 : 0;
+	}
+	if (v == V_MSG) {
+		b->link_ops =
+			bpf_link_create(b->prog_fd[G_OPS], b->cg_fd, BPF_CGROUP_SOCK_OPS, NULL);
+		return b->link_ops < 0 ? -1 : 0;
+	}
+	return 0;
+}
+
+struct stats {
+	uint64_t ns[PROGS], cnt[PROGS];
+};
+
+static void read_stats(const struct bench *b, struct stats *s)
+{
+	int i;
+
+	for (i = 0; i < PROGS; i++) {
+		struct bpf_prog_info info;
+		__u32 len = sizeof(info);
+
+		memset(&info, 0, sizeof(info));
+		s->ns[i] = s->cnt[i] = 0;
+		if (b->prog_fd[i] >= 0 && bpf_obj_get_info_by_fd(b->prog_fd[i], &info, &len) == 0) {
+			s->ns[i] = info.run_time_ns;
+			s->cnt[i] = info.run_cnt;
+		}
+	}
+}
+
+/* ---- the client ------------------------------------------------------------------- */
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+static int dial(const struct steer_addr *a)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET,
+				  .sin_port = a->port,
+				  .sin_addr.s_addr = a->ip6[3] };
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), one = 1;
+
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+static int read_n(int fd, char *buf, long n)
+{
+	while (n > 0) {
+		ssize_t r = read(fd, buf, (size_t)n);
+
+		if (r < 0 && errno == EAGAIN) {
+			struct pollfd p = { .fd = fd, .events = POLLIN };
+
+			eagain++;
+			poll(&p, 1, 100);
+			continue;
+		}
+		if (r <= 0)
+			return -1;
+		n -= r;
+	}
+	return 0;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+struct wall {
+	double mean_us, p50_us, p99_us, mib_s;
+	long msgs;
+};
+
+static int round_trips(struct bench *b, const struct steer_addr *to, struct wall *w)
+{
+	long n = b->o.messages, i;
+	uint64_t *lat = calloc((size_t)n, sizeof(*lat)), sum = 0;
+	char *req = calloc(1, (size_t)b->o.request), *resp = malloc((size_t)b->o.response);
+	int fd = dial(to), rc = 0;
+
+	for (i = 0; fd >= 0 && lat && req && resp && i < n; i++) {
+		uint64_t t0 = now_ns();
+
+		if (write(fd, req, (size_t)b->o.request) != b->o.request ||
+		    read_n(fd, resp, b->o.response) != 0) {
+			rc = -1;
+			break;
+		}
+		lat[i] = now_ns() - t0;
+		sum += lat[i];
+	}
+	if (fd < 0 || i < n)
+		rc = -1;
+	if (rc == 0) {
+		qsort(lat, (size_t)n, sizeof(*lat), cmp_u64);
+		w->mean_us = (double)sum / (double)n / 1e3;
+		w->p50_us = (double)lat[n / 2] / 1e3;
+		w->p99_us = (double)lat[n * 99 / 100] / 1e3;
+		w->msgs = n;
+	}
+	if (fd >= 0)
+		close(fd);
+	free(lat);
+	free(req);
+	free(resp);
+	return rc;
+}
+
+/* One byte of answer. Through the psock of the msg variant, a blocking read
+ * can return EAGAIN (tcp_bpf_recvmsg): wait for data and read again. */
+static ssize_t read_answer(int fd, char *k)
+{
+	int tries;
+
+	for (tries = 0; tries < 100; tries++) {
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+		ssize_t n = read(fd, k, 1);
+
+		if (n >= 0 || errno != EAGAIN)
+			return n;
+		eagain++;
+		poll(&p, 1, 100);
+	}
+	return -1;
+}
+
+static int bulk(struct bench *b, const struct steer_addr *to, struct wall *w)
+{
+	long total = b->o.bulk_mb * 1024 * 1024, sent = 0;
+	char *buf = calloc(1, BULK_CHUNK), k;
+	int fd = dial(to), rc = -1;
+	uint64_t t0 = now_ns();
+
+	if (fd >= 0 && buf) {
+		memcpy(buf, "BULK", 4);
+		while (sent < total) {
+			ssize_t n = write(fd, buf, BULK_CHUNK);
+
+			if (n <= 0)
+				break;
+			sent += n;
+		}
+		shutdown(fd, SHUT_WR);
+		if (sent >= total && read_answer(fd, &k) == 1)
+			rc = 0;
+		else
+			fprintf(stderr, "wirecost: upload: %ld of %ld bytes, then %s\n", sent,
+				total, strerror(errno));
+	}
+	w->mib_s = (double)sent / 1048576.0 / ((double)(now_ns() - t0) / 1e9);
+	w->msgs = sent / BULK_CHUNK;
+	if (fd >= 0)
+		close(fd);
+	free(buf);
+	return rc;
+}
+
+static void emit(int round, enum variant v, enum phase p, const char *metric, double value)
+{
+	printf("%d,%s,%s,%s,%.3f\n", round, variant_names[v], phase_names[p], metric, value);
+}
+
+static int measure(struct bench *b, int round, enum variant v, enum phase p)
+{
+	struct stats s0, s1;
+	struct wall w = { 0 };
+	int i, rc;
+
+	read_stats(b, &s0);
+	switch (p) {
+	case P_RR:
+		rc = round_trips(b, &b->vip, &w);
+		break;
+	case P_DIRECT:
+		rc = round_trips(b, &b->be, &w);
+		break;
+	case P_BULK:
+		rc = bulk(b, &b->vip, &w);
+		break;
+	default:
+		rc = bulk(b, &b->be, &w);
+	}
+	read_stats(b, &s1);
+	if (rc != 0) {
+		fprintf(stderr, "wirecost: %s/%s failed\n", variant_names[v], phase_names[p]);
+		return -1;
+	}
+	if (p == P_RR || p == P_DIRECT) {
+		emit(round, v, p, "mean_us", w.mean_us);
+		emit(round, v, p, "p50_us", w.p50_us);
+		emit(round, v, p, "p99_us", w.p99_us);
+	} else {
+		emit(round, v, p, "mib_per_s", w.mib_s);
+	}
+	emit(round, v, p, "messages", (double)w.msgs);
+	emit(round, v, p, "eagain_reads", (double)eagain);
+	eagain = 0;
+	for (i = 0; i < PROGS; i++) {
+		uint64_t cnt = s1.cnt[i] - s0.cnt[i], ns = s1.ns[i] - s0.ns[i];
+		char m[64];
+
+		if (!cnt)
+			continue;
+		snprintf(m, sizeof(m), "%s_runs", prog_names[i]);
+		emit(round, v, p, m, (double)cnt);
+		snprintf(m, sizeof(m), "%s_ns_per_run", prog_names[i]);
+		emit(round, v, p, m, (double)ns / (double)cnt);
+		snprintf(m, sizeof(m), "%s_ns_per_msg", prog_names[i]);
+		emit(round, v, p, m, (double)ns / (double)w.msgs);
+	}
+	return 0;
+}
+
+static int publish(struct bench *b)
+{
+	struct steer_dp_cost cost = { .addr = b->be, .base_wait_ns = 0, .ns_per_token = 1000 };
+	struct steer_dp_service svc = { .vip = b->vip,
+					.configured = &b->be,
+					.n_configured = 1,
+					.table = &cost,
+					.n_table = 1,
+					.ttl_ns = TTL_NS };
+	char err[512];
+
+	if (steer_dp_publish_one(b->dp, &svc, err, sizeof(err)) != 0) {
+		fprintf(stderr, "wirecost: publish: %s\n", err);
+		return -1;
+	}
+	return 0;
+}
+
+static int parse(int argc, char **argv, struct opts *o)
+{
+	static const struct option lo[] = {
+		{ "pin", 1, 0, 'p' },	  { "cgroup", 1, 0, 'c' },
+		{ "msg-obj", 1, 0, 'o' }, { "backend", 1, 0, 'b' },
+		{ "rounds", 1, 0, 'r' },  { "messages", 1, 0, 'm' },
+		{ "request", 1, 0, 'q' }, { "response", 1, 0, 's' },
+		{ "bulk-mb", 1, 0, 'B' }, { "header", 0, 0, 'H' },
+		{ 0, 0, 0, 0 },
+	};
+	int c;
+
+	*o = (struct opts){ .backend = "127.0.6.1:9600",
+			    .rounds = 8,
+			    .messages = 5000,
+			    .request = 512,
+			    .response = 256,
+			    .bulk_mb = 32 };
+	while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
+		switch (c) {
+		case 'p':
+			o->pin = optarg;
+			break;
+		case 'c':
+			o->cgroup = optarg;
+			break;
+		case 'o':
+			o->msg_obj = optarg;
+			break;
+		case 'b':
+			o->backend = optarg;
+			break;
+		case 'r':
+			o->rounds = atoi(optarg);
+			break;
+		case 'm':
+			o->messages = atol(optarg);
+			break;
+		case 'q':
+			o->request = atol(optarg);
+			break;
+		case 's':
+			o->response = atol(optarg);
+			break;
+		case 'B':
+			o->bulk_mb = atol(optarg);
+			break;
+		case 'H':
+			o->header = true;
+			break;
+		default:
+			return -1;
+		}
+	}
+	if (!o->pin || !o->cgroup || !o->msg_obj || o->rounds < 1 || o->messages < 100 ||
+	    o->request < 1 || o->response < 1 || o->bulk_mb < 1)
+		return -1;
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	static struct bench b;
+	struct steer_dp_opts dopts = { 0 };
+	char err[512];
+	int stats_fd, r, v, p, rc = 0;
+
+	if (parse(argc, argv, &b.o) != 0) {
+		fprintf(stderr, "usage: wirecost --pin DIR --cgroup DIR --msg-obj FILE [--backend "
+				"A:P] [--rounds N] [--messages N] [--request B] [--response B] "
+				"[--bulk-mb N] [--header]\n");
+		return 2;
+	}
+	if (steer_addr_parse(VIP, &b.vip, err, sizeof(err)) != 0 ||
+	    steer_addr_parse(b.o.backend, &b.be, err, sizeof(err)) != 0) {
+		fprintf(stderr, "wirecost: %s\n", err);
+		return 2;
+	}
+	dopts.pin_dir = b.o.pin;
+	dopts.cgroup = b.o.cgroup;
+	dopts.own = true;
+	if (steer_dp_open(&dopts, &b.dp, err, sizeof(err)) != 0) {
+		fprintf(stderr, "wirecost: %s\n", err);
+		return 1;
+	}
+	b.cg_fd = open(b.o.cgroup, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	stats_fd = bpf_enable_stats(BPF_STATS_RUN_TIME);
+	if (b.cg_fd < 0 || stats_fd < 0 || publish(&b) != 0 || setup_programs(&b) != 0 ||
+	    start_server(&b) != 0 || bench_join_cgroup(b.o.cgroup) != 0) {
+		fprintf(stderr, "wirecost: setup failed: %s\n", strerror(errno));
+		rc = 1;
+		goto out;
+	}
+	if (b.o.header)
+		printf("round,variant,phase,metric,value\n");
+	for (r = 1; r <= b.o.rounds && rc == 0; r++)
+		for (v = 0; v < VARIANTS && rc == 0; v++) {
+			if (use_variant(&b, (enum variant)v) != 0) {
+				fprintf(stderr, "wirecost: cannot attach %s\n", variant_names[v]);
+				rc = 1;
+				break;
+			}
+			for (p = 0; p < PHASES && rc == 0; p++)
+				rc = measure(&b, r, (enum variant)v, (enum phase)p);
+			fflush(stdout);
+		}
+out:
+	use_variant(&b, V_OFF);
+	if (b.server > 0) {
+		kill(b.server, SIGKILL);
+		waitpid(b.server, NULL, 0);
+	}
+	if (b.msg_obj)
+		bpf_object__close(b.msg_obj);
+	steer_dp_detach(b.dp, err, sizeof(err));
+	steer_dp_close(b.dp);
+	return rc;
+}

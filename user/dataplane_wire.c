@@ -1,0 +1,256 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/*
+ * dataplane_wire.c - request accounting on steered sockets (issue 11): the
+ * second BPF object (bpf/steer_wire.bpf.c, cgroup_skb egress and ingress),
+ * its pinned links, the per-slot counters (steer_wire) and their readers.
+ *
+ * The object is loaded with the same pin root as steer.bpf.o, after it, so
+ * that it takes every map over by pin. Its links are pinned like the others:
+ * --keep-pinned and restarts keep them, and a new owner swaps its programs in.
+ * The kernel writes every counter of steer_wire but drain_seq; user space
+ * zeroes an entry only when its slot changes owner, before any table points
+ * at the slot, and bumps drain_seq at every drain of the slot's in-flight
+ * tokens (dataplane_counters.c).
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include "dataplane_int.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "steer_wire.skel.h"
+
+static const char *const wire_link_names[DP_WIRE_LINKS] = {
+	[DP_WIRE_OUT] = STEER_LINK_WIRE_OUT,
+	[DP_WIRE_IN] = STEER_LINK_WIRE_IN,
+};
+
+static struct bpf_program *wire_prog(struct steer_dp *dp, int i)
+{
+	return i == DP_WIRE_OUT ? dp->wire_skel->progs.steer_wire_out
+				: dp->wire_skel->progs.steer_wire_in;
+}
+
+/* Owner: load the object over the pinned maps (before the maps are mapped). */
+int dp_wire_load(struct steer_dp *dp, char *err, size_t errlen)
+{
+	LIBBPF_OPTS(bpf_object_open_opts, oo, .pin_root_path = dp->pin_dir);
+	int rc;
+
+	if (dp->wire_off)
+		return 0;
+	dp->wire_skel = steer_wire_bpf__open_opts(&oo);
+	if (!dp->wire_skel)
+		return steer_seterr(err, errlen, errno, "cannot open the wire BPF object: %s",
+				    strerror(errno));
+	bpf_map__set_autocreate(dp->wire_skel->maps.steer_tmpl, false);
+	rc = steer_wire_bpf__load(dp->wire_skel);
+	if (rc)
+		return steer_seterr(err, errlen, rc, "cannot load the wire BPF programs: %s",
+				    strerror(-rc));
+	return 0;
+}
+
+/* Map steer_wire. A reader of pins from before it existed goes on without:
+ * the wire counters then read 0. */
+int dp_wire_open(struct steer_dp *dp, char *err, size_t errlen)
+{
+	char path[PATH_MAX];
+	size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+	void *p;
+
+	dp_pin_path(dp, STEER_MAP_WIRE, path, sizeof(path));
+	dp->wire_fd = bpf_obj_get(path);
+	if (dp->wire_fd < 0) {
+		if (!dp->own && errno == ENOENT)
+			return 0;
+		return steer_seterr(err, errlen, errno, "cannot open %s: %s", path,
+				    strerror(errno));
+	}
+	dp->wire_len = (sizeof(struct steer_wire_array) + pg - 1) / pg * pg;
+	p = mmap(NULL, dp->wire_len, PROT_READ | PROT_WRITE, MAP_SHARED, dp->wire_fd, 0);
+	if (p == MAP_FAILED)
+		return steer_seterr(err, errlen, errno, "cannot mmap %s: %s", STEER_MAP_WIRE,
+				    strerror(errno));
+	dp->wire = p;
+	return 0;
+}
+
+static int dp_wire_unlink(struct steer_dp *dp, char *err, size_t errlen);
+
+/* Attach both programs to the cgroup, or swap them into links a previous
+ * owner pinned, as attach_or_adopt_links does for the others. */
+int dp_wire_attach(struct steer_dp *dp, char *err, size_t errlen)
+{
+	int cg_fd, i, rc = 0;
+
+	if (dp->wire_off)
+		return dp_wire_unlink(dp, err, errlen);
+	cg_fd = open(dp->cgroup, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (cg_fd < 0)
+		return steer_seterr(err, errlen, errno, "cannot open cgroup %s: %s", dp->cgroup,
+				    strerror(errno));
+	for (i = 0; i < DP_WIRE_LINKS && rc == 0; i++) {
+		char path[PATH_MAX];
+		struct bpf_link *l;
+
+		dp_pin_path(dp, wire_link_names[i], path, sizeof(path));
+		l = access(path, F_OK) == 0 ? bpf_link__open(path) : NULL;
+		if (l) {
+			if (bpf_link__update_program(l, wire_prog(dp, i)) != 0) {
+				rc = steer_seterr(err, errlen, errno,
+						  "cannot update pinned link %s: %s", path,
+						  strerror(errno));
+				bpf_link__destroy(l);
+				break;
+			}
+			dp->wire_links[i] = l;
+			continue;
+		}
+		l = bpf_program__attach_cgroup(wire_prog(dp, i), cg_fd);
+		if (!l) {
+			rc = steer_seterr(err, errlen, errno, "cannot attach %s to cgroup %s: %s",
+					  bpf_program__name(wire_prog(dp, i)), dp->cgroup,
+					  strerror(errno));
+			break;
+		}
+		if (bpf_link__pin(l, path) != 0) {
+			rc = steer_seterr(err, errlen, errno, "cannot pin %s: %s", path,
+					  strerror(errno));
+			bpf_link__destroy(l);
+			break;
+		}
+		dp->wire_links[i] = l;
+	}
+	close(cg_fd);
+	return rc;
+}
+
+void dp_wire_close(struct steer_dp *dp)
+{
+	int i;
+
+	for (i = 0; i < DP_WIRE_LINKS; i++)
+		if (dp->wire_links[i])
+			bpf_link__destroy(dp->wire_links[i]); /* pinned: stays attached */
+	if (dp->wire)
+		munmap(dp->wire, dp->wire_len);
+	if (dp->wire_fd >= 0)
+		close(dp->wire_fd);
+	if (dp->wire_skel)
+		steer_wire_bpf__destroy(dp->wire_skel);
+}
+
+/* Detach the programs and remove their links' pins. */
+static int dp_wire_unlink(struct steer_dp *dp, char *err, size_t errlen)
+{
+	char path[PATH_MAX];
+	int i, rc = 0;
+
+	for (i = 0; i < DP_WIRE_LINKS; i++) {
+		struct bpf_link *l = dp->wire_links[i];
+
+		dp_pin_path(dp, wire_link_names[i], path, sizeof(path));
+		if (!l && access(path, F_OK) == 0)
+			l = bpf_link__open(path);
+		if (l && bpf_link__detach(l) != 0 && rc == 0)
+			rc = steer_seterr(err, errlen, errno, "cannot detach %s: %s", path,
+					  strerror(errno));
+		if (l && l != dp->wire_links[i])
+			bpf_link__destroy(l);
+		if (unlink(path) != 0 && errno != ENOENT && rc == 0)
+			rc = steer_seterr(err, errlen, errno, "cannot unpin %s: %s", path,
+					  strerror(errno));
+	}
+	return rc;
+}
+
+/* Detach the programs and remove their pins and steer_wire's. */
+int dp_wire_detach(struct steer_dp *dp, char *err, size_t errlen)
+{
+	char path[PATH_MAX];
+	int rc = dp_wire_unlink(dp, err, errlen);
+
+	dp_pin_path(dp, STEER_MAP_WIRE, path, sizeof(path));
+	if (unlink(path) != 0 && errno != ENOENT && rc == 0)
+		rc = steer_seterr(err, errlen, errno, "cannot unpin %s: %s", path, strerror(errno));
+	return rc;
+}
+
+/* A slot changes owner: its accounting starts over (see dp_slot_reset). */
+void dp_wire_reset(struct steer_dp *dp, uint32_t slot)
+{
+	if (dp->wire && slot < STEER_SLOT_IDS)
+		memset(&dp->wire[slot], 0, sizeof(dp->wire[slot]));
+}
+
+/* The slot's in-flight tokens are about to be drained: sockets connected
+ * before now keep their flat credit at their first send. */
+void dp_wire_drained(struct steer_dp *dp, uint32_t slot)
+{
+	if (dp->wire && slot < STEER_SLOT_IDS)
+		__atomic_fetch_add(&dp->wire[slot].drain_seq, 1, __ATOMIC_ACQ_REL);
+}
+
+void steer_dp_inflight_mark(struct steer_dp *dp, uint32_t slot)
+{
+	dp_wire_drained(dp, slot);
+}
+
+const struct steer_wire *steer_dp_wire_counters(const struct steer_dp *dp, uint32_t slot)
+{
+	return dp->wire && slot < STEER_SLOT_IDS ? &dp->wire[slot] : NULL;
+}
+
+static uint64_t wire_load(const struct steer_dp *dp, uint32_t slot, size_t off)
+{
+	if (!dp->wire || slot >= STEER_SLOT_IDS)
+		return 0;
+	return __atomic_load_n((const uint64_t *)((const char *)&dp->wire[slot] + off),
+			       __ATOMIC_ACQUIRE);
+}
+
+uint64_t steer_dp_sent_bytes(const struct steer_dp *dp, uint32_t slot)
+{
+	return wire_load(dp, slot, offsetof(struct steer_wire, sent_bytes));
+}
+
+uint64_t steer_dp_answered_bytes(const struct steer_dp *dp, uint32_t slot)
+{
+	return wire_load(dp, slot, offsetof(struct steer_wire, answered_bytes));
+}
+
+uint64_t steer_dp_requests(const struct steer_dp *dp, uint32_t slot)
+{
+	return wire_load(dp, slot, offsetof(struct steer_wire, requests));
+}
+
+uint64_t steer_dp_withdrawn_tokens(const struct steer_dp *dp, uint32_t slot)
+{
+	return wire_load(dp, slot, offsetof(struct steer_wire, withdrawn_tokens));
+}
+
+uint64_t steer_dp_pending_bytes(const struct steer_dp *dp, uint32_t slot)
+{
+	/* Answered first: the sent count read after it is at least as large. */
+	uint64_t answered = steer_dp_answered_bytes(dp, slot);
+
+	return steer_dp_sent_bytes(dp, slot) - answered;
+}
+
+/* The slot accessor for steer_select_wire over the mmap (read only). */
+struct steer_wire *steer_dp_wire_at(void *dp, __u32 slot)
+{
+	const struct steer_dp *d = dp;
+
+	return d->wire && slot < STEER_SLOT_IDS ? &d->wire[slot] : NULL;
+}
