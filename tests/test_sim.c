@@ -161,6 +161,7 @@ static struct sim_router *steer_router(uint32_t workers)
 	sim_config_defaults(&c);
 	c.workers = workers;
 	c.policy = SIM_POL_STEER;
+	c.estimator = SIM_EST_FLAT; /* one credit per connection, as before issue 11 */
 	return sim_router_new(&c, 0);
 }
 
@@ -222,7 +223,7 @@ static void test_steer_water_fills_between_polls(void)
 		seen[w] = true;
 	}
 	/* A fresh snapshot of worker 3 drains its credit: it is first again. */
-	sim_router_snapshot_taken(r, 3);
+	sim_router_snapshot_taken(r, 3, 0);
 	CHECK(sim_router_inflight_tokens(r, 3) == 0, "credit survived the poll");
 	CHECK(sim_router_inflight_tokens(r, 0) == 1024, "another worker's credit was drained");
 	w = sim_router_pick(r, &obs);
@@ -245,6 +246,7 @@ static void test_steer_peer_routers_scale_the_credit(void)
 	c.policy = SIM_POL_STEER;
 	c.routers = 16;
 	c.knobs.peer_routers = 16;
+	c.estimator = SIM_EST_FLAT;
 	r = sim_router_new(&c, 3);
 	CHECK(r, "no memory");
 	w = sim_router_pick(r, &obs);
@@ -333,7 +335,7 @@ static void test_jsq_and_p2c_read_their_signals(void)
 		picks_of_2[0] += w == 2;
 	}
 	/* A fresh snapshot of 1 forgets its dispatches: 1 now beats 2. */
-	sim_router_snapshot_taken(r, 1);
+	sim_router_snapshot_taken(r, 1, 0);
 	for (i = 0; i < 300; i++) {
 		w = sim_router_pick(r, &obs);
 		CHECK(w != 0, "p2c picked the longest queue");

@@ -18,6 +18,7 @@
 struct run_spec {
 	enum sim_policy policy;
 	uint32_t peer_routers; /* 0: --peer-routers; UINT32_MAX: --routers */
+	int estimator;	       /* -1: --estimator; else enum sim_estimator */
 	char label[32];
 };
 
@@ -37,7 +38,8 @@ static void usage(FILE *f)
 		"usage: steer-sim [options]\n"
 		"Simulates an LLM fleet behind routers; prints one CSV row per policy.\n"
 		"  --policies LIST      comma-separated: rr random jsq p2c reqcount steer\n"
-		"                       steer-peers oracle, or all (default: all)\n"
+		"                       steer-peers oracle, or all (default: all); steer=EST\n"
+		"                       and steer-peers=EST run that estimator\n"
 		"  --workers N          workers, 1..32 (default 16)\n"
 		"  --load X             offered load, fraction of fleet prefill capacity (0.8)\n"
 		"  --poll S             snapshot interval, seconds (1)\n"
@@ -53,9 +55,23 @@ static void usage(FILE *f)
 		"  --mean-prefill N     smg-steer's least-load-mean-prefill-tokens (1024)\n"
 		"  --kv-weight S        least-load-kv-pressure-weight, seconds (0.15)\n"
 		"  --scenario NAME      label of the CSV rows (default)\n"
+		"  --engine E           worker model: fifo (one prefill at a time) or batch\n"
+		"                       (continuous batching, smg's mock worker) (fifo)\n"
+		"  --response R         first response byte: stream (at the first token) or\n"
+		"                       full (with the last token) (stream)\n"
+		"  --keepalive K        requests per client connection (1)\n"
+		"  --mean-output N      mean output tokens (256)\n"
+		"  --estimator EST      smg-steer's in-flight work: pending (default: the\n"
+		"                       wire's pending requests replace this router's share\n"
+		"                       of the snapshot), credit (real size credited at\n"
+		"                       send, drained at the poll), sum (snapshot + pending),\n"
+		"                       pending-peers (pending + peers-1 x own sends since\n"
+		"                       the poll), flat (one flat credit per connection)\n"
 		"Ablations and proposed fixes (docs/simulator.md), off by default:\n"
 		"  --report-running-prefill  snapshots count the request in prefill too\n"
-		"  --steer-credit-actual     smg-steer credits the real prompt size\n"
+		"  --steer-credit-actual     same as --estimator credit\n"
+		"  --share-wire              every router sees all routers' wire counters\n"
+		"  --share-delay S           ... S seconds late (0)\n"
 		"  --steer-jitter            force the random water-fill phase even at\n"
 		"                            --peer-routers 1 (smg-steerd adds it when > 1)\n"
 		"Output:\n"
@@ -105,10 +121,21 @@ static int parse_double(const char *s, double *out)
 
 static int add_run(struct options *o, const char *name)
 {
-	struct run_spec r = { 0 };
+	struct run_spec r = { .estimator = -1 };
+	char base[32];
+	const char *eq = strchr(name, '=');
+	enum sim_estimator est;
 
 	if (o->nruns == MAX_RUNS)
 		return -1;
+	snprintf(base, sizeof(base), "%.*s", eq ? (int)(eq - name) : (int)strlen(name), name);
+	if (eq) {
+		if (sim_estimator_parse(eq + 1, &est) ||
+		    (strcmp(base, "steer") != 0 && strcmp(base, "steer-peers") != 0))
+			return -1;
+		r.estimator = (int)est;
+	}
+	name = base;
 	if (strcmp(name, "steer-peers") == 0) {
 		r.policy = SIM_POL_STEER;
 		r.peer_routers = UINT32_MAX;
@@ -116,6 +143,8 @@ static int add_run(struct options *o, const char *name)
 		return -1;
 	}
 	snprintf(r.label, sizeof(r.label), "%s", name);
+	if (eq)
+		snprintf(r.label, sizeof(r.label), "%s", base);
 	o->runs[o->nruns++] = r;
 	return 0;
 }
@@ -163,6 +192,13 @@ enum {
 	OPT_JITTER,
 	OPT_CREDIT_ACTUAL,
 	OPT_CSV_HEADER,
+	OPT_ENGINE,
+	OPT_RESPONSE,
+	OPT_KEEPALIVE,
+	OPT_MEAN_OUTPUT,
+	OPT_ESTIMATOR,
+	OPT_SHARE_WIRE,
+	OPT_SHARE_DELAY,
 };
 
 static const struct option long_opts[] = {
@@ -188,6 +224,13 @@ static const struct option long_opts[] = {
 	{ "steer-jitter", no_argument, 0, OPT_JITTER },
 	{ "steer-credit-actual", no_argument, 0, OPT_CREDIT_ACTUAL },
 	{ "csv-header", no_argument, 0, OPT_CSV_HEADER },
+	{ "engine", required_argument, 0, OPT_ENGINE },
+	{ "response", required_argument, 0, OPT_RESPONSE },
+	{ "keepalive", required_argument, 0, OPT_KEEPALIVE },
+	{ "mean-output", required_argument, 0, OPT_MEAN_OUTPUT },
+	{ "estimator", required_argument, 0, OPT_ESTIMATOR },
+	{ "share-wire", no_argument, 0, OPT_SHARE_WIRE },
+	{ "share-delay", required_argument, 0, OPT_SHARE_DELAY },
 	{ 0, 0, 0, 0 },
 };
 
@@ -254,8 +297,23 @@ static int apply_option(struct options *o, int opt, const char *arg)
 		c->steer_jitter = true;
 		return 0;
 	case OPT_CREDIT_ACTUAL:
-		c->steer_credit_actual = true;
+		c->estimator = SIM_EST_CREDIT;
 		return 0;
+	case OPT_ENGINE:
+		return sim_engine_parse(arg, &c->engine);
+	case OPT_RESPONSE:
+		return sim_response_parse(arg, &c->response);
+	case OPT_KEEPALIVE:
+		return parse_u32(arg, &c->keepalive);
+	case OPT_MEAN_OUTPUT:
+		return parse_double(arg, &c->mean_output);
+	case OPT_ESTIMATOR:
+		return sim_estimator_parse(arg, &c->estimator);
+	case OPT_SHARE_WIRE:
+		c->share_wire = true;
+		return 0;
+	case OPT_SHARE_DELAY:
+		return parse_double(arg, &c->share_delay_s);
 	default:
 		return -1;
 	}
@@ -317,6 +375,8 @@ static int run_one(const struct options *o, const struct run_spec *run)
 	c.policy = run->policy;
 	if (run->peer_routers == UINT32_MAX)
 		c.knobs.peer_routers = c.routers;
+	if (run->estimator >= 0)
+		c.estimator = (enum sim_estimator)run->estimator;
 	if (sim_run(&c, &r, why, sizeof(why))) {
 		fprintf(stderr, "steer-sim: %s\n", why);
 		return -1;
