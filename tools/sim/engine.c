@@ -242,6 +242,7 @@ static void answer(struct sim *s, struct req *r)
 		return;
 	r->answered = true;
 	s->answered++;
+	s->answered_tokens += r->prompt;
 	sim_router_answered(s->routers[r->router], r->worker, r->prompt, s->now);
 	share(s, EV_PEER_ANSWERED, r->router, r->worker, r->prompt, s->now);
 }
@@ -557,6 +558,8 @@ static bool finished(const struct sim *s)
 {
 	if (s->arrived < s->total)
 		return false;
+	if (s->c->complete)
+		return s->finished == s->total;
 	return !s->c->drain || (s->nwaits == s->c->requests && s->nttfts == s->c->requests);
 }
 
@@ -641,6 +644,7 @@ static void collect(struct sim *s, struct sim_result *r)
 	r->started = s->started;
 	r->finished = s->finished;
 	r->answered = s->answered;
+	r->answered_tokens = s->answered_tokens;
 	r->connections = s->connections;
 	r->sent_tokens = s->arrived_tokens; /* every arrival is sent at once */
 	r->workers = s->n;
@@ -672,6 +676,9 @@ static void collect(struct sim *s, struct sim_result *r)
 		r->routers.steer_selects += st.steer_selects;
 		r->routers.steer_scanned += st.steer_scanned;
 		r->routers.rebuilds += st.rebuilds;
+		r->routers.sent_tokens += st.sent_tokens;
+		r->routers.answered_tokens += st.answered_tokens;
+		r->routers.pending_tokens += st.pending_tokens;
 	}
 }
 

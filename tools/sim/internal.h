@@ -110,7 +110,7 @@ struct sim {
 	double *waits, *ttfts;
 	uint64_t nwaits, nttfts;
 	double win_start, win_end;
-	double arrived_tokens, recompute_tokens;
+	double arrived_tokens, recompute_tokens, answered_tokens;
 };
 
 /* engine.c: events, lists, and what a worker model reports back. */

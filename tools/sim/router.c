@@ -141,6 +141,7 @@ void sim_router_sent(struct sim_router *r, uint32_t w, uint32_t tokens, bool fir
 	if (first && r->est != SIM_EST_FLAT)
 		r->unsent[w] -= r->unsent[w] < r->table->credit_tokens ? r->unsent[w]
 								       : r->table->credit_tokens;
+	r->stats.sent_tokens += tokens;
 	sim_router_peer_sent(r, w, tokens, t);
 }
 
@@ -158,12 +159,13 @@ void sim_router_peer_sent(struct sim_router *r, uint32_t w, uint32_t tokens, dou
 	update_slot(r, w);
 }
 
-void sim_router_peer_answered(struct sim_router *r, uint32_t w, uint32_t tokens, double t)
+void sim_router_answered(struct sim_router *r, uint32_t w, uint32_t tokens, double t)
 {
-	sim_router_answered(r, w, tokens, t);
+	r->stats.answered_tokens += tokens;
+	sim_router_peer_answered(r, w, tokens, t);
 }
 
-void sim_router_answered(struct sim_router *r, uint32_t w, uint32_t tokens, double t)
+void sim_router_peer_answered(struct sim_router *r, uint32_t w, uint32_t tokens, double t)
 {
 	r->now = t;
 	r->pending[w] -= r->pending[w] < tokens ? r->pending[w] : tokens;
@@ -210,7 +212,12 @@ void sim_router_snapshot_taken(struct sim_router *r, uint32_t w, double t)
 
 void sim_router_get_stats(const struct sim_router *r, struct sim_router_stats *out)
 {
+	uint32_t i;
+
 	*out = r->stats;
+	out->pending_tokens = 0;
+	for (i = 0; i < r->n; i++)
+		out->pending_tokens += r->pending[i];
 }
 
 const struct steer_table *sim_router_table(const struct sim_router *r)
@@ -221,6 +228,15 @@ const struct steer_table *sim_router_table(const struct sim_router *r)
 uint64_t sim_router_inflight_tokens(const struct sim_router *r, uint32_t w)
 {
 	return w < r->n ? r->slots[w].inflight_tokens : 0;
+}
+
+uint64_t sim_router_slot_tokens_at(struct sim_router *r, uint32_t w, double t)
+{
+	if (w >= r->n)
+		return 0;
+	r->now = t;
+	update_slot(r, w);
+	return r->slots[w].inflight_tokens;
 }
 
 uint64_t sim_router_pending_tokens(const struct sim_router *r, uint32_t w)

@@ -151,7 +151,8 @@ struct sim_config {
 	uint64_t requests; /* measured requests */
 	uint64_t warmup;   /* requests before the measurement starts */
 	uint64_t seed;
-	bool drain; /* after the last arrival, run until every measured request started */
+	bool drain;    /* after the last arrival, run until every measured request started */
+	bool complete; /* after the last arrival, run until every request finished */
 
 	/* Policy. */
 	enum sim_policy policy;
@@ -225,6 +226,10 @@ struct sim_router_stats {
 	uint64_t steer_selects; /* calls of steer_select() */
 	uint64_t steer_scanned; /* entries it examined, summed */
 	uint64_t rebuilds;	/* tables rebuilt from snapshots */
+	/* Its own requests as its kernel counted them, tokens. */
+	uint64_t sent_tokens;	  /* sent, keep-alive reuses included */
+	uint64_t answered_tokens; /* answered (first response byte) */
+	uint64_t pending_tokens;  /* pending now, summed over backends */
 };
 
 struct sim_router;
@@ -265,6 +270,8 @@ void sim_router_get_stats(const struct sim_router *r, struct sim_router_stats *o
 /* The smg-steer table as last built (NULL for other policies), for tests. */
 const struct steer_table *sim_router_table(const struct sim_router *r);
 uint64_t sim_router_inflight_tokens(const struct sim_router *r, uint32_t w);
+/* The in-flight tokens steer_select() would read for w at time t. */
+uint64_t sim_router_slot_tokens_at(struct sim_router *r, uint32_t w, double t);
 /* Tokens of this router's requests on w sent and not yet answered. */
 uint64_t sim_router_pending_tokens(const struct sim_router *r, uint32_t w);
 
@@ -299,6 +306,7 @@ struct sim_result {
 	uint64_t answered;		 /* requests whose first response byte arrived */
 	uint64_t connections;		 /* connections opened (routing decisions) */
 	double sent_tokens;		 /* prompt tokens of every request sent */
+	double answered_tokens;		 /* prompt tokens of the requests answered */
 	struct sim_router_stats routers; /* summed over routers */
 	uint32_t workers;
 	struct sim_worker_result w[SIM_MAX_WORKERS];
