@@ -38,7 +38,8 @@ static void usage(FILE *f)
 		"usage: steer-sim [options]\n"
 		"Simulates an LLM fleet behind routers; prints one CSV row per policy.\n"
 		"  --policies LIST      comma-separated: rr random jsq p2c reqcount steer\n"
-		"                       steer-peers oracle, or all (default: all); steer=EST\n"
+		"                       steer-peers oracle, or all (default: all, which\n"
+		"                       adds steer=flat and steer-peers=flat); steer=EST\n"
 		"                       and steer-peers=EST run that estimator\n"
 		"  --workers N          workers, 1..32 (default 16)\n"
 		"  --load X             offered load, fraction of fleet prefill capacity (0.8)\n"
@@ -61,17 +62,22 @@ static void usage(FILE *f)
 		"                       full (with the last token) (stream)\n"
 		"  --keepalive K        requests per client connection (1)\n"
 		"  --mean-output N      mean output tokens (256)\n"
-		"  --estimator EST      smg-steer's in-flight work: pending (default: the\n"
-		"                       wire's pending requests replace this router's share\n"
-		"                       of the snapshot), credit (real size credited at\n"
-		"                       send, drained at the poll), sum (snapshot + pending),\n"
-		"                       pending-peers (pending + peers-1 x own sends since\n"
-		"                       the poll), flat (one flat credit per connection)\n"
+		"  --estimator EST      smg-steer's in-flight work (docs/simulator.md):\n"
+		"                       fluid (default: sends drained at the published\n"
+		"                       throughput, capped by the pending ones, in place of\n"
+		"                       this router's share of the snapshot), pending (sent\n"
+		"                       and unanswered, same combination), sum (snapshot +\n"
+		"                       pending), pending-peers, credit (real size at send,\n"
+		"                       drained at the poll), flat (one credit per connection)\n"
 		"Ablations and proposed fixes (docs/simulator.md), off by default:\n"
 		"  --report-running-prefill  snapshots count the request in prefill too\n"
 		"  --steer-credit-actual     same as --estimator credit\n"
 		"  --share-wire              every router sees all routers' wire counters\n"
 		"  --share-delay S           ... S seconds late (0)\n"
+		"  --phase-tokens N          random water-fill phase of N tokens per router\n"
+		"                            (default: smg-steerd's, credit x peers if > 1)\n"
+		"  --peer-guess-mean         other routers' sends guessed as (peers-1) x mean\n"
+		"                            prefill per own send, not (peers-1) x its size\n"
 		"  --steer-jitter            force the random water-fill phase even at\n"
 		"                            --peer-routers 1 (smg-steerd adds it when > 1)\n"
 		"Output:\n"
@@ -151,8 +157,12 @@ static int add_run(struct options *o, const char *name)
 
 static int parse_policies(struct options *o, const char *list)
 {
-	static const char *const all[] = { "rr",       "random", "jsq",		"p2c",
-					   "reqcount", "steer",	 "steer-peers", "oracle" };
+	/* smg-steer as it is (the fluid wire estimator) and as it was before
+	 * issue 11 (one flat credit per connection). */
+	static const char *const all[] = { "rr",	  "random",	 "jsq",
+					   "p2c",	  "reqcount",	 "steer=flat",
+					   "steer-peers=flat", "steer", "steer-peers",
+					   "oracle" };
 	char buf[256], *save = NULL, *tok;
 	size_t i;
 
@@ -199,6 +209,8 @@ enum {
 	OPT_ESTIMATOR,
 	OPT_SHARE_WIRE,
 	OPT_SHARE_DELAY,
+	OPT_PHASE_TOKENS,
+	OPT_PEER_GUESS_MEAN,
 };
 
 static const struct option long_opts[] = {
@@ -231,6 +243,8 @@ static const struct option long_opts[] = {
 	{ "estimator", required_argument, 0, OPT_ESTIMATOR },
 	{ "share-wire", no_argument, 0, OPT_SHARE_WIRE },
 	{ "share-delay", required_argument, 0, OPT_SHARE_DELAY },
+	{ "phase-tokens", required_argument, 0, OPT_PHASE_TOKENS },
+	{ "peer-guess-mean", no_argument, 0, OPT_PEER_GUESS_MEAN },
 	{ 0, 0, 0, 0 },
 };
 
@@ -314,6 +328,17 @@ static int apply_option(struct options *o, int opt, const char *arg)
 		return 0;
 	case OPT_SHARE_DELAY:
 		return parse_double(arg, &c->share_delay_s);
+	case OPT_PHASE_TOKENS: {
+		uint32_t v;
+
+		if (parse_u32(arg, &v))
+			return -1;
+		c->phase_tokens = v;
+		return 0;
+	}
+	case OPT_PEER_GUESS_MEAN:
+		c->peer_guess_mean = true;
+		return 0;
 	default:
 		return -1;
 	}

@@ -16,6 +16,8 @@ struct sim_router {
 	bool jitter;
 	enum sim_estimator est;
 	bool share; /* sees the other routers' wire counters: no peer scaling */
+	int64_t phase_tokens;
+	bool guess_mean;
 	struct sim_rng rng;
 	uint64_t rr_next;
 	uint32_t live[SIM_MAX_WORKERS];	      /* own requests not yet finished */
@@ -53,6 +55,8 @@ struct sim_router *sim_router_new(const struct sim_config *c, uint32_t index)
 	r->jitter = c->steer_jitter;
 	r->est = c->estimator;
 	r->share = c->share_wire;
+	r->phase_tokens = c->phase_tokens;
+	r->guess_mean = c->peer_guess_mean;
 	sim_rng_seed(&r->rng, c->seed, SIM_STREAM_ROUTER + index);
 	/* Round robin starts somewhere random, as independent routers do. */
 	r->rr_next = sim_rng_below(&r->rng, r->n);
@@ -81,6 +85,15 @@ void sim_router_free(struct sim_router *r)
 static uint32_t peers(const struct sim_router *r)
 {
 	return r->share || !r->knobs.peer_routers ? 1 : r->knobs.peer_routers;
+}
+
+/* Own tokens and the other routers' guessed with them: x peers, or
+ * (ablation) + (peers - 1) x mean prefill. */
+static double scaled(const struct sim_router *r, uint64_t tokens)
+{
+	if (r->guess_mean)
+		return (double)tokens + (double)(peers(r) - 1) * r->knobs.mean_prefill_tokens;
+	return (double)tokens * peers(r);
 }
 
 /* E at r->now: what was sent, less what the backend served since at its
@@ -154,8 +167,7 @@ void sim_router_peer_sent(struct sim_router *r, uint32_t w, uint32_t tokens, dou
 		r->credited[w] += (uint64_t)tokens * peers(r);
 	r->pending[w] += tokens;
 	r->sent_poll[w] += tokens;
-	fluid_set(r, w, fluid_now(r, w) + (double)tokens * peers(r),
-		  (double)r->pending[w] * peers(r));
+	fluid_set(r, w, fluid_now(r, w) + scaled(r, tokens), scaled(r, r->pending[w]));
 	update_slot(r, w);
 }
 
@@ -172,7 +184,7 @@ void sim_router_peer_answered(struct sim_router *r, uint32_t w, uint32_t tokens,
 	if (r->policy != SIM_POL_STEER)
 		return;
 	/* What is answered is served: E is at most what is still pending. */
-	fluid_set(r, w, fluid_now(r, w), (double)r->pending[w] * peers(r));
+	fluid_set(r, w, fluid_now(r, w), scaled(r, r->pending[w]));
 	update_slot(r, w);
 }
 
@@ -451,7 +463,11 @@ static void steer_rebuild(struct sim_router *r, const struct sim_observation *ob
 			.ns_per_token = sc[i].ns_per_token_u,
 			.slot = i,
 		};
-		if (r->jitter) /* ablation: a phase even with one peer router */
+		if (r->phase_tokens >= 0) /* ablation: a phase of that many tokens */
+			t->e[i].base_wait_ns = steer_sat_add(
+				t->e[i].base_wait_ns,
+				random_phase_ns(r, (__u32)r->phase_tokens, sc[i].ns_per_token_u));
+		else if (r->jitter) /* ablation: a phase even with one peer router */
 			t->e[i].base_wait_ns = steer_sat_add(
 				t->e[i].base_wait_ns,
 				random_phase_ns(r, t->credit_tokens, sc[i].ns_per_token_u));

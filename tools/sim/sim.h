@@ -172,6 +172,12 @@ struct sim_config {
 	 * (wire counters shared without delay), so no peer scaling is needed. */
 	bool share_wire;
 	double share_delay_s; /* each shared event reaches the other routers this late */
+	/* Ablation: the random phase's range in tokens (-1: smg-steerd's, one
+	 * credit of mean prefill x peers when peers > 1; 0: none). */
+	int64_t phase_tokens;
+	/* Ablation: each own send stands for the other routers' as
+	 * (peers - 1) x mean prefill tokens, not (peers - 1) x its own size. */
+	bool peer_guess_mean;
 
 	/* Clients and responses. */
 	uint32_t keepalive; /* requests per connection before the client closes it, >= 1 */

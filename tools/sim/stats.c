@@ -49,9 +49,17 @@ const char *sim_csv_header(void)
 /* The ablations and proposed fixes in effect, "base" for none. */
 static void variant_name(const struct sim_config *c, char *buf, size_t len)
 {
-	snprintf(buf, len, "%s%s%s%s", c->report_running_prefill ? "+running" : "",
-		 c->steer_jitter ? "+jitter" : "", c->share_wire ? "+shared" : "",
-		 c->report_running_prefill || c->steer_jitter || c->share_wire ? "" : "+base");
+	char phase[32] = "";
+
+	if (c->phase_tokens >= 0)
+		snprintf(phase, sizeof(phase), "+phase%lld", (long long)c->phase_tokens);
+	snprintf(buf, len, "%s%s%s%s%s%s", c->report_running_prefill ? "+running" : "",
+		 c->steer_jitter ? "+jitter" : "", c->share_wire ? "+shared" : "", phase,
+		 c->peer_guess_mean ? "+guessmean" : "",
+		 c->report_running_prefill || c->steer_jitter || c->share_wire || phase[0] ||
+				 c->peer_guess_mean
+			 ? ""
+			 : "+base");
 	memmove(buf, buf + 1, strlen(buf)); /* drop the leading '+' */
 }
 

@@ -271,6 +271,7 @@ void sim_config_defaults(struct sim_config *c)
 		.tput = SIM_TPUT_NOMINAL,
 		.estimator = SIM_EST_FLUID,
 		.keepalive = 1,
+		.phase_tokens = -1,
 		.response = SIM_RESP_STREAM,
 		/* A 1x worker prefills at smg's default throughput, so the
 		 * policy's fallback is right for the average worker. */
