@@ -78,6 +78,8 @@ static void usage(FILE *f)
 		"                            (default: smg-steerd's, credit x peers if > 1)\n"
 		"  --peer-guess-mean         other routers' sends guessed as (peers-1) x mean\n"
 		"                            prefill per own send, not (peers-1) x its size\n"
+		"  --peer-fill               other routers' sends predicted from this one's\n"
+		"                            rate, water-filled over the fleet (fluid only)\n"
 		"  --steer-jitter            force the random water-fill phase even at\n"
 		"                            --peer-routers 1 (smg-steerd adds it when > 1)\n"
 		"Output:\n"
@@ -159,10 +161,10 @@ static int parse_policies(struct options *o, const char *list)
 {
 	/* smg-steer as it is (the fluid wire estimator) and as it was before
 	 * issue 11 (one flat credit per connection). */
-	static const char *const all[] = { "rr",	  "random",	 "jsq",
-					   "p2c",	  "reqcount",	 "steer=flat",
-					   "steer-peers=flat", "steer", "steer-peers",
-					   "oracle" };
+	static const char *const all[] = {
+		"rr",	      "random",		  "jsq",   "p2c",	  "reqcount",
+		"steer=flat", "steer-peers=flat", "steer", "steer-peers", "oracle"
+	};
 	char buf[256], *save = NULL, *tok;
 	size_t i;
 
@@ -211,6 +213,7 @@ enum {
 	OPT_SHARE_DELAY,
 	OPT_PHASE_TOKENS,
 	OPT_PEER_GUESS_MEAN,
+	OPT_PEER_FILL,
 };
 
 static const struct option long_opts[] = {
@@ -245,6 +248,7 @@ static const struct option long_opts[] = {
 	{ "share-delay", required_argument, 0, OPT_SHARE_DELAY },
 	{ "phase-tokens", required_argument, 0, OPT_PHASE_TOKENS },
 	{ "peer-guess-mean", no_argument, 0, OPT_PEER_GUESS_MEAN },
+	{ "peer-fill", no_argument, 0, OPT_PEER_FILL },
 	{ 0, 0, 0, 0 },
 };
 
@@ -338,6 +342,9 @@ static int apply_option(struct options *o, int opt, const char *arg)
 	}
 	case OPT_PEER_GUESS_MEAN:
 		c->peer_guess_mean = true;
+		return 0;
+	case OPT_PEER_FILL:
+		c->peer_fill = true;
 		return 0;
 	default:
 		return -1;

@@ -18,6 +18,11 @@ struct sim_router {
 	bool share; /* sees the other routers' wire counters: no peer scaling */
 	int64_t phase_tokens;
 	bool guess_mean;
+	/* --peer-fill: predicted tokens of the other routers' sends per
+	 * backend, as of fill_t; this router's own first send and base waits. */
+	bool peer_fill;
+	double others[SIM_MAX_WORKERS], fill_t, first_sent;
+	uint64_t base_ns[SIM_MAX_WORKERS];
 	struct sim_rng rng;
 	uint64_t rr_next;
 	uint32_t live[SIM_MAX_WORKERS];	      /* own requests not yet finished */
@@ -57,6 +62,7 @@ struct sim_router *sim_router_new(const struct sim_config *c, uint32_t index)
 	r->share = c->share_wire;
 	r->phase_tokens = c->phase_tokens;
 	r->guess_mean = c->peer_guess_mean;
+	r->peer_fill = c->peer_fill && c->knobs.peer_routers > 1;
 	sim_rng_seed(&r->rng, c->seed, SIM_STREAM_ROUTER + index);
 	/* Round robin starts somewhere random, as independent routers do. */
 	r->rr_next = sim_rng_below(&r->rng, r->n);
@@ -84,7 +90,7 @@ void sim_router_free(struct sim_router *r)
 /* How many routers' sends one of its own stands for. */
 static uint32_t peers(const struct sim_router *r)
 {
-	return r->share || !r->knobs.peer_routers ? 1 : r->knobs.peer_routers;
+	return r->share || r->peer_fill || !r->knobs.peer_routers ? 1 : r->knobs.peer_routers;
 }
 
 /* Own tokens and the other routers' guessed with them: x peers, or
@@ -132,7 +138,7 @@ static void update_slot(struct sim_router *r, uint32_t w)
 		break;
 	case SIM_EST_FLUID:
 	default:
-		v += (uint64_t)ceil(fluid_now(r, w));
+		v += (uint64_t)ceil(fluid_now(r, w)) + (uint64_t)ceil(r->others[w]);
 		break;
 	}
 	r->slots[w].inflight_tokens = v;
@@ -154,6 +160,8 @@ void sim_router_sent(struct sim_router *r, uint32_t w, uint32_t tokens, bool fir
 	if (first && r->est != SIM_EST_FLAT)
 		r->unsent[w] -= r->unsent[w] < r->table->credit_tokens ? r->unsent[w]
 								       : r->table->credit_tokens;
+	if (r->stats.sent_tokens == 0)
+		r->first_sent = t;
 	r->stats.sent_tokens += tokens;
 	sim_router_peer_sent(r, w, tokens, t);
 }
@@ -212,6 +220,7 @@ void sim_router_snapshot_taken(struct sim_router *r, uint32_t w, double t)
 	r->since_snap[w] = 0;
 	r->pending_poll[w] = r->pending[w];
 	r->fluid_poll[w] = fluid_now(r, w);
+	r->others[w] = 0; /* the snapshot has them now */
 	r->sent_poll[w] = 0;
 	if (r->policy == SIM_POL_STEER) {
 		/* The daemon drains what was credited when the poll was taken;
@@ -458,6 +467,7 @@ static void steer_rebuild(struct sim_router *r, const struct sim_observation *ob
 		r->fluid[i] = fluid_now(r, i);
 		r->fluid_t[i] = r->now;
 		r->npt[i] = sc[i].ns_per_token_u ? sc[i].ns_per_token_u : 1;
+		r->base_ns[i] = sc[i].base_wait_ns;
 		t->e[i] = (struct steer_entry){
 			.base_wait_ns = sc[i].base_wait_ns,
 			.ns_per_token = sc[i].ns_per_token_u,
@@ -482,6 +492,51 @@ static void steer_rebuild(struct sim_router *r, const struct sim_observation *ob
 }
 
 /*
+ * --peer-fill (ablation): since the last pick the other routers sent about
+ * (peers - 1) x this router's own token rate x the time; predict that they
+ * water-filled it over the backends' expected waits, as this router would.
+ * Each backend serves the predicted work at its published rate, sharing it
+ * with this router's own E in proportion.
+ */
+static void peer_fill_advance(struct sim_router *r)
+{
+	double dt = r->now - r->fill_t, x[SIM_MAX_WORKERS], rate[SIM_MAX_WORKERS];
+	double work, lo = INFINITY, hi = -INFINITY, sum_rate = 0;
+	uint32_t i, k;
+
+	r->fill_t = r->now;
+	if (dt <= 0 || r->stats.sent_tokens == 0 || r->now <= r->first_sent)
+		return;
+	work = (double)(r->knobs.peer_routers - 1) * (double)r->stats.sent_tokens /
+	       (r->now - r->first_sent) * dt;
+	for (i = 0; i < r->n; i++) {
+		double e = fluid_now(r, i), served;
+
+		rate[i] = 1e9 / (double)r->npt[i];
+		served = rate[i] * dt * (r->others[i] / (r->others[i] + e + 1e-9));
+		r->others[i] = r->others[i] > served ? r->others[i] - served : 0;
+		x[i] = (double)r->base_ns[i] / 1e9 + (e + r->others[i] + r->unsent[i]) / rate[i];
+		lo = fmin(lo, x[i]);
+		hi = fmax(hi, x[i]);
+		sum_rate += rate[i];
+	}
+	/* The level L with sum(rate x max(0, L - x)) = work, by bisection. */
+	hi += work / sum_rate;
+	for (k = 0; k < 60; k++) {
+		double mid = (lo + hi) / 2, f = 0;
+
+		for (i = 0; i < r->n; i++)
+			f += rate[i] * fmax(0, mid - x[i]);
+		if (f > work)
+			hi = mid;
+		else
+			lo = mid;
+	}
+	for (i = 0; i < r->n; i++)
+		r->others[i] += rate[i] * fmax(0, lo - x[i]);
+}
+
+/*
  * The kernel's connect path: least expected wait over the sorted table with
  * early exit, then credit the chosen slot, so that the next arrival before
  * the next snapshot sees it (the water-fill).
@@ -493,6 +548,8 @@ static uint32_t pick_steer(struct sim_router *r, const struct sim_observation *o
 	r->now = obs->now;
 	if (r->table_stale)
 		steer_rebuild(r, obs);
+	if (r->peer_fill)
+		peer_fill_advance(r);
 	if (r->est == SIM_EST_FLUID) /* E drains in time: the kernel reads the clock */
 		for (uint32_t i = 0; i < r->n; i++)
 			update_slot(r, i);

@@ -78,6 +78,7 @@ for m in stream full; do
 	job "07-r16-$m-poll01-running" "$a --poll 0.1 --report-running-prefill --policies steer-peers"
 	job "07-r16-$m-phase1024" "$a --phase-tokens 1024 --policies steer-peers"
 	job "07-r16-$m-guessmean" "$a --peer-guess-mean --policies steer-peers"
+	job "07-r16-$m-peerfill" "$a --peer-fill --phase-tokens 0 --policies steer-peers"
 	job "07-r16-$m-share0" "$a --share-wire --policies steer"
 	for d in 0.01 0.1; do
 		job "07-r16-$m-share$d" "$a --share-wire --share-delay $d --steer-jitter --policies steer"
@@ -87,6 +88,7 @@ for m in stream full; do
 	job "08-r16-batch-$m-poll01-running" "$b --poll 0.1 --report-running-prefill --policies steer-peers"
 	job "08-r16-batch-$m-share0" "$b --share-wire --policies steer"
 	job "08-r16-batch-$m-share0.01" "$b --share-wire --share-delay 0.01 --steer-jitter --policies steer"
+	job "08-r16-batch-$m-share0.01-nojitter" "$b --share-wire --share-delay 0.01 --policies steer"
 done
 # Keep-alive: K requests per connection, most recently idle connection first.
 for m in stream full; do

@@ -178,6 +178,10 @@ struct sim_config {
 	/* Ablation: each own send stands for the other routers' as
 	 * (peers - 1) x mean prefill tokens, not (peers - 1) x its own size. */
 	bool peer_guess_mean;
+	/* Ablation: the other routers' sends since the poll are predicted, at
+	 * (peers - 1) x this router's own token rate, water-filling the fleet
+	 * on top of what this router sees; no x peers scaling. */
+	bool peer_fill;
 
 	/* Clients and responses. */
 	uint32_t keepalive; /* requests per connection before the client closes it, >= 1 */

@@ -49,17 +49,19 @@ const char *sim_csv_header(void)
 /* The ablations and proposed fixes in effect, "base" for none. */
 static void variant_name(const struct sim_config *c, char *buf, size_t len)
 {
-	char phase[32] = "";
+	char extra[64] = "";
+	size_t n;
 
-	if (c->phase_tokens >= 0)
-		snprintf(phase, sizeof(phase), "+phase%lld", (long long)c->phase_tokens);
+	if (c->share_wire && c->share_delay_s > 0)
+		snprintf(extra, sizeof(extra), "%g", c->share_delay_s);
 	snprintf(buf, len, "%s%s%s%s%s%s", c->report_running_prefill ? "+running" : "",
-		 c->steer_jitter ? "+jitter" : "", c->share_wire ? "+shared" : "", phase,
-		 c->peer_guess_mean ? "+guessmean" : "",
-		 c->report_running_prefill || c->steer_jitter || c->share_wire || phase[0] ||
-				 c->peer_guess_mean
-			 ? ""
-			 : "+base");
+		 c->steer_jitter ? "+jitter" : "", c->share_wire ? "+shared" : "", extra,
+		 c->peer_guess_mean ? "+guessmean" : "", c->peer_fill ? "+peerfill" : "");
+	n = strlen(buf);
+	if (c->phase_tokens >= 0)
+		snprintf(buf + n, len - n, "+phase%lld", (long long)c->phase_tokens);
+	if (!buf[0])
+		snprintf(buf, len, "+base");
 	memmove(buf, buf + 1, strlen(buf)); /* drop the leading '+' */
 }
 

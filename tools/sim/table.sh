@@ -17,6 +17,12 @@ NR > 1 {
 	p99[k] = $16
 	ttft[k] = $28
 }
+NR > 1 && $1 == "routers16" {
+	r16[++nr] = $0
+}
+NR > 1 && $1 == "keepalive" {
+	ka[$24 "|" $25 "|" $2 "|" $26] = $16
+}
 NR > 1 && $1 == "headline" {
 	rows[++n] = sprintf("| %s | %s | %s | %s | %.3f | %.3f | %.3f | %.3f | %s | %.3f |",
 		$2, $26, $6, $4, $14, $15, $16, $17, $19, $20)
@@ -119,6 +125,31 @@ END {
 	}
 	print line " |"
 
+	if (nr > 0) {
+		print ""
+		print "16 routers: what is missing, and what would reach the p99 of one router (smg-steer = fluid)."
+		print ""
+		print "| engine | response | policy | ablation | poll (s) | p99 (s) | / 1 router |"
+		print "|---|---|---|---|---|---|---|"
+		for (i = 1; i <= nr; i++) {
+			split(r16[i], f, ",")
+			printf("| %s | %s | %s | %s | %s | %.3f | %.2f |\n", f[23], f[24], f[2], f[3], f[8], f[16],
+				ratio(f[16], est("steer", f[23], f[24], 1, "fluid")))
+		}
+	}
+	if (("stream|1|oracle|-") in ka) {
+		print ""
+		print "Keep-alive (FIFO engine): p99 wait (s) by requests per connection."
+		print ""
+		print "| response | K | jsq | oracle | flat | credit | pending | fluid |"
+		print "|---|---|---|---|---|---|---|---|"
+		for (m = 1; m <= 2; m++) for (k = 1; k <= 8; k *= 2) {
+			resp = m == 1 ? "stream" : "full"
+			printf("| %s | %d | %.3f | %.3f | %.3f | %.3f | %.3f | %.3f |\n", resp, k,
+				ka[resp "|" k "|jsq|-"], ka[resp "|" k "|oracle|-"], ka[resp "|" k "|steer|flat"],
+				ka[resp "|" k "|steer|credit"], ka[resp "|" k "|steer|pending"], ka[resp "|" k "|steer|fluid"])
+		}
+	}
 	print ""
 	print "Targets per engine and response mode (smg-steer = fluid; a target met under one engine only is not met):"
 	print ""
