@@ -49,7 +49,7 @@ const char *sim_csv_header(void)
 /* The ablations and proposed fixes in effect, "base" for none. */
 static void variant_name(const struct sim_config *c, char *buf, size_t len)
 {
-	char extra[64] = "";
+	char extra[24] = "";
 	size_t n;
 
 	if (c->share_wire && c->share_delay_s > 0)
