@@ -71,7 +71,7 @@ int sim_csv_row(char *buf, size_t len, const char *scenario, const char *label,
 	double scanned = r->routers.steer_selects ? (double)r->routers.steer_scanned /
 							    (double)r->routers.steer_selects
 						  : 0;
-	char variant[64];
+	char variant[128];
 
 	variant_name(c, variant, sizeof(variant));
 	return snprintf(buf, len,
