@@ -592,6 +592,24 @@ static void test_every_request_counted_and_pending_returns_to_zero(void)
 			}
 }
 
+static void test_counters_do_not_depend_on_the_policy(void)
+{
+	struct sim_config c;
+	struct sim_result r;
+
+	/* The kernel counts what crosses the wire whatever picks the backend. */
+	complete_config(&c, SIM_ENGINE_FIFO, SIM_RESP_FULL, 4);
+	c.policy = SIM_POL_JSQ;
+	CHECK(run(&c, &r) == 0, "run failed");
+	CHECK((double)r.routers.sent_tokens == r.arrived_tokens &&
+		      r.routers.answered_tokens == r.routers.sent_tokens &&
+		      r.routers.pending_tokens == 0,
+	      "jsq: sent %llu answered %llu pending %llu of %.0f",
+	      (unsigned long long)r.routers.sent_tokens,
+	      (unsigned long long)r.routers.answered_tokens,
+	      (unsigned long long)r.routers.pending_tokens, r.arrived_tokens);
+}
+
 static void test_pending_mid_run_equals_unanswered_work(void)
 {
 	int resp;
@@ -736,6 +754,7 @@ int main(void)
 	TAP_RUN(test_snapshot_share_is_not_counted_twice);
 	TAP_RUN(test_every_request_counted_and_pending_returns_to_zero);
 	TAP_RUN(test_pending_mid_run_equals_unanswered_work);
+	TAP_RUN(test_counters_do_not_depend_on_the_policy);
 	TAP_RUN(test_batch_engine_respects_its_limits);
 	TAP_RUN(test_batch_capacity_is_measured_once_and_below_nominal);
 	TAP_RUN(test_headline_ordering_of_estimators);

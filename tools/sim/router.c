@@ -154,27 +154,25 @@ void sim_router_sent(struct sim_router *r, uint32_t w, uint32_t tokens, bool fir
 	r->now = t;
 	r->live[w]++;
 	r->since_snap[w]++;
-	if (r->policy != SIM_POL_STEER)
-		return;
-	/* The connection's flat credit gives way to the real size. */
-	if (first && r->est != SIM_EST_FLAT)
-		r->unsent[w] -= r->unsent[w] < r->table->credit_tokens ? r->unsent[w]
-								       : r->table->credit_tokens;
 	if (r->stats.sent_tokens == 0)
 		r->first_sent = t;
 	r->stats.sent_tokens += tokens;
+	/* The connection's flat credit gives way to the real size. */
+	if (first && r->policy == SIM_POL_STEER && r->est != SIM_EST_FLAT)
+		r->unsent[w] -= r->unsent[w] < r->table->credit_tokens ? r->unsent[w]
+								       : r->table->credit_tokens;
 	sim_router_peer_sent(r, w, tokens, t);
 }
 
 void sim_router_peer_sent(struct sim_router *r, uint32_t w, uint32_t tokens, double t)
 {
 	r->now = t;
+	r->pending[w] += tokens; /* what the kernel counts, whatever the policy */
+	r->sent_poll[w] += tokens;
 	if (r->policy != SIM_POL_STEER)
 		return;
 	if (r->est == SIM_EST_CREDIT)
 		r->credited[w] += (uint64_t)tokens * peers(r);
-	r->pending[w] += tokens;
-	r->sent_poll[w] += tokens;
 	fluid_set(r, w, fluid_now(r, w) + scaled(r, tokens), scaled(r, r->pending[w]));
 	update_slot(r, w);
 }
