@@ -204,6 +204,14 @@ void sim_req_started(struct sim *s, int32_t i, double t)
 		s->waits[s->nwaits++] = t - r->arrival;
 }
 
+/* A request's tokens as the kernel counts them from its bytes. */
+static uint32_t wire_tokens(const struct sim *s, const struct req *r)
+{
+	double v = round(r->prompt * s->c->wire_scale);
+
+	return v < 1 ? 1 : (uint32_t)v;
+}
+
 /* --share-wire: the other routers learn of a send or an answer, now or
  * share_delay_s later. */
 static void deliver_peer(struct sim *s, uint32_t type, uint32_t origin, uint32_t w, uint32_t tokens,
@@ -243,8 +251,8 @@ static void answer(struct sim *s, struct req *r)
 	r->answered = true;
 	s->answered++;
 	s->answered_tokens += r->prompt;
-	sim_router_answered(s->routers[r->router], r->worker, r->prompt, s->now);
-	share(s, EV_PEER_ANSWERED, r->router, r->worker, r->prompt, s->now);
+	sim_router_answered(s->routers[r->router], r->worker, wire_tokens(s, r), s->now);
+	share(s, EV_PEER_ANSWERED, r->router, r->worker, wire_tokens(s, r), s->now);
 }
 
 void sim_req_first_token(struct sim *s, int32_t i, double t)
@@ -485,8 +493,8 @@ static int on_arrival(struct sim *s, double t)
 	r->conn = ci;
 	r->worker = c->worker;
 	/* The request's bytes go out: the router's kernel sees them now. */
-	sim_router_sent(s->routers[r->router], r->worker, r->prompt, c->requests == 0, t);
-	share(s, EV_PEER_SENT, r->router, r->worker, r->prompt, t);
+	sim_router_sent(s->routers[r->router], r->worker, wire_tokens(s, r), c->requests == 0, t);
+	share(s, EV_PEER_SENT, r->router, r->worker, wire_tokens(s, r), t);
 	c->requests++;
 	s->w[r->worker].dispatched++;
 	if (worker_enqueue(s, r->worker, i, t))

@@ -80,6 +80,8 @@ static void usage(FILE *f)
 		"                            prefill per own send, not (peers-1) x its size\n"
 		"  --peer-fill               other routers' sends predicted from this one's\n"
 		"                            rate, water-filled over the fleet (fluid only)\n"
+		"  --wire-token-scale X      the kernel counts X x each request's tokens\n"
+		"                            (a wrong bytes-per-token; default 1)\n"
 		"  --steer-jitter            force the random water-fill phase even at\n"
 		"                            --peer-routers 1 (smg-steerd adds it when > 1)\n"
 		"Output:\n"
@@ -214,6 +216,7 @@ enum {
 	OPT_PHASE_TOKENS,
 	OPT_PEER_GUESS_MEAN,
 	OPT_PEER_FILL,
+	OPT_WIRE_SCALE,
 };
 
 static const struct option long_opts[] = {
@@ -249,6 +252,7 @@ static const struct option long_opts[] = {
 	{ "phase-tokens", required_argument, 0, OPT_PHASE_TOKENS },
 	{ "peer-guess-mean", no_argument, 0, OPT_PEER_GUESS_MEAN },
 	{ "peer-fill", no_argument, 0, OPT_PEER_FILL },
+	{ "wire-token-scale", required_argument, 0, OPT_WIRE_SCALE },
 	{ 0, 0, 0, 0 },
 };
 
@@ -346,6 +350,8 @@ static int apply_option(struct options *o, int opt, const char *arg)
 	case OPT_PEER_FILL:
 		c->peer_fill = true;
 		return 0;
+	case OPT_WIRE_SCALE:
+		return parse_double(arg, &c->wire_scale);
 	default:
 		return -1;
 	}

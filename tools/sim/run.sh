@@ -96,6 +96,12 @@ for m in stream full; do
 		job "09-ka-$m-$k" "--scenario keepalive --response $m --keepalive $k --requests $n_ka --policies jsq,oracle,steer=flat,steer=credit,steer=pending,steer=fluid"
 	done
 done
+# Robustness: the kernel's token count off by a factor (a wrong bytes-per-token).
+for m in stream full; do
+	for x in 0.5 0.75 1.5 2; do
+		job "11-wirex-$m-$x" "--scenario wire-scale --response $m --requests $n_ka --wire-token-scale $x --policies steer=pending,steer"
+	done
+done
 # Robustness: gen_throughput measured instead of nominal.
 for m in stream full; do
 	job "10-tput-$m" "--scenario tput-measured --response $m --requests $n_abl --tput measured --policies jsq,p2c,reqcount,oracle,steer=flat,steer=pending,steer=fluid"

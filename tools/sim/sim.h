@@ -183,6 +183,10 @@ struct sim_config {
 	 * on top of what this router sees; no x peers scaling. */
 	bool peer_fill;
 
+	/* Ablation: the kernel's token count of a request is this many times
+	 * its real prompt (a wrong bytes-per-token); 1 = exact. */
+	double wire_scale;
+
 	/* Clients and responses. */
 	uint32_t keepalive; /* requests per connection before the client closes it, >= 1 */
 	enum sim_response response;

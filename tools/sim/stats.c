@@ -58,6 +58,10 @@ static void variant_name(const struct sim_config *c, char *buf, size_t len)
 		 c->steer_jitter ? "+jitter" : "", c->share_wire ? "+shared" : "", extra,
 		 c->peer_guess_mean ? "+guessmean" : "", c->peer_fill ? "+peerfill" : "");
 	n = strlen(buf);
+	if (c->wire_scale != 1.0) {
+		snprintf(buf + n, len - n, "+wirex%g", c->wire_scale);
+		n = strlen(buf);
+	}
 	if (c->phase_tokens >= 0)
 		snprintf(buf + n, len - n, "+phase%lld", (long long)c->phase_tokens);
 	if (!buf[0])

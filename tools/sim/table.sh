@@ -20,6 +20,11 @@ NR > 1 {
 NR > 1 && $1 == "routers16" {
 	r16[++nr] = $0
 }
+NR > 1 && $1 == "wire-scale" {
+	x = $3; sub(/^wirex/, "", x)
+	if (!((($24 "|" x) in seen))) { seen[$24 "|" x] = 1; wx[++nx] = $24 "|" x }
+	wxp[$24 "|" x "|" $26] = $16
+}
 NR > 1 && $1 == "keepalive" {
 	ka[$24 "|" $25 "|" $2 "|" $26] = $16
 }
@@ -148,6 +153,17 @@ END {
 			printf("| %s | %d | %.3f | %.3f | %.3f | %.3f | %.3f | %.3f |\n", resp, k,
 				ka[resp "|" k "|jsq|-"], ka[resp "|" k "|oracle|-"], ka[resp "|" k "|steer|flat"],
 				ka[resp "|" k "|steer|credit"], ka[resp "|" k "|steer|pending"], ka[resp "|" k "|steer|fluid"])
+		}
+	}
+	if (nx > 0) {
+		print ""
+		print "Wrong bytes-per-token (FIFO engine, 1 router): p99 wait (s) when the kernel counts x times the real tokens."
+		print ""
+		print "| response | x | pending | fluid |"
+		print "|---|---|---|---|"
+		for (i = 1; i <= nx; i++) {
+			split(wx[i], f, "|")
+			printf("| %s | %s | %.3f | %.3f |\n", f[1], f[2], wxp[f[1] "|" f[2] "|pending"], wxp[f[1] "|" f[2] "|fluid"])
 		}
 	}
 	print ""

@@ -272,6 +272,7 @@ void sim_config_defaults(struct sim_config *c)
 		.estimator = SIM_EST_FLUID,
 		.keepalive = 1,
 		.phase_tokens = -1,
+		.wire_scale = 1.0,
 		.response = SIM_RESP_STREAM,
 		/* A 1x worker prefills at smg's default throughput, so the
 		 * policy's fallback is right for the average worker. */
@@ -332,6 +333,8 @@ int sim_config_check(const struct sim_config *c, char *why, size_t whylen)
 		return fail(why, whylen, "unknown engine");
 	if ((unsigned)c->response >= SIM_RESP_COUNT)
 		return fail(why, whylen, "unknown response mode");
+	if (!(c->wire_scale > 0 && c->wire_scale <= 100))
+		return fail(why, whylen, "wire token scale must be in (0, 100]");
 	if (!(c->share_delay_s >= 0 && c->share_delay_s <= 3600))
 		return fail(why, whylen, "share delay must be in [0, 3600] seconds");
 	if (c->keepalive < 1 || c->keepalive > 1000000)
