@@ -164,6 +164,8 @@ static void worker_advance(struct sim *s, struct worker *w, double t)
 
 static double worker_true_wait(const struct sim *s, const struct worker *w, double t)
 {
+	if (batching(s) && s->c->oracle_blind_step)
+		return (w->queued_tokens + w->prefill_left) / w->rate;
 	return batching(s) ? batch_true_wait(w, t) : fifo_true_wait(w, t);
 }
 

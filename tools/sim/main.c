@@ -82,6 +82,7 @@ static void usage(FILE *f)
 		"                            rate, water-filled over the fleet (fluid only)\n"
 		"  --wire-token-scale X      the kernel counts X x each request's tokens\n"
 		"                            (a wrong bytes-per-token; default 1)\n"
+		"  --oracle-blind-step       batching: the oracle ignores the step under way\n"
 		"  --steer-jitter            force the random water-fill phase even at\n"
 		"                            --peer-routers 1 (smg-steerd adds it when > 1)\n"
 		"Output:\n"
@@ -217,6 +218,7 @@ enum {
 	OPT_PEER_GUESS_MEAN,
 	OPT_PEER_FILL,
 	OPT_WIRE_SCALE,
+	OPT_ORACLE_BLIND_STEP,
 };
 
 static const struct option long_opts[] = {
@@ -253,6 +255,7 @@ static const struct option long_opts[] = {
 	{ "peer-guess-mean", no_argument, 0, OPT_PEER_GUESS_MEAN },
 	{ "peer-fill", no_argument, 0, OPT_PEER_FILL },
 	{ "wire-token-scale", required_argument, 0, OPT_WIRE_SCALE },
+	{ "oracle-blind-step", no_argument, 0, OPT_ORACLE_BLIND_STEP },
 	{ 0, 0, 0, 0 },
 };
 
@@ -352,6 +355,9 @@ static int apply_option(struct options *o, int opt, const char *arg)
 		return 0;
 	case OPT_WIRE_SCALE:
 		return parse_double(arg, &c->wire_scale);
+	case OPT_ORACLE_BLIND_STEP:
+		c->oracle_blind_step = true;
+		return 0;
 	default:
 		return -1;
 	}

@@ -183,6 +183,9 @@ struct sim_config {
 	 * on top of what this router sees; no x peers scaling. */
 	bool peer_fill;
 
+	/* Ablation: the oracle does not know where a batching worker is in
+	 * its current step (it sees the prompt tokens ahead only). */
+	bool oracle_blind_step;
 	/* Ablation: the kernel's token count of a request is this many times
 	 * its real prompt (a wrong bytes-per-token); 1 = exact. */
 	double wire_scale;

@@ -54,9 +54,10 @@ static void variant_name(const struct sim_config *c, char *buf, size_t len)
 
 	if (c->share_wire && c->share_delay_s > 0)
 		snprintf(extra, sizeof(extra), "%g", c->share_delay_s);
-	snprintf(buf, len, "%s%s%s%s%s%s", c->report_running_prefill ? "+running" : "",
+	snprintf(buf, len, "%s%s%s%s%s%s%s", c->report_running_prefill ? "+running" : "",
 		 c->steer_jitter ? "+jitter" : "", c->share_wire ? "+shared" : "", extra,
-		 c->peer_guess_mean ? "+guessmean" : "", c->peer_fill ? "+peerfill" : "");
+		 c->peer_guess_mean ? "+guessmean" : "", c->peer_fill ? "+peerfill" : "",
+		 c->oracle_blind_step ? "+blindstep" : "");
 	n = strlen(buf);
 	if (c->wire_scale != 1.0) {
 		snprintf(buf + n, len - n, "+wirex%g", c->wire_scale);
