@@ -161,6 +161,7 @@ static struct sim_router *steer_router(uint32_t workers)
 	sim_config_defaults(&c);
 	c.workers = workers;
 	c.policy = SIM_POL_STEER;
+	c.estimator = SIM_EST_FLAT; /* one credit per connection, as before issue 11 */
 	return sim_router_new(&c, 0);
 }
 
@@ -222,7 +223,7 @@ static void test_steer_water_fills_between_polls(void)
 		seen[w] = true;
 	}
 	/* A fresh snapshot of worker 3 drains its credit: it is first again. */
-	sim_router_snapshot_taken(r, 3);
+	sim_router_snapshot_taken(r, 3, 0);
 	CHECK(sim_router_inflight_tokens(r, 3) == 0, "credit survived the poll");
 	CHECK(sim_router_inflight_tokens(r, 0) == 1024, "another worker's credit was drained");
 	w = sim_router_pick(r, &obs);
@@ -245,6 +246,7 @@ static void test_steer_peer_routers_scale_the_credit(void)
 	c.policy = SIM_POL_STEER;
 	c.routers = 16;
 	c.knobs.peer_routers = 16;
+	c.estimator = SIM_EST_FLAT;
 	r = sim_router_new(&c, 3);
 	CHECK(r, "no memory");
 	w = sim_router_pick(r, &obs);
@@ -333,7 +335,7 @@ static void test_jsq_and_p2c_read_their_signals(void)
 		picks_of_2[0] += w == 2;
 	}
 	/* A fresh snapshot of 1 forgets its dispatches: 1 now beats 2. */
-	sim_router_snapshot_taken(r, 1);
+	sim_router_snapshot_taken(r, 1, 0);
 	for (i = 0; i < 300; i++) {
 		w = sim_router_pick(r, &obs);
 		CHECK(w != 0, "p2c picked the longest queue");
@@ -382,6 +384,356 @@ static void test_quantiles_and_cov(void)
 	CHECK(fabs(sim_cov(two, 2) - 0.5) < 1e-12, "cov {1,3} %g", sim_cov(two, 2));
 }
 
+/* ---- Issue 11: the wire estimators, keep-alive, the batching engine ------ */
+
+static struct sim_router *estimator_router(uint32_t workers, enum sim_estimator est)
+{
+	struct sim_config c;
+
+	sim_config_defaults(&c);
+	c.workers = workers;
+	c.policy = SIM_POL_STEER;
+	c.estimator = est;
+	return sim_router_new(&c, 0);
+}
+
+static void test_wire_credit_counts_every_keepalive_request(void)
+{
+	struct sim_snapshot s[2] = { snap(0, 2000), snap(0, 2000) };
+	struct sim_observation obs = { .snap = s };
+	struct sim_router *flat = estimator_router(2, SIM_EST_FLAT);
+	struct sim_router *wire = estimator_router(2, SIM_EST_CREDIT);
+	uint32_t wf, ww;
+
+	CHECK(flat && wire, "no memory");
+	/* One connection, three requests on it (keep-alive): 100, 200, 6000. */
+	wf = sim_router_pick(flat, &obs);
+	ww = sim_router_pick(wire, &obs);
+	sim_router_connected(flat, wf);
+	sim_router_connected(wire, ww);
+	CHECK(sim_router_inflight_tokens(wire, ww) == 1024,
+	      "before its first send a connection holds the flat credit, got %llu",
+	      (unsigned long long)sim_router_inflight_tokens(wire, ww));
+	sim_router_sent(flat, wf, 100, true, 0.1);
+	sim_router_sent(wire, ww, 100, true, 0.1);
+	CHECK(sim_router_inflight_tokens(wire, ww) == 100, "first send: %llu, want 100",
+	      (unsigned long long)sim_router_inflight_tokens(wire, ww));
+	sim_router_sent(flat, wf, 200, false, 0.2);
+	sim_router_sent(wire, ww, 200, false, 0.2);
+	sim_router_sent(flat, wf, 6000, false, 0.3);
+	sim_router_sent(wire, ww, 6000, false, 0.3);
+	CHECK(sim_router_inflight_tokens(wire, ww) == 6300, "wire-credit %llu, want 6300",
+	      (unsigned long long)sim_router_inflight_tokens(wire, ww));
+	CHECK(sim_router_inflight_tokens(flat, wf) == 1024, "flat credit %llu, want one credit",
+	      (unsigned long long)sim_router_inflight_tokens(flat, wf));
+	/* Both drain at the poll. */
+	sim_router_snapshot_taken(wire, ww, 0.5);
+	CHECK(sim_router_inflight_tokens(wire, ww) == 0, "wire-credit survived the poll");
+	sim_router_free(flat);
+	sim_router_free(wire);
+}
+
+static void test_pending_is_added_at_send_and_removed_at_answer(void)
+{
+	struct sim_snapshot s[2] = { snap(0, 2000), snap(0, 2000) };
+	struct sim_observation obs = { .snap = s };
+	struct sim_router *r = estimator_router(2, SIM_EST_PENDING);
+	uint32_t w;
+
+	CHECK(r, "no memory");
+	w = sim_router_pick(r, &obs);
+	sim_router_connected(r, w);
+	sim_router_sent(r, w, 300, true, 0);
+	sim_router_sent(r, w, 5000, false, 0);
+	CHECK(sim_router_pending_tokens(r, w) == 5300, "pending %llu",
+	      (unsigned long long)sim_router_pending_tokens(r, w));
+	/* A poll does not drain pending work: it is real time. */
+	sim_router_snapshot_taken(r, w, 1);
+	CHECK(sim_router_inflight_tokens(r, w) == 5300, "slot %llu after a poll",
+	      (unsigned long long)sim_router_inflight_tokens(r, w));
+	sim_router_answered(r, w, 300, 2);
+	CHECK(sim_router_inflight_tokens(r, w) == 5000, "slot %llu after one answer",
+	      (unsigned long long)sim_router_inflight_tokens(r, w));
+	sim_router_answered(r, w, 5000, 3);
+	CHECK(sim_router_pending_tokens(r, w) == 0 && sim_router_inflight_tokens(r, w) == 0,
+	      "pending %llu after every answer",
+	      (unsigned long long)sim_router_pending_tokens(r, w));
+	sim_router_free(r);
+}
+
+static void test_fluid_drains_at_the_published_rate_capped_by_pending(void)
+{
+	/* Worker 0 publishes 2000 tokens/s: 2000 tokens sent at t = 10 s are
+	 * 1000 at 10.5 s and 0 from 11 s on; an answer caps E at what is
+	 * still pending. */
+	struct sim_snapshot s[2] = { snap(0, 2000), snap(0, 2000) };
+	struct sim_observation obs = { .snap = s, .now = 10 };
+	struct sim_router *r = estimator_router(2, SIM_EST_FLUID);
+	uint32_t w;
+	uint64_t v;
+
+	CHECK(r, "no memory");
+	w = sim_router_pick(r, &obs);
+	sim_router_connected(r, w);
+	sim_router_sent(r, w, 2000, true, 10);
+	v = sim_router_slot_tokens_at(r, w, 10.5);
+	CHECK(v == 1000, "E at 10.5 s: %llu, want 1000", (unsigned long long)v);
+	v = sim_router_slot_tokens_at(r, w, 12);
+	CHECK(v == 0, "E at 12 s: %llu, want 0", (unsigned long long)v);
+	/* Two requests queue (FIFO): 4000 + 4000 at 20 s. The first is
+	 * answered at 21 s, early: E may not exceed the 4000 left pending. */
+	sim_router_sent(r, w, 4000, false, 20);
+	sim_router_sent(r, w, 4000, false, 20);
+	sim_router_answered(r, w, 2000, 20); /* the first request, long done */
+	v = sim_router_slot_tokens_at(r, w, 20);
+	CHECK(v == 8000, "E at 20 s: %llu, want 8000", (unsigned long long)v);
+	sim_router_answered(r, w, 4000, 21);
+	v = sim_router_slot_tokens_at(r, w, 21);
+	CHECK(v == 4000, "E after an answer: %llu, want the 4000 pending", (unsigned long long)v);
+	v = sim_router_slot_tokens_at(r, w, 22);
+	CHECK(v == 2000, "E at 22 s: %llu, want 2000", (unsigned long long)v);
+	sim_router_free(r);
+}
+
+static void test_snapshot_share_is_not_counted_twice(void)
+{
+	/* Worker 0 reports 5000 queued tokens; 3000 of them are this
+	 * router's, still pending (and unserved) when the poll was taken.
+	 * pending and fluid count the queue once: 2000 from the snapshot
+	 * (other routers') + 3000 in real time; the plain sum counts 8000. */
+	static const enum sim_estimator est[] = { SIM_EST_PENDING, SIM_EST_FLUID, SIM_EST_SUM };
+	static const double want_queued[] = { 2000, 2000, 5000 };
+	size_t k;
+
+	for (k = 0; k < 3; k++) {
+		struct sim_snapshot s[2] = { snap(0, 2000), snap(0, 2000) };
+		struct sim_observation obs = { .snap = s, .now = 0 };
+		struct sim_router *r = estimator_router(2, est[k]);
+		const struct steer_table *t;
+		uint64_t base = 0, slot;
+		uint32_t i, w;
+
+		CHECK(r, "no memory");
+		w = sim_router_pick(r, &obs);
+		sim_router_connected(r, w);
+		sim_router_sent(r, w, 3000, true, 0);
+		s[w] = snap(5000, 2000);
+		sim_router_snapshot_taken(r, w, 0);
+		sim_router_snapshot_taken(r, 1 - w, 0);
+		obs.now = 0;
+		sim_router_pick(r, &obs); /* rebuilds the table */
+		t = sim_router_table(r);
+		for (i = 0; i < t->n; i++)
+			if (t->e[i].slot == w)
+				base = t->e[i].base_wait_ns;
+		slot = sim_router_slot_tokens_at(r, w, 0);
+		CHECK(base == (uint64_t)(want_queued[k] * 500000),
+		      "%s: base %llu ns, want %.0f tokens' worth", sim_estimator_name(est[k]),
+		      (unsigned long long)base, want_queued[k]);
+		CHECK(slot >= 3000 && slot < 3000 + 1024 + 1, "%s: in flight %llu",
+		      sim_estimator_name(est[k]), (unsigned long long)slot);
+		sim_router_free(r);
+	}
+}
+
+/* Run to completion: every request answered and finished. */
+static void complete_config(struct sim_config *c, enum sim_engine e, enum sim_response resp,
+			    uint32_t keepalive)
+{
+	small_config(c, SIM_POL_STEER);
+	c->requests = e == SIM_ENGINE_BATCH ? 4000 : 8000;
+	c->warmup = 400;
+	c->engine = e;
+	c->response = resp;
+	c->keepalive = keepalive;
+	c->complete = true;
+}
+
+static void test_every_request_counted_and_pending_returns_to_zero(void)
+{
+	static const uint32_t ka[] = { 1, 4 };
+	int e, resp;
+	size_t k;
+
+	for (e = 0; e < SIM_ENGINE_COUNT; e++)
+		for (resp = 0; resp < SIM_RESP_COUNT; resp++)
+			for (k = 0; k < 2; k++) {
+				struct sim_config c;
+				struct sim_result r;
+				double total;
+
+				complete_config(&c, (enum sim_engine)e, (enum sim_response)resp,
+						ka[k]);
+				CHECK(run(&c, &r) == 0, "run failed");
+				total = (double)(c.warmup + c.requests);
+				CHECK(r.finished == r.arrived && r.answered == r.arrived &&
+					      r.arrived == total,
+				      "%s/%s/ka %u: arrived %llu answered %llu finished %llu",
+				      sim_engine_name(c.engine), sim_response_name(c.response),
+				      c.keepalive, (unsigned long long)r.arrived,
+				      (unsigned long long)r.answered,
+				      (unsigned long long)r.finished);
+				/* Keep-alive: fewer connections, every request counted. */
+				CHECK(c.keepalive == 1
+					      ? r.connections == r.arrived
+					      : r.connections < r.arrived &&
+							r.connections * c.keepalive >= r.arrived,
+				      "ka %u: %llu connections for %llu requests", c.keepalive,
+				      (unsigned long long)r.connections,
+				      (unsigned long long)r.arrived);
+				CHECK((double)r.routers.sent_tokens == r.arrived_tokens,
+				      "sent %llu tokens, arrived %.0f",
+				      (unsigned long long)r.routers.sent_tokens, r.arrived_tokens);
+				CHECK(r.routers.answered_tokens == r.routers.sent_tokens &&
+					      r.routers.pending_tokens == 0,
+				      "%s/%s/ka %u: pending %llu at the end",
+				      sim_engine_name(c.engine), sim_response_name(c.response),
+				      c.keepalive, (unsigned long long)r.routers.pending_tokens);
+			}
+}
+
+static void test_counters_do_not_depend_on_the_policy(void)
+{
+	struct sim_config c;
+	struct sim_result r;
+
+	/* The kernel counts what crosses the wire whatever picks the backend. */
+	complete_config(&c, SIM_ENGINE_FIFO, SIM_RESP_FULL, 4);
+	c.policy = SIM_POL_JSQ;
+	CHECK(run(&c, &r) == 0, "run failed");
+	CHECK((double)r.routers.sent_tokens == r.arrived_tokens &&
+		      r.routers.answered_tokens == r.routers.sent_tokens &&
+		      r.routers.pending_tokens == 0,
+	      "jsq: sent %llu answered %llu pending %llu of %.0f",
+	      (unsigned long long)r.routers.sent_tokens,
+	      (unsigned long long)r.routers.answered_tokens,
+	      (unsigned long long)r.routers.pending_tokens, r.arrived_tokens);
+}
+
+static void test_pending_mid_run_equals_unanswered_work(void)
+{
+	int resp;
+
+	for (resp = 0; resp < SIM_RESP_COUNT; resp++) {
+		struct sim_config c;
+		struct sim_result r;
+
+		complete_config(&c, SIM_ENGINE_FIFO, (enum sim_response)resp, 4);
+		c.complete = false;
+		c.drain = false; /* stop at the last arrival, requests in flight */
+		CHECK(run(&c, &r) == 0, "run failed");
+		CHECK(r.routers.pending_tokens > 0, "nothing pending mid-run");
+		CHECK((double)r.routers.pending_tokens == r.arrived_tokens - r.answered_tokens,
+		      "%s: routers' pending %llu, unanswered %.0f", sim_response_name(c.response),
+		      (unsigned long long)r.routers.pending_tokens,
+		      r.arrived_tokens - r.answered_tokens);
+	}
+}
+
+static void test_batch_engine_respects_its_limits(void)
+{
+	struct sim_config c;
+	struct sim_result r;
+	double in, out;
+	uint32_t i, most = 0;
+
+	/* Round robin overloads the slow workers; a narrow batch and a small
+	 * KV make both limits bind. */
+	small_config(&c, SIM_POL_RR);
+	c.engine = SIM_ENGINE_BATCH;
+	c.requests = 6000;
+	c.warmup = 600;
+	c.load = 0.9;
+	c.drain = false;
+	c.batch.max_running = 12;
+	c.batch.kv_tokens = 32768;
+	CHECK(run(&c, &r) == 0, "run failed");
+	for (i = 0; i < r.workers; i++) {
+		CHECK(r.w[i].max_running <= 12, "worker %u ran %u at once", i, r.w[i].max_running);
+		CHECK(r.w[i].max_kv_used <= 32768, "worker %u admitted up to %u KV tokens", i,
+		      r.w[i].max_kv_used);
+		CHECK(r.w[i].served_tokens <= 8000 * r.w[i].speed * r.end_s * (1 + 1e-9),
+		      "worker %u prefilled faster than its rate", i);
+		if (r.w[i].max_running > most)
+			most = r.w[i].max_running;
+	}
+	CHECK(most == 12, "no worker filled its batch (most %u)", most);
+	CHECK(r.queued_tokens_end > 0, "the test needs work left at the end");
+	in = r.arrived_tokens;
+	out = r.served_tokens + r.queued_tokens_end;
+	CHECK(fabs(in - out) <= 1e-6 * in, "arrived %.0f != prefilled + left %.0f", in, out);
+}
+
+static void test_batch_capacity_is_measured_once_and_below_nominal(void)
+{
+	struct sim_config c;
+	double a, b;
+
+	sim_config_defaults(&c);
+	c.engine = SIM_ENGINE_BATCH;
+	a = sim_batch_capacity(&c);
+	b = sim_batch_capacity(&c);
+	/* Decode shares the steps: below the 8000 tokens/s of prefill alone,
+	 * and well above nothing. */
+	CHECK(a == b, "capacity not deterministic: %f then %f", a, b);
+	CHECK(a > 0.4 * 8000 && a < 8000, "capacity %.0f tokens/s", a);
+	c.batch.capacity_tps = 1234;
+	CHECK(sim_batch_capacity(&c) == 1234, "a configured capacity is not used");
+}
+
+/* p99 of one estimator on a small headline-like run. */
+static double p99_of(enum sim_engine e, enum sim_response resp, enum sim_policy p,
+		     enum sim_estimator est)
+{
+	struct sim_config c;
+	struct sim_result r;
+
+	small_config(&c, p);
+	c.workers = 8;
+	c.requests = e == SIM_ENGINE_BATCH ? 8000 : 20000;
+	c.engine = e;
+	c.response = resp;
+	c.estimator = est;
+	if (run(&c, &r))
+		return -1;
+	return r.p99_s;
+}
+
+static void test_headline_ordering_of_estimators(void)
+{
+	int e;
+
+	for (e = 0; e < SIM_ENGINE_COUNT; e++) {
+		enum sim_engine en = (enum sim_engine)e;
+		double oracle = p99_of(en, SIM_RESP_STREAM, SIM_POL_ORACLE, SIM_EST_FLAT);
+		double jsq = p99_of(en, SIM_RESP_STREAM, SIM_POL_JSQ, SIM_EST_FLAT);
+		double flat = p99_of(en, SIM_RESP_STREAM, SIM_POL_STEER, SIM_EST_FLAT);
+		double fluid_s = p99_of(en, SIM_RESP_STREAM, SIM_POL_STEER, SIM_EST_FLUID);
+		double fluid_f = p99_of(en, SIM_RESP_FULL, SIM_POL_STEER, SIM_EST_FLUID);
+		double pend_s = p99_of(en, SIM_RESP_STREAM, SIM_POL_STEER, SIM_EST_PENDING);
+		double pend_f = p99_of(en, SIM_RESP_FULL, SIM_POL_STEER, SIM_EST_PENDING);
+
+		printf("# %s p99: oracle %.3f jsq %.3f flat %.3f pending %.3f/%.3f fluid "
+		       "%.3f/%.3f (stream/full)\n",
+		       sim_engine_name(en), oracle, jsq, flat, pend_s, pend_f, fluid_s, fluid_f);
+		CHECK(oracle >= 0 && oracle <= fluid_s, "oracle %.3f > fluid %.3f", oracle,
+		      fluid_s);
+		CHECK(fluid_s < flat && fluid_f < flat, "fluid %.3f/%.3f not below flat %.3f",
+		      fluid_s, fluid_f, flat);
+		CHECK(fluid_s < jsq, "fluid %.3f not below jsq %.3f", fluid_s, jsq);
+		/* Only on the FIFO engine does the flat credit beat JSQ: with
+		 * batching a prefill hides among running requests, which the
+		 * snapshot's waiting queue does not show. */
+		if (en == SIM_ENGINE_FIFO)
+			CHECK(flat < jsq, "flat %.3f not below jsq %.3f", flat, jsq);
+		/* Non-streaming answers arrive at the end: pending then counts
+		 * decoding requests, the time drain does not. */
+		CHECK(fluid_f < pend_f, "full responses: fluid %.3f not below pending %.3f",
+		      fluid_f, pend_f);
+		CHECK(pend_s < flat, "streaming: pending %.3f not below flat %.3f", pend_s, flat);
+	}
+}
+
 int main(void)
 {
 	TAP_RUN(test_work_is_conserved);
@@ -396,5 +748,15 @@ int main(void)
 	TAP_RUN(test_jsq_and_p2c_read_their_signals);
 	TAP_RUN(test_size_distribution_means);
 	TAP_RUN(test_quantiles_and_cov);
+	TAP_RUN(test_wire_credit_counts_every_keepalive_request);
+	TAP_RUN(test_pending_is_added_at_send_and_removed_at_answer);
+	TAP_RUN(test_fluid_drains_at_the_published_rate_capped_by_pending);
+	TAP_RUN(test_snapshot_share_is_not_counted_twice);
+	TAP_RUN(test_every_request_counted_and_pending_returns_to_zero);
+	TAP_RUN(test_pending_mid_run_equals_unanswered_work);
+	TAP_RUN(test_counters_do_not_depend_on_the_policy);
+	TAP_RUN(test_batch_engine_respects_its_limits);
+	TAP_RUN(test_batch_capacity_is_measured_once_and_below_nominal);
+	TAP_RUN(test_headline_ordering_of_estimators);
 	return tap_done();
 }

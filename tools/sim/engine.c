@@ -1,108 +1,21 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /*
- * engine.c - the event loop and the worker model.
+ * engine.c - the event loop, the clients (connections, keep-alive, what
+ * each router's kernel sees of them), snapshots and statistics. The worker
+ * models are in fifo.c (one prefill at a time) and batch.c (continuous
+ * batching, smg's mock worker).
  *
- * A worker is a continuous-batching server reduced to what decides the
- * queueing wait:
- *  - prefill: one FIFO queue of token-work served at the worker's token rate,
- *    one request at a time (the head); a request's wait ends when its first
- *    prefill starts;
- *  - decode: after its prefill a request decodes at decode_rate x speed
- *    tokens/s, in parallel with everything else (decode is memory-bound and
- *    batched, so it does not take prefill capacity);
- *  - KV: a request holds its prompt from the start of its prefill and
- *    reserves its output when decoding starts, until it finishes. Admission
- *    is optimistic, as in SGLang: the head starts its prefill as soon as its
- *    prompt fits (else the queue waits for memory). When the output
- *    reservation then does not fit, the most recently started decodes are
- *    preempted (recompute): each goes back to the front of the queue with
- *    its prompt plus the tokens it had generated as new prefill work, and
- *    waits for memory like any other request (so two large requests cannot
- *    evict each other forever).
+ * A client sends a request on an idle keep-alive connection of its router
+ * when there is one (the most recently used, as HTTP client pools do), else
+ * it opens a new connection, which the router steers. A connection carries
+ * c->keepalive requests, one at a time, then closes.
  */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "sim.h"
-
-enum ev_type {
-	EV_ARRIVAL = 0,
-	EV_PREFILL_DONE = 1, /* a: worker */
-	EV_DECODE_DONE = 2,  /* a: request, b: its epoch */
-	EV_POLL = 3,	     /* a: worker, or every worker when not staggered */
-};
-
-#define ALL_WORKERS 0xffffffffu
-#define NONE (-1)
-
-struct event {
-	double t;
-	uint64_t seq; /* insertion order: equal times run first-in first-out */
-	uint32_t type, a, b;
-};
-
-struct heap {
-	struct event *v;
-	size_t n, cap;
-};
-
-struct req {
-	double arrival, decode_start;
-	int64_t measured_idx; /* index among measured requests, or -1 */
-	uint32_t prompt, output;
-	uint32_t work;	   /* prefill work of the pending pass: prompt (+ generated on recompute) */
-	uint32_t out_left; /* output tokens still to generate */
-	uint32_t kv_held;
-	uint32_t epoch; /* bumped by preemption and by freeing: cancels its decode event */
-	uint32_t worker, router;
-	int32_t prev, next; /* links in a worker's queue or decode list, or the free list */
-	bool started;
-};
-
-struct worker {
-	double speed, rate, decode_rate;
-	uint32_t kv_cap, kv_used;
-	/* Waiting queue: FIFO of requests not in prefill. */
-	int32_t q_head, q_tail;
-	uint32_t waiting;
-	double queued_tokens;
-	/* The request in prefill, or NONE. */
-	int32_t cur;
-	double cur_end;
-	/* Decoding requests, oldest first. */
-	int32_t run_head, run_tail;
-	uint32_t running;
-	/* Accounting. */
-	double acc_t, backlog_area; /* integral of (queued work / rate) dt */
-	double served_done;	    /* prefill work of finished passes */
-	double snap_t, served_at_snap;
-	uint64_t preemptions, dispatched;
-	double area_win_start;
-	uint64_t preempt_win_start, preempt_win;
-	double backlog_win;
-};
-
-struct sim {
-	const struct sim_config *c;
-	uint32_t n;
-	struct worker w[SIM_MAX_WORKERS];
-	struct sim_snapshot snap[SIM_MAX_WORKERS];
-	struct sim_router *routers[SIM_MAX_ROUTERS];
-	struct heap heap;
-	uint64_t seq;
-	struct req *reqs;
-	size_t nreqs, capreqs;
-	int32_t free_head;
-	struct sim_rng workload;
-	double lambda, now;
-	uint64_t total, arrived, finished, started;
-	double *waits;
-	uint64_t nwaits;
-	double win_start, win_end;
-	double arrived_tokens, recompute_tokens;
-};
+#include "internal.h"
 
 /* ---- Event heap --------------------------------------------------------- */
 
@@ -111,7 +24,7 @@ static bool ev_before(const struct event *x, const struct event *y)
 	return x->t < y->t || (x->t == y->t && x->seq < y->seq);
 }
 
-static int heap_push(struct sim *s, double t, uint32_t type, uint32_t a, uint32_t b)
+int sim_push(struct sim *s, double t, uint32_t type, uint32_t a, uint32_t b)
 {
 	struct heap *h = &s->heap;
 	size_t i;
@@ -197,7 +110,7 @@ static void req_free(struct sim *s, int32_t i)
 
 /* ---- Intrusive lists (waiting queue and decode list) --------------------- */
 
-static void list_push_back(struct sim *s, int32_t *head, int32_t *tail, int32_t i)
+void sim_list_push_back(struct sim *s, int32_t *head, int32_t *tail, int32_t i)
 {
 	s->reqs[i].prev = *tail;
 	s->reqs[i].next = NONE;
@@ -208,7 +121,7 @@ static void list_push_back(struct sim *s, int32_t *head, int32_t *tail, int32_t 
 	*tail = i;
 }
 
-static void list_push_front(struct sim *s, int32_t *head, int32_t *tail, int32_t i)
+void sim_list_push_front(struct sim *s, int32_t *head, int32_t *tail, int32_t i)
 {
 	s->reqs[i].next = *head;
 	s->reqs[i].prev = NONE;
@@ -219,7 +132,7 @@ static void list_push_front(struct sim *s, int32_t *head, int32_t *tail, int32_t
 	*head = i;
 }
 
-static void list_unlink(struct sim *s, int32_t *head, int32_t *tail, int32_t i)
+void sim_list_unlink(struct sim *s, int32_t *head, int32_t *tail, int32_t i)
 {
 	struct req *r = &s->reqs[i];
 
@@ -234,176 +147,196 @@ static void list_unlink(struct sim *s, int32_t *head, int32_t *tail, int32_t i)
 	r->prev = r->next = NONE;
 }
 
-/* ---- Worker model -------------------------------------------------------- */
+/* ---- The worker model in use ---------------------------------------------- */
 
-/* Remaining prefill work of the head at time t, tokens. */
-static double head_remaining(const struct worker *w, double t)
+static bool batching(const struct sim *s)
 {
-	double left;
-
-	if (w->cur == NONE)
-		return 0;
-	left = (w->cur_end - t) * w->rate;
-	return left > 0 ? left : 0;
+	return s->c->engine == SIM_ENGINE_BATCH;
 }
 
-/* True queueing delay a request arriving at t would see: all work ahead / rate. */
-static double true_wait(const struct worker *w, double t)
+static void worker_advance(struct sim *s, struct worker *w, double t)
 {
-	return w->queued_tokens / w->rate + (w->cur == NONE ? 0 : fmax(w->cur_end - t, 0));
+	if (batching(s))
+		batch_advance(w, t);
+	else
+		fifo_advance(w, t);
 }
 
-/* Prefill work served up to t, the head's progress included. */
-static double served_at(const struct sim *s, const struct worker *w, double t)
+static double worker_true_wait(const struct sim *s, const struct worker *w, double t)
 {
-	if (w->cur == NONE)
-		return w->served_done;
-	return w->served_done + s->reqs[w->cur].work - head_remaining(w, t);
+	if (batching(s) && s->c->oracle_blind_step)
+		return (w->queued_tokens + w->prefill_left) / w->rate;
+	return batching(s) ? batch_true_wait(w, t) : fifo_true_wait(w, t);
 }
 
-/*
- * Bring the backlog integral to time t. Called before every change of the
- * queue, so between two calls the backlog is the constant queued part plus
- * a head that shrinks linearly (its completion is itself an event).
- */
-static void worker_advance(struct worker *w, double t)
+/* Prefill work served up to t. */
+static double worker_served(const struct sim *s, const struct worker *w, double t)
 {
-	double dt = t - w->acc_t;
+	return batching(s) ? w->served_done : fifo_served_at(s, w, t);
+}
 
-	if (dt <= 0)
+/* Prompt tokens queued or running and not prefilled yet (the head's
+ * remainder, or the running batch's). */
+static double worker_unprefilled_running(const struct sim *s, const struct worker *w, double t)
+{
+	return batching(s) ? w->prefill_left : fifo_head_remaining(w, t);
+}
+
+static uint32_t worker_running(const struct sim *s, const struct worker *w)
+{
+	return batching(s) ? w->running : w->running + (w->cur != NONE);
+}
+
+static int worker_enqueue(struct sim *s, uint32_t wi, int32_t i, double t)
+{
+	return batching(s) ? batch_enqueue(s, wi, i, t) : fifo_enqueue(s, wi, i, t);
+}
+
+/* ---- Requests and connections, as the client and the router see them ------ */
+
+void sim_req_started(struct sim *s, int32_t i, double t)
+{
+	struct req *r = &s->reqs[i];
+
+	if (r->started)
 		return;
-	w->backlog_area += w->queued_tokens / w->rate * dt;
-	if (w->cur != NONE) {
-		double h0 = w->cur_end - w->acc_t;
+	r->started = true;
+	s->started++;
+	if (r->measured_idx >= 0)
+		s->waits[s->nwaits++] = t - r->arrival;
+}
 
-		w->backlog_area += h0 * dt - dt * dt / 2.0;
+/* A request's tokens as the kernel counts them from its bytes. */
+static uint32_t wire_tokens(const struct sim *s, const struct req *r)
+{
+	double v = round(r->prompt * s->c->wire_scale);
+
+	return v < 1 ? 1 : (uint32_t)v;
+}
+
+/* --share-wire: the other routers learn of a send or an answer, now or
+ * share_delay_s later. */
+static void deliver_peer(struct sim *s, uint32_t type, uint32_t origin, uint32_t w, uint32_t tokens,
+			 double t)
+{
+	uint32_t k;
+
+	for (k = 0; k < s->c->routers; k++) {
+		if (k == origin)
+			continue;
+		if (type == EV_PEER_SENT)
+			sim_router_peer_sent(s->routers[k], w, tokens, t);
+		else
+			sim_router_peer_answered(s->routers[k], w, tokens, t);
 	}
-	w->acc_t = t;
 }
 
-/* Recompute preemption of the most recently started decode. */
-static void preempt_newest(struct sim *s, struct worker *w, double t)
+static void share(struct sim *s, uint32_t type, uint32_t origin, uint32_t w, uint32_t tokens,
+		  double t)
 {
-	int32_t i = w->run_tail;
-	struct req *r = &s->reqs[i];
-	double progress = (t - r->decode_start) * w->decode_rate;
-	uint32_t generated = progress >= r->out_left ? r->out_left - 1 : (uint32_t)progress;
-
-	list_unlink(s, &w->run_head, &w->run_tail, i);
-	w->running--;
-	w->kv_used -= r->kv_held;
-	r->kv_held = 0;
-	r->out_left -= generated;
-	r->work = r->prompt + (r->output - r->out_left);
-	r->epoch++; /* cancels its decode completion */
-	list_push_front(s, &w->q_head, &w->q_tail, i);
-	w->waiting++;
-	w->queued_tokens += r->work;
-	s->recompute_tokens += r->work;
-	w->preemptions++;
-}
-
-/* Preempt decodes until need more KV tokens fit. Always succeeds: the
- * requester holds at most its prompt, and a whole request never needs more
- * than SIM_PROMPT_CAP + SIM_OUTPUT_CAP <= kv_cap. */
-static void make_room(struct sim *s, struct worker *w, uint32_t need, double t)
-{
-	while (w->kv_used + need > w->kv_cap && w->run_tail != NONE)
-		preempt_newest(s, w, t);
-}
-
-/* Start the head's prefill if the worker is free and its prompt fits. */
-static int try_start_prefill(struct sim *s, uint32_t wi, double t)
-{
-	struct worker *w = &s->w[wi];
-	int32_t i = w->q_head;
-	struct req *r;
-
-	if (w->cur != NONE || i == NONE || w->kv_used + s->reqs[i].work > w->kv_cap)
-		return 0;
-	r = &s->reqs[i];
-	list_unlink(s, &w->q_head, &w->q_tail, i);
-	w->waiting--;
-	w->queued_tokens -= r->work;
-	if (w->waiting == 0)
-		w->queued_tokens = 0; /* no drift from adding and removing doubles */
-	if (!r->started) {
-		r->started = true;
-		s->started++;
-		if (r->measured_idx >= 0)
-			s->waits[s->nwaits++] = t - r->arrival;
+	if (!s->c->share_wire || s->c->routers < 2)
+		return;
+	if (s->c->share_delay_s <= 0) {
+		deliver_peer(s, type, origin, w, tokens, t);
+		return;
 	}
-	w->kv_used += r->work;
-	r->kv_held = r->work;
-	w->cur = i;
-	w->cur_end = t + r->work / w->rate;
-	return heap_push(s, w->cur_end, EV_PREFILL_DONE, wi, 0);
+	/* A failed push only loses this notice: the peers' view is an estimate. */
+	(void)sim_push(s, t + s->c->share_delay_s, type, w | origin << 16, tokens);
 }
 
-static int on_prefill_done(struct sim *s, uint32_t wi, double t)
+/* The first response byte reaches the client: the router's kernel sees the
+ * request answered. */
+static void answer(struct sim *s, struct req *r)
 {
-	struct worker *w = &s->w[wi];
-	int32_t i = w->cur;
-	struct req *r = &s->reqs[i];
-
-	worker_advance(w, t);
-	w->served_done += r->work;
-	make_room(s, w, r->out_left, t);
-	w->cur = NONE;
-	w->kv_used += r->out_left;
-	r->kv_held += r->out_left;
-	r->decode_start = t;
-	list_push_back(s, &w->run_head, &w->run_tail, i);
-	w->running++;
-	if (heap_push(s, t + r->out_left / w->decode_rate, EV_DECODE_DONE, (uint32_t)i, r->epoch))
-		return -1;
-	return try_start_prefill(s, wi, t);
+	if (r->answered)
+		return;
+	r->answered = true;
+	s->answered++;
+	s->answered_tokens += r->prompt;
+	sim_router_answered(s->routers[r->router], r->worker, wire_tokens(s, r), s->now);
+	share(s, EV_PEER_ANSWERED, r->router, r->worker, wire_tokens(s, r), s->now);
 }
 
-static int on_decode_done(struct sim *s, int32_t i, uint32_t epoch, double t)
+void sim_req_first_token(struct sim *s, int32_t i, double t)
 {
 	struct req *r = &s->reqs[i];
-	uint32_t wi = r->worker;
-	struct worker *w = &s->w[wi];
 
-	if (r->epoch != epoch)
-		return 0; /* preempted since: it will decode again */
-	worker_advance(w, t);
-	list_unlink(s, &w->run_head, &w->run_tail, i);
-	w->running--;
-	w->kv_used -= r->kv_held;
+	if (r->first_token)
+		return; /* after a recompute */
+	r->first_token = true;
+	if (r->measured_idx >= 0)
+		s->ttfts[s->nttfts++] = t - r->arrival;
+	if (s->c->response == SIM_RESP_STREAM)
+		answer(s, &s->reqs[i]);
+}
+
+static int32_t conn_alloc(struct sim *s)
+{
+	int32_t i;
+
+	if (s->conn_free != NONE) {
+		i = s->conn_free;
+		s->conn_free = s->conns[i].next;
+		return i;
+	}
+	if (s->nconns == s->capconns) {
+		size_t cap = s->capconns ? s->capconns * 2 : 1024;
+		struct conn *v;
+
+		if (cap > INT32_MAX)
+			return NONE;
+		v = realloc(s->conns, cap * sizeof(*v));
+		if (!v)
+			return NONE;
+		s->conns = v;
+		s->capconns = cap;
+	}
+	return (int32_t)s->nconns++;
+}
+
+/* A request completed: the connection goes back to its router's idle
+ * stack, or closes after its last request. */
+static void conn_release(struct sim *s, int32_t ci)
+{
+	struct conn *c = &s->conns[ci];
+
+	if (c->requests >= s->c->keepalive) {
+		sim_router_closed(s->routers[c->router], c->worker);
+		c->next = s->conn_free;
+		s->conn_free = ci;
+		return;
+	}
+	c->next = s->idle[c->router];
+	s->idle[c->router] = ci;
+}
+
+void sim_req_done(struct sim *s, int32_t i, double t)
+{
+	struct req *r = &s->reqs[i];
+
+	(void)t;
+	answer(s, r); /* a no-op when streaming */
 	sim_router_finished(s->routers[r->router], r->worker);
 	s->finished++;
+	conn_release(s, r->conn);
 	req_free(s, i);
-	/* The freed memory may admit a head that was waiting for it. */
-	return try_start_prefill(s, wi, t);
-}
-
-static int enqueue(struct sim *s, uint32_t wi, int32_t i, double t)
-{
-	struct worker *w = &s->w[wi];
-
-	worker_advance(w, t);
-	list_push_back(s, &w->q_head, &w->q_tail, i);
-	w->waiting++;
-	w->queued_tokens += s->reqs[i].work;
-	return try_start_prefill(s, wi, t);
 }
 
 /* ---- Snapshots ------------------------------------------------------------ */
 
 /*
  * What GetLoads would report now. The waiting queue only: the request in
- * prefill is running, not waiting, as in SGLang. gen_throughput is the
+ * prefill (FIFO) or the running batch (batching) is running, not waiting, as
+ * in SGLang and in smg's mock worker. gen_throughput is the
  * nominal rate, or the prefill tokens served since the last poll per second.
  */
 static void take_snapshot(struct sim *s, uint32_t wi, double t)
 {
 	struct worker *w = &s->w[wi];
 	struct sim_snapshot *snap = &s->snap[wi];
-	double served = served_at(s, w, t);
+	double served = worker_served(s, w, t);
 	struct steer_rank_load rank = {
-		.num_running_reqs = (int32_t)(w->running + (w->cur != NONE)),
+		.num_running_reqs = (int32_t)worker_running(s, w),
 		.num_waiting_reqs = (int32_t)w->waiting,
 		.num_waiting_uncached_tokens = (int32_t)fmin(w->queued_tokens, (double)INT32_MAX),
 		.token_usage = (double)w->kv_used / w->kv_cap,
@@ -412,8 +345,9 @@ static void take_snapshot(struct sim *s, uint32_t wi, double t)
 	uint32_t k;
 
 	if (s->c->report_running_prefill)
-		rank.num_waiting_uncached_tokens = (int32_t)fmin(
-			w->queued_tokens + ceil(head_remaining(w, t)), (double)INT32_MAX);
+		rank.num_waiting_uncached_tokens =
+			(int32_t)fmin(w->queued_tokens + ceil(worker_unprefilled_running(s, w, t)),
+				      (double)INT32_MAX);
 	if (s->c->tput == SIM_TPUT_MEASURED)
 		rank.gen_throughput =
 			t > w->snap_t ? (served - w->served_at_snap) / (t - w->snap_t) : 0;
@@ -424,7 +358,7 @@ static void take_snapshot(struct sim *s, uint32_t wi, double t)
 	if (rank.num_waiting_uncached_tokens > 0)
 		snap->reports_uncached = true;
 	for (k = 0; k < s->c->routers; k++)
-		sim_router_snapshot_taken(s->routers[k], wi);
+		sim_router_snapshot_taken(s->routers[k], wi, t);
 }
 
 static int on_poll(struct sim *s, uint32_t which, double t)
@@ -436,7 +370,7 @@ static int on_poll(struct sim *s, uint32_t which, double t)
 			take_snapshot(s, i, t);
 	else
 		take_snapshot(s, which, t);
-	return heap_push(s, t + s->c->poll_s, EV_POLL, which, 0);
+	return sim_push(s, t + s->c->poll_s, EV_POLL, which, 0);
 }
 
 static int schedule_first_polls(struct sim *s)
@@ -448,9 +382,9 @@ static int schedule_first_polls(struct sim *s)
 	 * no snapshot, as after a restart. */
 	sim_rng_seed(&rng, s->c->seed, SIM_STREAM_POLL);
 	if (!s->c->stagger)
-		return heap_push(s, sim_rng_uniform(&rng) * s->c->poll_s, EV_POLL, ALL_WORKERS, 0);
+		return sim_push(s, sim_rng_uniform(&rng) * s->c->poll_s, EV_POLL, ALL_WORKERS, 0);
 	for (i = 0; i < s->n; i++)
-		if (heap_push(s, sim_rng_uniform(&rng) * s->c->poll_s, EV_POLL, i, 0))
+		if (sim_push(s, sim_rng_uniform(&rng) * s->c->poll_s, EV_POLL, i, 0))
 			return -1;
 	return 0;
 }
@@ -463,8 +397,9 @@ static void open_window(struct sim *s, double t)
 
 	s->win_start = t;
 	for (i = 0; i < s->n; i++) {
-		worker_advance(&s->w[i], t);
+		worker_advance(s, &s->w[i], t);
 		s->w[i].area_win_start = s->w[i].backlog_area;
+		s->w[i].served_win_start = worker_served(s, &s->w[i], t);
 		s->w[i].preempt_win_start = s->w[i].preemptions;
 	}
 }
@@ -479,34 +414,61 @@ static void close_window(struct sim *s, double t)
 	for (i = 0; i < s->n; i++) {
 		struct worker *w = &s->w[i];
 
-		worker_advance(w, t);
+		worker_advance(s, w, t);
+		w->served_win = worker_served(s, w, t) - w->served_win_start;
 		w->backlog_win = len > 0 ? (w->backlog_area - w->area_win_start) / len : 0;
 		w->preempt_win = w->preemptions - w->preempt_win_start;
 	}
 }
 
-static uint32_t route(struct sim *s, uint32_t router, uint32_t prompt, double t)
+static uint32_t route(struct sim *s, uint32_t router, double t)
 {
 	double tw[SIM_MAX_WORKERS], rate[SIM_MAX_WORKERS];
 	struct sim_observation obs = {
-		.snap = s->snap, .true_wait_s = tw, .rate = rate, .prompt_tokens = prompt
+		.snap = s->snap,
+		.true_wait_s = tw,
+		.rate = rate,
+		.now = t,
 	};
 	uint32_t i;
 
 	for (i = 0; i < s->n; i++) {
 		/* Computed for every policy, read by the oracle only. */
-		tw[i] = true_wait(&s->w[i], t);
+		tw[i] = worker_true_wait(s, &s->w[i], t);
 		rate[i] = s->w[i].rate;
 	}
 	return sim_router_pick(s->routers[router], &obs);
 }
 
+/* The connection request i goes out on: its router's most recently idle
+ * one, or a new one steered by the router's policy. */
+static int32_t client_connection(struct sim *s, int32_t i, double t)
+{
+	struct req *r = &s->reqs[i];
+	uint32_t router = r->router;
+	int32_t ci = s->idle[router];
+	uint32_t wi;
+
+	if (ci != NONE) {
+		s->idle[router] = s->conns[ci].next;
+		return ci;
+	}
+	ci = conn_alloc(s);
+	if (ci == NONE)
+		return NONE;
+	wi = route(s, router, t);
+	s->conns[ci] = (struct conn){ .worker = wi, .router = router, .next = NONE };
+	s->connections++;
+	sim_router_connected(s->routers[router], wi);
+	return ci;
+}
+
 static int on_arrival(struct sim *s, double t)
 {
 	uint64_t idx = s->arrived++;
-	int32_t i = req_alloc(s);
+	int32_t i = req_alloc(s), ci;
 	struct req *r;
-	uint32_t wi;
+	struct conn *c;
 
 	if (i == NONE)
 		return -1;
@@ -519,22 +481,31 @@ static int on_arrival(struct sim *s, double t)
 	r->out_left = r->output;
 	r->kv_held = 0;
 	r->started = false;
+	r->answered = false;
+	r->first_token = false;
 	r->measured_idx = idx >= s->c->warmup ? (int64_t)(idx - s->c->warmup) : -1;
 	s->arrived_tokens += r->prompt;
 	if (idx == s->c->warmup)
 		open_window(s, t);
-	wi = route(s, r->router, r->prompt, t);
+	ci = client_connection(s, i, t);
+	if (ci == NONE)
+		return -1;
 	r = &s->reqs[i];
-	r->worker = wi;
-	sim_router_dispatched(s->routers[r->router], wi);
-	s->w[wi].dispatched++;
-	if (enqueue(s, wi, i, t))
+	c = &s->conns[ci];
+	r->conn = ci;
+	r->worker = c->worker;
+	/* The request's bytes go out: the router's kernel sees them now. */
+	sim_router_sent(s->routers[r->router], r->worker, wire_tokens(s, r), c->requests == 0, t);
+	share(s, EV_PEER_SENT, r->router, r->worker, wire_tokens(s, r), t);
+	c->requests++;
+	s->w[r->worker].dispatched++;
+	if (worker_enqueue(s, r->worker, i, t))
 		return -1;
 	if (s->arrived == s->total) {
 		close_window(s, t);
 		return 0;
 	}
-	return heap_push(s, t + sim_rng_exp(&s->workload, 1.0 / s->lambda), EV_ARRIVAL, 0, 0);
+	return sim_push(s, t + sim_rng_exp(&s->workload, 1.0 / s->lambda), EV_ARRIVAL, 0, 0);
 }
 
 /* ---- Setup, loop, results ------------------------------------------------- */
@@ -548,6 +519,9 @@ static int sim_init(struct sim *s, const struct sim_config *c)
 	s->c = c;
 	s->n = c->workers;
 	s->free_head = NONE;
+	s->conn_free = NONE;
+	for (i = 0; i < SIM_MAX_ROUTERS; i++)
+		s->idle[i] = NONE;
 	s->total = c->warmup + c->requests;
 	s->lambda = sim_arrival_rate(c);
 	sim_rng_seed(&s->workload, c->seed, SIM_STREAM_WORKLOAD);
@@ -560,6 +534,8 @@ static int sim_init(struct sim *s, const struct sim_config *c)
 		w->decode_rate = c->decode_rate * speeds[i];
 		w->kv_cap = c->kv_tokens;
 		w->q_head = w->q_tail = w->cur = w->run_head = w->run_tail = NONE;
+		if (batching(s))
+			batch_init_worker(c, w);
 	}
 	for (i = 0; i < c->routers; i++) {
 		s->routers[i] = sim_router_new(c, i);
@@ -567,11 +543,12 @@ static int sim_init(struct sim *s, const struct sim_config *c)
 			return -1;
 	}
 	s->waits = malloc(c->requests * sizeof(*s->waits));
-	if (!s->waits)
+	s->ttfts = malloc(c->requests * sizeof(*s->ttfts));
+	if (!s->waits || !s->ttfts)
 		return -1;
 	if (schedule_first_polls(s))
 		return -1;
-	return heap_push(s, sim_rng_exp(&s->workload, 1.0 / s->lambda), EV_ARRIVAL, 0, 0);
+	return sim_push(s, sim_rng_exp(&s->workload, 1.0 / s->lambda), EV_ARRIVAL, 0, 0);
 }
 
 static void sim_fini(struct sim *s)
@@ -582,14 +559,18 @@ static void sim_fini(struct sim *s)
 		sim_router_free(s->routers[i]);
 	free(s->heap.v);
 	free(s->reqs);
+	free(s->conns);
 	free(s->waits);
+	free(s->ttfts);
 }
 
 static bool finished(const struct sim *s)
 {
 	if (s->arrived < s->total)
 		return false;
-	return !s->c->drain || s->nwaits == s->c->requests;
+	if (s->c->complete)
+		return s->finished == s->total;
+	return !s->c->drain || (s->nwaits == s->c->requests && s->nttfts == s->c->requests);
 }
 
 static int run_events(struct sim *s)
@@ -604,10 +585,17 @@ static int run_events(struct sim *s)
 			rc = on_arrival(s, e.t);
 			break;
 		case EV_PREFILL_DONE:
-			rc = on_prefill_done(s, e.a, e.t);
+			rc = fifo_on_prefill_done(s, e.a, e.t);
 			break;
 		case EV_DECODE_DONE:
-			rc = on_decode_done(s, (int32_t)e.a, e.b, e.t);
+			rc = fifo_on_decode_done(s, (int32_t)e.a, e.b, e.t);
+			break;
+		case EV_STEP_DONE:
+			rc = batch_on_step_done(s, e.a, e.t);
+			break;
+		case EV_PEER_SENT:
+		case EV_PEER_ANSWERED:
+			deliver_peer(s, e.type, e.a >> 16, e.a & 0xffff, e.b, e.t);
 			break;
 		case EV_POLL:
 			rc = on_poll(s, e.a, e.t);
@@ -642,6 +630,13 @@ static void wait_stats(struct sim *s, struct sim_result *r)
 	r->p99_s = sim_quantile(s->waits, s->nwaits, 0.99);
 	r->p999_s = sim_quantile(s->waits, s->nwaits, 0.999);
 	r->max_s = s->waits[s->nwaits - 1];
+	if (s->nttfts == 0)
+		return;
+	qsort(s->ttfts, s->nttfts, sizeof(*s->ttfts), cmp_double);
+	for (sum = 0, i = 0; i < s->nttfts; i++)
+		sum += s->ttfts[i];
+	r->ttft_mean_s = sum / (double)s->nttfts;
+	r->ttft_p99_s = sim_quantile(s->ttfts, s->nttfts, 0.99);
 }
 
 static void collect(struct sim *s, struct sim_result *r)
@@ -658,6 +653,10 @@ static void collect(struct sim *s, struct sim_result *r)
 	r->arrived = s->arrived;
 	r->started = s->started;
 	r->finished = s->finished;
+	r->answered = s->answered;
+	r->answered_tokens = s->answered_tokens;
+	r->connections = s->connections;
+	r->sent_tokens = s->arrived_tokens; /* every arrival is sent at once */
 	r->workers = s->n;
 	for (i = 0; i < s->n; i++) {
 		struct worker *w = &s->w[i];
@@ -665,11 +664,14 @@ static void collect(struct sim *s, struct sim_result *r)
 
 		o->speed = w->speed;
 		o->rate = w->rate;
-		o->served_tokens = served_at(s, w, s->now);
+		o->served_tokens = worker_served(s, w, s->now);
 		o->backlog_s = w->backlog_win;
+		o->served_window = w->served_win;
 		o->dispatched = w->dispatched;
 		o->preemptions = w->preempt_win;
-		o->queued_tokens_end = w->queued_tokens + head_remaining(w, s->now);
+		o->queued_tokens_end = w->queued_tokens + worker_unprefilled_running(s, w, s->now);
+		o->max_running = w->max_running;
+		o->max_kv_used = w->max_kv_used;
 		backlog[i] = w->backlog_win;
 		r->preemptions += o->preemptions;
 		r->served_tokens += o->served_tokens;
@@ -684,6 +686,9 @@ static void collect(struct sim *s, struct sim_result *r)
 		r->routers.steer_selects += st.steer_selects;
 		r->routers.steer_scanned += st.steer_scanned;
 		r->routers.rebuilds += st.rebuilds;
+		r->routers.sent_tokens += st.sent_tokens;
+		r->routers.answered_tokens += st.answered_tokens;
+		r->routers.pending_tokens += st.pending_tokens;
 	}
 }
 

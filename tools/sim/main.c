@@ -18,6 +18,7 @@
 struct run_spec {
 	enum sim_policy policy;
 	uint32_t peer_routers; /* 0: --peer-routers; UINT32_MAX: --routers */
+	int estimator;	       /* -1: --estimator; else enum sim_estimator */
 	char label[32];
 };
 
@@ -37,7 +38,9 @@ static void usage(FILE *f)
 		"usage: steer-sim [options]\n"
 		"Simulates an LLM fleet behind routers; prints one CSV row per policy.\n"
 		"  --policies LIST      comma-separated: rr random jsq p2c reqcount steer\n"
-		"                       steer-peers oracle, or all (default: all)\n"
+		"                       steer-peers oracle, or all (default: all, which\n"
+		"                       adds steer=flat and steer-peers=flat); steer=EST\n"
+		"                       and steer-peers=EST run that estimator\n"
 		"  --workers N          workers, 1..32 (default 16)\n"
 		"  --load X             offered load, fraction of fleet prefill capacity (0.8)\n"
 		"  --poll S             snapshot interval, seconds (1)\n"
@@ -53,9 +56,33 @@ static void usage(FILE *f)
 		"  --mean-prefill N     smg-steer's least-load-mean-prefill-tokens (1024)\n"
 		"  --kv-weight S        least-load-kv-pressure-weight, seconds (0.15)\n"
 		"  --scenario NAME      label of the CSV rows (default)\n"
+		"  --engine E           worker model: fifo (one prefill at a time) or batch\n"
+		"                       (continuous batching, smg's mock worker) (fifo)\n"
+		"  --response R         first response byte: stream (at the first token) or\n"
+		"                       full (with the last token) (stream)\n"
+		"  --keepalive K        requests per client connection (1)\n"
+		"  --mean-output N      mean output tokens (256)\n"
+		"  --estimator EST      smg-steer's in-flight work (docs/simulator.md):\n"
+		"                       fluid (default: sends drained at the published\n"
+		"                       throughput, capped by the pending ones, in place of\n"
+		"                       this router's share of the snapshot), pending (sent\n"
+		"                       and unanswered, same combination), sum (snapshot +\n"
+		"                       pending), pending-peers, credit (real size at send,\n"
+		"                       drained at the poll), flat (one credit per connection)\n"
 		"Ablations and proposed fixes (docs/simulator.md), off by default:\n"
 		"  --report-running-prefill  snapshots count the request in prefill too\n"
-		"  --steer-credit-actual     smg-steer credits the real prompt size\n"
+		"  --steer-credit-actual     same as --estimator credit\n"
+		"  --share-wire              every router sees all routers' wire counters\n"
+		"  --share-delay S           ... S seconds late (0)\n"
+		"  --phase-tokens N          random water-fill phase of N tokens per router\n"
+		"                            (default: smg-steerd's, credit x peers if > 1)\n"
+		"  --peer-guess-mean         other routers' sends guessed as (peers-1) x mean\n"
+		"                            prefill per own send, not (peers-1) x its size\n"
+		"  --peer-fill               other routers' sends predicted from this one's\n"
+		"                            rate, water-filled over the fleet (fluid only)\n"
+		"  --wire-token-scale X      the kernel counts X x each request's tokens\n"
+		"                            (a wrong bytes-per-token; default 1)\n"
+		"  --oracle-blind-step       batching: the oracle ignores the step under way\n"
 		"  --steer-jitter            force the random water-fill phase even at\n"
 		"                            --peer-routers 1 (smg-steerd adds it when > 1)\n"
 		"Output:\n"
@@ -105,10 +132,21 @@ static int parse_double(const char *s, double *out)
 
 static int add_run(struct options *o, const char *name)
 {
-	struct run_spec r = { 0 };
+	struct run_spec r = { .estimator = -1 };
+	char base[32];
+	const char *eq = strchr(name, '=');
+	enum sim_estimator est;
 
 	if (o->nruns == MAX_RUNS)
 		return -1;
+	snprintf(base, sizeof(base), "%.*s", eq ? (int)(eq - name) : (int)strlen(name), name);
+	if (eq) {
+		if (sim_estimator_parse(eq + 1, &est) ||
+		    (strcmp(base, "steer") != 0 && strcmp(base, "steer-peers") != 0))
+			return -1;
+		r.estimator = (int)est;
+	}
+	name = base;
 	if (strcmp(name, "steer-peers") == 0) {
 		r.policy = SIM_POL_STEER;
 		r.peer_routers = UINT32_MAX;
@@ -116,14 +154,20 @@ static int add_run(struct options *o, const char *name)
 		return -1;
 	}
 	snprintf(r.label, sizeof(r.label), "%s", name);
+	if (eq)
+		snprintf(r.label, sizeof(r.label), "%s", base);
 	o->runs[o->nruns++] = r;
 	return 0;
 }
 
 static int parse_policies(struct options *o, const char *list)
 {
-	static const char *const all[] = { "rr",       "random", "jsq",		"p2c",
-					   "reqcount", "steer",	 "steer-peers", "oracle" };
+	/* smg-steer as it is (the fluid wire estimator) and as it was before
+	 * issue 11 (one flat credit per connection). */
+	static const char *const all[] = {
+		"rr",	      "random",		  "jsq",   "p2c",	  "reqcount",
+		"steer=flat", "steer-peers=flat", "steer", "steer-peers", "oracle"
+	};
 	char buf[256], *save = NULL, *tok;
 	size_t i;
 
@@ -163,6 +207,18 @@ enum {
 	OPT_JITTER,
 	OPT_CREDIT_ACTUAL,
 	OPT_CSV_HEADER,
+	OPT_ENGINE,
+	OPT_RESPONSE,
+	OPT_KEEPALIVE,
+	OPT_MEAN_OUTPUT,
+	OPT_ESTIMATOR,
+	OPT_SHARE_WIRE,
+	OPT_SHARE_DELAY,
+	OPT_PHASE_TOKENS,
+	OPT_PEER_GUESS_MEAN,
+	OPT_PEER_FILL,
+	OPT_WIRE_SCALE,
+	OPT_ORACLE_BLIND_STEP,
 };
 
 static const struct option long_opts[] = {
@@ -188,6 +244,18 @@ static const struct option long_opts[] = {
 	{ "steer-jitter", no_argument, 0, OPT_JITTER },
 	{ "steer-credit-actual", no_argument, 0, OPT_CREDIT_ACTUAL },
 	{ "csv-header", no_argument, 0, OPT_CSV_HEADER },
+	{ "engine", required_argument, 0, OPT_ENGINE },
+	{ "response", required_argument, 0, OPT_RESPONSE },
+	{ "keepalive", required_argument, 0, OPT_KEEPALIVE },
+	{ "mean-output", required_argument, 0, OPT_MEAN_OUTPUT },
+	{ "estimator", required_argument, 0, OPT_ESTIMATOR },
+	{ "share-wire", no_argument, 0, OPT_SHARE_WIRE },
+	{ "share-delay", required_argument, 0, OPT_SHARE_DELAY },
+	{ "phase-tokens", required_argument, 0, OPT_PHASE_TOKENS },
+	{ "peer-guess-mean", no_argument, 0, OPT_PEER_GUESS_MEAN },
+	{ "peer-fill", no_argument, 0, OPT_PEER_FILL },
+	{ "wire-token-scale", required_argument, 0, OPT_WIRE_SCALE },
+	{ "oracle-blind-step", no_argument, 0, OPT_ORACLE_BLIND_STEP },
 	{ 0, 0, 0, 0 },
 };
 
@@ -254,7 +322,41 @@ static int apply_option(struct options *o, int opt, const char *arg)
 		c->steer_jitter = true;
 		return 0;
 	case OPT_CREDIT_ACTUAL:
-		c->steer_credit_actual = true;
+		c->estimator = SIM_EST_CREDIT;
+		return 0;
+	case OPT_ENGINE:
+		return sim_engine_parse(arg, &c->engine);
+	case OPT_RESPONSE:
+		return sim_response_parse(arg, &c->response);
+	case OPT_KEEPALIVE:
+		return parse_u32(arg, &c->keepalive);
+	case OPT_MEAN_OUTPUT:
+		return parse_double(arg, &c->mean_output);
+	case OPT_ESTIMATOR:
+		return sim_estimator_parse(arg, &c->estimator);
+	case OPT_SHARE_WIRE:
+		c->share_wire = true;
+		return 0;
+	case OPT_SHARE_DELAY:
+		return parse_double(arg, &c->share_delay_s);
+	case OPT_PHASE_TOKENS: {
+		uint32_t v;
+
+		if (parse_u32(arg, &v))
+			return -1;
+		c->phase_tokens = v;
+		return 0;
+	}
+	case OPT_PEER_GUESS_MEAN:
+		c->peer_guess_mean = true;
+		return 0;
+	case OPT_PEER_FILL:
+		c->peer_fill = true;
+		return 0;
+	case OPT_WIRE_SCALE:
+		return parse_double(arg, &c->wire_scale);
+	case OPT_ORACLE_BLIND_STEP:
+		c->oracle_blind_step = true;
 		return 0;
 	default:
 		return -1;
@@ -317,6 +419,8 @@ static int run_one(const struct options *o, const struct run_spec *run)
 	c.policy = run->policy;
 	if (run->peer_routers == UINT32_MAX)
 		c.knobs.peer_routers = c.routers;
+	if (run->estimator >= 0)
+		c.estimator = (enum sim_estimator)run->estimator;
 	if (sim_run(&c, &r, why, sizeof(why))) {
 		fprintf(stderr, "steer-sim: %s\n", why);
 		return -1;

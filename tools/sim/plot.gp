@@ -1,6 +1,7 @@
 # Plots of a steer-sim results.csv (tools/sim/run.sh calls this).
 # Usage: gnuplot -e "csv='results.csv'; outdir='dir'" tools/sim/plot.gp
-# Columns: 1 scenario, 2 policy, 3 variant, 6 routers, 7 load, 8 poll_s, 16 p99_s.
+# Columns: 1 scenario, 2 policy, 3 variant, 6 routers, 7 load, 8 poll_s, 16 p99_s,
+# 26 estimator (smg-steer's: fluid as it is, flat before issue 11; "-" for others).
 
 if (strstrt(GPVAL_TERMINALS, "pngcairo") > 0) {
 	set terminal pngcairo size 960,640 font "sans,11"
@@ -9,7 +10,9 @@ if (strstrt(GPVAL_TERMINALS, "pngcairo") > 0) {
 }
 
 # "x p99" pairs of one series, sorted by x.
-series(scen, pol, var, xcol) = sprintf("< awk -F, '$1==\"%s\" && $2==\"%s\" && $3==\"%s\" {print %s, $16}' '%s' | sort -g", scen, pol, var, xcol, csv)
+seriese(scen, pol, var, est, xcol) = sprintf("< awk -F, '$1==\"%s\" && $2==\"%s\" && $3==\"%s\" && $26==\"%s\" {print %s, $16}' '%s' | sort -g", scen, pol, var, est, xcol, csv)
+est_of(p) = (p eq "steer" || p eq "steer-peers") ? "fluid" : "-"
+series(scen, pol, var, xcol) = seriese(scen, pol, var, est_of(pol), xcol)
 
 # Round robin and random are left out: blind to the workers' speeds, they
 # overload the slow half of the fleet and their p99 (thousands of seconds,
@@ -34,7 +37,9 @@ set output outdir . "/p99_vs_load.png"
 set title "p99 wait vs offered load (bimodal, 16 workers, 1 s poll, 1 router)"
 set xlabel "offered load (% of fleet prefill capacity); the oracle p99 at 50 % is 0"
 plot for [p in policies] series("load", p, "base", "$7*100") with linespoints \
-	lw width_of(p) lc rgb color_of(p) pt 7 ps 0.8 title title_of(p)
+	lw width_of(p) lc rgb color_of(p) pt 7 ps 0.8 title title_of(p), \
+	seriese("load", "steer", "base", "flat", "$7*100") with linespoints dt 2 lw 2 \
+	lc rgb "#d62728" pt 6 title "smg-steer before issue 11 (flat credit)"
 
 set output outdir . "/p99_vs_poll.png"
 set title "p99 wait vs poll interval (bimodal, 80 % load, 16 workers, 1 router)"
@@ -43,10 +48,12 @@ set logscale x
 set xrange [0.08:12]
 plot for [p in policies] series("poll", p, "base", "$8") with linespoints \
 	lw width_of(p) lc rgb color_of(p) pt 7 ps 0.8 title title_of(p), \
-	series("poll", "steer", "running", "$8") with linespoints dt 2 lw 2 lc rgb "#d62728" pt 6 \
-	title "smg-steer, running prefill reported", \
-	series("poll", "steer", "running+credit", "$8") with linespoints dt 3 lw 2 lc rgb "#8c564b" pt 4 \
-	title "smg-steer, + real prompt credited"
+	seriese("poll", "steer", "base", "flat", "$8") with linespoints dt 2 lw 2 lc rgb "#d62728" pt 6 \
+	title "smg-steer before issue 11 (flat credit)", \
+	seriese("poll", "steer", "running", "flat", "$8") with linespoints dt 3 lw 2 lc rgb "#e377c2" pt 6 \
+	title "flat credit, running prefill reported", \
+	seriese("poll", "steer", "running", "credit", "$8") with linespoints dt 4 lw 2 lc rgb "#8c564b" pt 4 \
+	title "real prompt credited (wire-credit), running prefill reported"
 unset logscale x
 set autoscale x
 
@@ -60,7 +67,9 @@ plot for [p in "jsq p2c reqcount steer steer-peers oracle"] series("routers", p,
 	with linespoints lw width_of(p) lc rgb color_of(p) pt 7 ps 0.8 \
 	title (p eq "steer-peers" ? "smg-steer, --peer-routers = routers" : title_of(p)), \
 	series("routers", "steer", "jitter", "$6") with linespoints dt 2 lw 2 lc rgb "#d62728" pt 6 \
-	title "smg-steer, --peer-routers 1, phase forced (ablation)"
+	title "smg-steer, --peer-routers 1, phase forced (ablation)", \
+	seriese("routers", "steer-peers", "base", "flat", "$6") with linespoints dt 3 lw 2 \
+	lc rgb "#9467bd" pt 6 title "smg-steer before issue 11, --peer-routers = routers"
 unset logscale x
 set autoscale x
 set xtics autofreq
@@ -72,4 +81,6 @@ set logscale x 2
 set xrange [3.2:40]
 set xtics (4, 8, 16, 32)
 plot for [p in policies] series("workers", p, "base", "$5") with linespoints \
-	lw width_of(p) lc rgb color_of(p) pt 7 ps 0.8 title title_of(p)
+	lw width_of(p) lc rgb color_of(p) pt 7 ps 0.8 title title_of(p), \
+	seriese("workers", "steer", "base", "flat", "$5") with linespoints dt 2 lw 2 \
+	lc rgb "#d62728" pt 6 title "smg-steer before issue 11 (flat credit)"

@@ -14,11 +14,31 @@ struct sim_router {
 	uint32_t n;
 	struct steer_policy knobs;
 	bool jitter;
-	bool credit_actual;
+	enum sim_estimator est;
+	bool share; /* sees the other routers' wire counters: no peer scaling */
+	int64_t phase_tokens;
+	bool guess_mean;
+	/* --peer-fill: predicted tokens of the other routers' sends per
+	 * backend, as of fill_t; this router's own first send and base waits. */
+	bool peer_fill;
+	double others[SIM_MAX_WORKERS], fill_t, first_sent;
+	uint64_t base_ns[SIM_MAX_WORKERS];
 	struct sim_rng rng;
 	uint64_t rr_next;
 	uint32_t live[SIM_MAX_WORKERS];	      /* own requests not yet finished */
-	uint32_t since_snap[SIM_MAX_WORKERS]; /* own dispatches since w's snapshot */
+	uint32_t conns[SIM_MAX_WORKERS];      /* own connections open (busy or idle) */
+	uint32_t since_snap[SIM_MAX_WORKERS]; /* own requests sent since w's snapshot */
+	/* smg-steer's per-backend counters, tokens (sim.h, enum sim_estimator). */
+	uint64_t credited[SIM_MAX_WORKERS];	/* credits since the poll: flat or real x peers */
+	uint64_t unsent[SIM_MAX_WORKERS];	/* flat credits of connections that sent nothing */
+	uint64_t pending[SIM_MAX_WORKERS];	/* P: sent and not answered */
+	uint64_t pending_poll[SIM_MAX_WORKERS]; /* P_poll: P when the snapshot was taken */
+	uint64_t sent_poll[SIM_MAX_WORKERS];	/* C: real tokens sent since the snapshot */
+	/* E, the fluid estimate: fluid[w] tokens at time fluid_t[w], served
+	 * since at 1e9 / npt[w] tokens/s (the published throughput). */
+	double fluid[SIM_MAX_WORKERS], fluid_t[SIM_MAX_WORKERS], fluid_poll[SIM_MAX_WORKERS];
+	uint64_t npt[SIM_MAX_WORKERS];
+	double now;
 	/* smg-steer: the table this router's daemon published and the
 	 * kernel's per-backend counters, one slot per worker. */
 	struct steer_table *table;
@@ -38,10 +58,16 @@ struct sim_router *sim_router_new(const struct sim_config *c, uint32_t index)
 	r->n = c->workers;
 	r->knobs = c->knobs;
 	r->jitter = c->steer_jitter;
-	r->credit_actual = c->steer_credit_actual;
+	r->est = c->estimator;
+	r->share = c->share_wire;
+	r->phase_tokens = c->phase_tokens;
+	r->guess_mean = c->peer_guess_mean;
+	r->peer_fill = c->peer_fill && c->knobs.peer_routers > 1;
 	sim_rng_seed(&r->rng, c->seed, SIM_STREAM_ROUTER + index);
 	/* Round robin starts somewhere random, as independent routers do. */
 	r->rr_next = sim_rng_below(&r->rng, r->n);
+	for (uint32_t i = 0; i < r->n; i++)
+		r->npt[i] = steer_policy_u64_sat(1e9 / r->knobs.default_throughput);
 	if (r->policy == SIM_POL_STEER) {
 		r->table = calloc(1, sizeof(*r->table));
 		if (!r->table) {
@@ -61,10 +87,111 @@ void sim_router_free(struct sim_router *r)
 	free(r);
 }
 
-void sim_router_dispatched(struct sim_router *r, uint32_t w)
+/* How many routers' sends one of its own stands for. */
+static uint32_t peers(const struct sim_router *r)
 {
+	return r->share || r->peer_fill || !r->knobs.peer_routers ? 1 : r->knobs.peer_routers;
+}
+
+/* Own tokens and the other routers' guessed with them: x peers, or
+ * (ablation) + (peers - 1) x mean prefill. */
+static double scaled(const struct sim_router *r, uint64_t tokens)
+{
+	if (r->guess_mean)
+		return (double)tokens + (double)(peers(r) - 1) * r->knobs.mean_prefill_tokens;
+	return (double)tokens * peers(r);
+}
+
+/* E at r->now: what was sent, less what the backend served since at its
+ * published throughput. */
+static double fluid_now(const struct sim_router *r, uint32_t w)
+{
+	double v = r->fluid[w] - (r->now - r->fluid_t[w]) * 1e9 / (double)r->npt[w];
+
+	return v > 0 ? v : 0;
+}
+
+/* Re-anchor E at r->now, at most cap tokens. */
+static void fluid_set(struct sim_router *r, uint32_t w, double v, double cap)
+{
+	r->fluid[w] = v < cap ? v : cap;
+	r->fluid_t[w] = r->now;
+}
+
+/* The slot's in-flight tokens, as steer_select() reads them, from the
+ * counters the estimator uses. */
+static void update_slot(struct sim_router *r, uint32_t w)
+{
+	uint64_t v = r->unsent[w];
+
+	switch (r->est) {
+	case SIM_EST_FLAT:
+	case SIM_EST_CREDIT:
+		v += r->credited[w];
+		break;
+	case SIM_EST_PENDING:
+	case SIM_EST_SUM:
+		v += r->pending[w];
+		break;
+	case SIM_EST_PEND_PEERS:
+		v += r->pending[w] + (uint64_t)(peers(r) - 1) * r->sent_poll[w];
+		break;
+	case SIM_EST_FLUID:
+	default:
+		v += (uint64_t)ceil(fluid_now(r, w)) + (uint64_t)ceil(r->others[w]);
+		break;
+	}
+	r->slots[w].inflight_tokens = v;
+}
+
+void sim_router_connected(struct sim_router *r, uint32_t w)
+{
+	r->conns[w]++;
+}
+
+void sim_router_sent(struct sim_router *r, uint32_t w, uint32_t tokens, bool first, double t)
+{
+	r->now = t;
 	r->live[w]++;
 	r->since_snap[w]++;
+	if (r->stats.sent_tokens == 0)
+		r->first_sent = t;
+	r->stats.sent_tokens += tokens;
+	/* The connection's flat credit gives way to the real size. */
+	if (first && r->policy == SIM_POL_STEER && r->est != SIM_EST_FLAT)
+		r->unsent[w] -= r->unsent[w] < r->table->credit_tokens ? r->unsent[w]
+								       : r->table->credit_tokens;
+	sim_router_peer_sent(r, w, tokens, t);
+}
+
+void sim_router_peer_sent(struct sim_router *r, uint32_t w, uint32_t tokens, double t)
+{
+	r->now = t;
+	r->pending[w] += tokens; /* what the kernel counts, whatever the policy */
+	r->sent_poll[w] += tokens;
+	if (r->policy != SIM_POL_STEER)
+		return;
+	if (r->est == SIM_EST_CREDIT)
+		r->credited[w] += (uint64_t)tokens * peers(r);
+	fluid_set(r, w, fluid_now(r, w) + scaled(r, tokens), scaled(r, r->pending[w]));
+	update_slot(r, w);
+}
+
+void sim_router_answered(struct sim_router *r, uint32_t w, uint32_t tokens, double t)
+{
+	r->stats.answered_tokens += tokens;
+	sim_router_peer_answered(r, w, tokens, t);
+}
+
+void sim_router_peer_answered(struct sim_router *r, uint32_t w, uint32_t tokens, double t)
+{
+	r->now = t;
+	r->pending[w] -= r->pending[w] < tokens ? r->pending[w] : tokens;
+	if (r->policy != SIM_POL_STEER)
+		return;
+	/* What is answered is served: E is at most what is still pending. */
+	fluid_set(r, w, fluid_now(r, w), scaled(r, r->pending[w]));
+	update_slot(r, w);
 }
 
 void sim_router_finished(struct sim_router *r, uint32_t w)
@@ -73,20 +200,43 @@ void sim_router_finished(struct sim_router *r, uint32_t w)
 		r->live[w]--;
 }
 
-void sim_router_snapshot_taken(struct sim_router *r, uint32_t w)
+void sim_router_closed(struct sim_router *r, uint32_t w)
 {
+	if (r->conns[w] > 0)
+		r->conns[w]--;
+}
+
+void sim_router_dispatched(struct sim_router *r, uint32_t w)
+{
+	sim_router_connected(r, w);
+	sim_router_sent(r, w, 0, true, r->now);
+}
+
+void sim_router_snapshot_taken(struct sim_router *r, uint32_t w, double t)
+{
+	r->now = t;
 	r->since_snap[w] = 0;
+	r->pending_poll[w] = r->pending[w];
+	r->fluid_poll[w] = fluid_now(r, w);
+	r->others[w] = 0; /* the snapshot has them now */
+	r->sent_poll[w] = 0;
 	if (r->policy == SIM_POL_STEER) {
 		/* The daemon drains what was credited when the poll was taken;
 		 * the simulated poll is instantaneous, so that is all of it. */
-		r->slots[w].inflight_tokens = 0;
+		r->credited[w] = 0;
+		update_slot(r, w);
 		r->table_stale = true;
 	}
 }
 
 void sim_router_get_stats(const struct sim_router *r, struct sim_router_stats *out)
 {
+	uint32_t i;
+
 	*out = r->stats;
+	out->pending_tokens = 0;
+	for (i = 0; i < r->n; i++)
+		out->pending_tokens += r->pending[i];
 }
 
 const struct steer_table *sim_router_table(const struct sim_router *r)
@@ -97,6 +247,20 @@ const struct steer_table *sim_router_table(const struct sim_router *r)
 uint64_t sim_router_inflight_tokens(const struct sim_router *r, uint32_t w)
 {
 	return w < r->n ? r->slots[w].inflight_tokens : 0;
+}
+
+uint64_t sim_router_slot_tokens_at(struct sim_router *r, uint32_t w, double t)
+{
+	if (w >= r->n)
+		return 0;
+	r->now = t;
+	update_slot(r, w);
+	return r->slots[w].inflight_tokens;
+}
+
+uint64_t sim_router_pending_tokens(const struct sim_router *r, uint32_t w)
+{
+	return w < r->n ? r->pending[w] : 0;
 }
 
 /* ---- Helpers ------------------------------------------------------------ */
@@ -162,7 +326,7 @@ static uint32_t pick_jsq(struct sim_router *r)
 
 	argmin_init(&a);
 	for (i = 0; i < r->n; i++)
-		argmin_offer(&a, &r->rng, i, (double)r->live[i]);
+		argmin_offer(&a, &r->rng, i, (double)r->conns[i]);
 	return a.pick;
 }
 
@@ -231,7 +395,9 @@ static struct steer_slot *sim_slot_at(void *ctx, __u32 slot)
 }
 
 /* What the daemon feeds the policy: the snapshot, and the live connections
- * the kernel counts, which for this router are its own unfinished requests. */
+ * the kernel counts. With the pending estimators the snapshot's queue loses
+ * what this router had pending when it was taken (P_poll): those requests
+ * are counted in real time, as pending, for as long as they are. */
 static void steer_inputs(const struct sim_router *r, const struct sim_observation *obs,
 			 struct steer_policy_input *in)
 {
@@ -242,8 +408,16 @@ static void steer_inputs(const struct sim_router *r, const struct sim_observatio
 			.has_snapshot = obs->snap[i].valid,
 			.load = obs->snap[i].load,
 			.reports_uncached = obs->snap[i].reports_uncached,
-			.live_conns = r->live[i],
+			.live_conns = r->conns[i],
 		};
+		if (r->est == SIM_EST_PENDING || r->est == SIM_EST_PEND_PEERS ||
+		    r->est == SIM_EST_FLUID) {
+			double mine = r->est == SIM_EST_FLUID ? r->fluid_poll[i]
+							      : (double)r->pending_poll[i];
+			double q = in[i].load.queued_uncached_tokens - mine;
+
+			in[i].load.queued_uncached_tokens = q > 0 ? q : 0;
+		}
 	}
 }
 
@@ -287,12 +461,21 @@ static void steer_rebuild(struct sim_router *r, const struct sim_observation *ob
 	t->credit_tokens = steer_policy_credit(&r->knobs);
 	t->generation++;
 	for (i = 0; i < r->n; i++) {
+		/* E keeps its value; from now on it drains at the new rate. */
+		r->fluid[i] = fluid_now(r, i);
+		r->fluid_t[i] = r->now;
+		r->npt[i] = sc[i].ns_per_token_u ? sc[i].ns_per_token_u : 1;
+		r->base_ns[i] = sc[i].base_wait_ns;
 		t->e[i] = (struct steer_entry){
 			.base_wait_ns = sc[i].base_wait_ns,
 			.ns_per_token = sc[i].ns_per_token_u,
 			.slot = i,
 		};
-		if (r->jitter) /* ablation: a phase even with one peer router */
+		if (r->phase_tokens >= 0) /* ablation: a phase of that many tokens */
+			t->e[i].base_wait_ns = steer_sat_add(
+				t->e[i].base_wait_ns,
+				random_phase_ns(r, (__u32)r->phase_tokens, sc[i].ns_per_token_u));
+		else if (r->jitter) /* ablation: a phase even with one peer router */
 			t->e[i].base_wait_ns = steer_sat_add(
 				t->e[i].base_wait_ns,
 				random_phase_ns(r, t->credit_tokens, sc[i].ns_per_token_u));
@@ -307,6 +490,51 @@ static void steer_rebuild(struct sim_router *r, const struct sim_observation *ob
 }
 
 /*
+ * --peer-fill (ablation): since the last pick the other routers sent about
+ * (peers - 1) x this router's own token rate x the time; predict that they
+ * water-filled it over the backends' expected waits, as this router would.
+ * Each backend serves the predicted work at its published rate, sharing it
+ * with this router's own E in proportion.
+ */
+static void peer_fill_advance(struct sim_router *r)
+{
+	double dt = r->now - r->fill_t, x[SIM_MAX_WORKERS], rate[SIM_MAX_WORKERS];
+	double work, lo = INFINITY, hi = -INFINITY, sum_rate = 0;
+	uint32_t i, k;
+
+	r->fill_t = r->now;
+	if (dt <= 0 || r->stats.sent_tokens == 0 || r->now <= r->first_sent)
+		return;
+	work = (double)(r->knobs.peer_routers - 1) * (double)r->stats.sent_tokens /
+	       (r->now - r->first_sent) * dt;
+	for (i = 0; i < r->n; i++) {
+		double e = fluid_now(r, i), served;
+
+		rate[i] = 1e9 / (double)r->npt[i];
+		served = rate[i] * dt * (r->others[i] / (r->others[i] + e + 1e-9));
+		r->others[i] = r->others[i] > served ? r->others[i] - served : 0;
+		x[i] = (double)r->base_ns[i] / 1e9 + (e + r->others[i] + r->unsent[i]) / rate[i];
+		lo = fmin(lo, x[i]);
+		hi = fmax(hi, x[i]);
+		sum_rate += rate[i];
+	}
+	/* The level L with sum(rate x max(0, L - x)) = work, by bisection. */
+	hi += work / sum_rate;
+	for (k = 0; k < 60; k++) {
+		double mid = (lo + hi) / 2, f = 0;
+
+		for (i = 0; i < r->n; i++)
+			f += rate[i] * fmax(0, mid - x[i]);
+		if (f > work)
+			hi = mid;
+		else
+			lo = mid;
+	}
+	for (i = 0; i < r->n; i++)
+		r->others[i] += rate[i] * fmax(0, lo - x[i]);
+}
+
+/*
  * The kernel's connect path: least expected wait over the sorted table with
  * early exit, then credit the chosen slot, so that the next arrival before
  * the next snapshot sees it (the water-fill).
@@ -315,19 +543,26 @@ static uint32_t pick_steer(struct sim_router *r, const struct sim_observation *o
 {
 	struct steer_pick p;
 
+	r->now = obs->now;
 	if (r->table_stale)
 		steer_rebuild(r, obs);
+	if (r->peer_fill)
+		peer_fill_advance(r);
+	if (r->est == SIM_EST_FLUID) /* E drains in time: the kernel reads the clock */
+		for (uint32_t i = 0; i < r->n; i++)
+			update_slot(r, i);
 	steer_select(r->table, sim_slot_at, r, 1, &p);
 	r->stats.steer_selects++;
 	r->stats.steer_scanned += p.scanned;
 	if (!p.found) /* cannot happen: no slot is ever drained here */
 		return 0;
-	if (r->credit_actual)
-		r->slots[p.slot].inflight_tokens +=
-			(__u64)obs->prompt_tokens *
-			(r->knobs.peer_routers ? r->knobs.peer_routers : 1);
+	/* The kernel credits every new connection; the wire estimators
+	 * replace that credit by the request's real size at its first send. */
+	if (r->est == SIM_EST_FLAT)
+		r->credited[p.slot] += r->table->credit_tokens;
 	else
-		r->slots[p.slot].inflight_tokens += r->table->credit_tokens;
+		r->unsent[p.slot] += r->table->credit_tokens;
+	update_slot(r, p.slot);
 	return p.slot;
 }
 

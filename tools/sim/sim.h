@@ -76,6 +76,64 @@ enum sim_policy {
 const char *sim_policy_name(enum sim_policy p);
 int sim_policy_parse(const char *s, enum sim_policy *out);
 
+/* The worker model (docs/simulator.md, "Workers"). */
+enum sim_engine {
+	SIM_ENGINE_FIFO = 0,  /* one prefill at a time at a fixed rate; decode apart */
+	SIM_ENGINE_BATCH = 1, /* continuous batching, smg's mock worker "realistic" engine */
+	SIM_ENGINE_COUNT
+};
+
+/* When the first byte of a response reaches the client. */
+enum sim_response {
+	SIM_RESP_STREAM = 0, /* at the first token (SSE, gRPC streaming) */
+	SIM_RESP_FULL = 1,   /* with the whole answer, at the last token (plain JSON) */
+	SIM_RESP_COUNT
+};
+
+/*
+ * What smg-steer adds to the snapshot between polls (issue 11). Per backend,
+ * per router: Q is the snapshot's queued tokens, P the tokens of this
+ * router's requests sent and not yet answered (no response byte yet), P_poll
+ * P when the snapshot was taken, C the real tokens this router sent since the
+ * snapshot, F the flat credits of connections that have sent nothing yet,
+ * E the work sent and not yet served by the backend's published throughput.
+ */
+enum sim_estimator {
+	SIM_EST_FLAT = 0,    /* Q + flat credit per connection since the poll (before issue 11) */
+	SIM_EST_CREDIT = 1,  /* (a) wire-credit: Q + C x peers (drained at the poll) */
+	SIM_EST_PENDING = 2, /* (b) wire-pending: max(0, Q - P_poll) + P + F */
+	SIM_EST_SUM = 3,     /* plain sum: Q + P + F (double counts what is queued at the poll) */
+	SIM_EST_PEND_PEERS =
+		4, /* wire-pending + (peers - 1) x C: the other routers' sends guessed */
+	/* E: sends drained at the backend's throughput, never above P (x peers):
+	 * max(0, Q - E_poll) + E + F. In time, a "busy until" per backend. */
+	SIM_EST_FLUID = 5,
+	SIM_EST_COUNT
+};
+
+const char *sim_engine_name(enum sim_engine e);
+int sim_engine_parse(const char *s, enum sim_engine *out);
+const char *sim_response_name(enum sim_response r);
+int sim_response_parse(const char *s, enum sim_response *out);
+const char *sim_estimator_name(enum sim_estimator e);
+int sim_estimator_parse(const char *s, enum sim_estimator *out);
+
+/* The continuous-batching engine's parameters, smg's mock worker defaults
+ * (crates/mock_worker, "Realistic engine"), for a 1x worker. */
+struct sim_batch_params {
+	double prefill_tps;	 /* prompt tokens per second of prefill */
+	uint32_t prefill_chunk;	 /* prompt tokens prefilled per step, at most */
+	double decode_base_s;	 /* fixed time of a decode step */
+	double decode_per_req_s; /* added per decoding request */
+	uint32_t max_running;	 /* continuous-batching width */
+	uint32_t kv_tokens;	 /* KV capacity */
+	uint32_t kv_block;	 /* KV block size, tokens */
+	/* Prompt tokens/s a 1x worker sustains on the workload (prefill and
+	 * decode share its steps): 0 = measure it (sim_batch_capacity). Load
+	 * is a fraction of this capacity. */
+	double capacity_tps;
+};
+
 /* What a worker reports as gen_throughput. */
 enum sim_tput_report {
 	SIM_TPUT_NOMINAL = 0,  /* its nominal token rate */
@@ -93,7 +151,8 @@ struct sim_config {
 	uint64_t requests; /* measured requests */
 	uint64_t warmup;   /* requests before the measurement starts */
 	uint64_t seed;
-	bool drain; /* after the last arrival, run until every measured request started */
+	bool drain;    /* after the last arrival, run until every measured request started */
+	bool complete; /* after the last arrival, run until every request finished */
 
 	/* Policy. */
 	enum sim_policy policy;
@@ -107,9 +166,33 @@ struct sim_config {
 	 * every rebuild, so that independent routers do not all fill the same
 	 * backend first. */
 	bool steer_jitter;
-	/* Ablation, not implementable at connect time: smg-steer credits the
-	 * request's real prompt tokens (x peer routers) instead of the mean. */
-	bool steer_credit_actual;
+	/* smg-steer's in-flight estimator (issue 11). */
+	enum sim_estimator estimator;
+	/* Ablation: every router sees every router's sends and answers at once
+	 * (wire counters shared without delay), so no peer scaling is needed. */
+	bool share_wire;
+	double share_delay_s; /* each shared event reaches the other routers this late */
+	/* Ablation: the random phase's range in tokens (-1: smg-steerd's, one
+	 * credit of mean prefill x peers when peers > 1; 0: none). */
+	int64_t phase_tokens;
+	/* Ablation: each own send stands for the other routers' as
+	 * (peers - 1) x mean prefill tokens, not (peers - 1) x its own size. */
+	bool peer_guess_mean;
+	/* Ablation: the other routers' sends since the poll are predicted, at
+	 * (peers - 1) x this router's own token rate, water-filling the fleet
+	 * on top of what this router sees; no x peers scaling. */
+	bool peer_fill;
+
+	/* Ablation: the oracle does not know where a batching worker is in
+	 * its current step (it sees the prompt tokens ahead only). */
+	bool oracle_blind_step;
+	/* Ablation: the kernel's token count of a request is this many times
+	 * its real prompt (a wrong bytes-per-token); 1 = exact. */
+	double wire_scale;
+
+	/* Clients and responses. */
+	uint32_t keepalive; /* requests per connection before the client closes it, >= 1 */
+	enum sim_response response;
 
 	/* Model, fixed from first principles (docs/simulator.md). */
 	double base_rate;   /* prefill tokens/s of a 1x worker */
@@ -117,14 +200,21 @@ struct sim_config {
 	double speed_max;   /* fastest worker, x base */
 	double decode_rate; /* output tokens/s of one request on a 1x worker */
 	double mean_output; /* mean output tokens */
-	uint32_t kv_tokens; /* KV capacity of every worker, tokens */
+	uint32_t kv_tokens; /* KV capacity of every worker, tokens (FIFO engine) */
+	enum sim_engine engine;
+	struct sim_batch_params batch; /* SIM_ENGINE_BATCH, x speed factor */
 };
 
 void sim_config_defaults(struct sim_config *c);
 /* 0 when valid; otherwise -1 and a reason in why. */
 int sim_config_check(const struct sim_config *c, char *why, size_t whylen);
-/* Arrival rate, requests/s, that offers c->load of the fleet's prefill capacity. */
+/* Arrival rate, requests/s, that offers c->load of the fleet's prefill
+ * capacity (batching engine: of its sustainable capacity, measured). */
 double sim_arrival_rate(const struct sim_config *c);
+/* Batching engine: prompt tokens/s one 1x worker serves when it always has
+ * work waiting (the configured capacity_tps, or measured by running one
+ * overloaded worker on the same workload; deterministic). */
+double sim_batch_capacity(const struct sim_config *c);
 /* Speed factor of worker i (a fixed permutation of an even spread, from the seed). */
 void sim_worker_speeds(const struct sim_config *c, double *speeds);
 
@@ -145,7 +235,7 @@ struct sim_observation {
 	const struct sim_snapshot *snap; /* [workers] */
 	const double *true_wait_s;	 /* [workers]: queued work / rate, now; oracle only */
 	const double *rate;		 /* [workers]: true token rate; oracle only */
-	uint32_t prompt_tokens; /* the request's; read by the credit-actual ablation only */
+	double now;			 /* seconds */
 };
 
 struct sim_router_stats {
@@ -153,6 +243,10 @@ struct sim_router_stats {
 	uint64_t steer_selects; /* calls of steer_select() */
 	uint64_t steer_scanned; /* entries it examined, summed */
 	uint64_t rebuilds;	/* tables rebuilt from snapshots */
+	/* Its own requests as its kernel counted them, tokens. */
+	uint64_t sent_tokens;	  /* sent, keep-alive reuses included */
+	uint64_t answered_tokens; /* answered (first response byte) */
+	uint64_t pending_tokens;  /* pending now, summed over backends */
 };
 
 struct sim_router;
@@ -170,16 +264,33 @@ struct sim_router *sim_router_new(const struct sim_config *c, uint32_t index);
 void sim_router_free(struct sim_router *r);
 /* Choose a worker for the next request of this router. */
 uint32_t sim_router_pick(struct sim_router *r, const struct sim_observation *obs);
-/* This router sent a request to w (after pick), or one of its requests on w finished. */
-void sim_router_dispatched(struct sim_router *r, uint32_t w);
+/*
+ * The life of a connection and its requests, as this router's kernel sees
+ * it: a new connection to w (after pick); a request of prompt tokens sent
+ * on it (first: the connection's first); the first byte of its answer; the
+ * request complete; the connection closed.
+ */
+void sim_router_connected(struct sim_router *r, uint32_t w);
+void sim_router_sent(struct sim_router *r, uint32_t w, uint32_t tokens, bool first, double t);
+void sim_router_answered(struct sim_router *r, uint32_t w, uint32_t tokens, double t);
 void sim_router_finished(struct sim_router *r, uint32_t w);
+void sim_router_closed(struct sim_router *r, uint32_t w);
+/* Another router sent, or had answered, a request on w (--share-wire). */
+void sim_router_peer_sent(struct sim_router *r, uint32_t w, uint32_t tokens, double t);
+void sim_router_peer_answered(struct sim_router *r, uint32_t w, uint32_t tokens, double t);
+/* A connection and one request of unknown size (0 tokens), for tests. */
+void sim_router_dispatched(struct sim_router *r, uint32_t w);
 /* A fresh snapshot of w was taken: the poll is instantaneous, so the credits
  * this router gave w before it are now in the snapshot. */
-void sim_router_snapshot_taken(struct sim_router *r, uint32_t w);
+void sim_router_snapshot_taken(struct sim_router *r, uint32_t w, double t);
 void sim_router_get_stats(const struct sim_router *r, struct sim_router_stats *out);
 /* The smg-steer table as last built (NULL for other policies), for tests. */
 const struct steer_table *sim_router_table(const struct sim_router *r);
 uint64_t sim_router_inflight_tokens(const struct sim_router *r, uint32_t w);
+/* The in-flight tokens steer_select() would read for w at time t. */
+uint64_t sim_router_slot_tokens_at(struct sim_router *r, uint32_t w, double t);
+/* Tokens of this router's requests on w sent and not yet answered. */
+uint64_t sim_router_pending_tokens(const struct sim_router *r, uint32_t w);
 
 /* ---- Running ------------------------------------------------------------- */
 
@@ -187,17 +298,21 @@ struct sim_worker_result {
 	double speed;		  /* x base */
 	double rate;		  /* prefill tokens/s */
 	double served_tokens;	  /* prefill work done (recompute included, partial head too) */
+	double served_window;	  /* of which in the measurement window */
 	double backlog_s;	  /* time-averaged queued work / rate over the window, s */
 	uint64_t dispatched;	  /* requests routed to it (all, warm-up included) */
 	uint64_t preemptions;	  /* in the window */
 	double queued_tokens_end; /* waiting + the head's remainder at the end */
+	uint32_t max_running;	  /* batching: most requests running at once */
+	uint32_t max_kv_used;	  /* batching: most KV tokens held at an admission */
 };
 
 struct sim_result {
-	uint64_t measured; /* requests whose wait is in the statistics */
-	double mean_s, p50_s, p99_s, p999_s, max_s;
-	uint64_t preemptions;	 /* in the window, all workers */
-	double cov_backlog;	 /* CoV across workers of backlog_s */
+	uint64_t measured;			    /* requests whose wait is in the statistics */
+	double mean_s, p50_s, p99_s, p999_s, max_s; /* queueing wait */
+	double ttft_mean_s, ttft_p99_s;		    /* time to first token */
+	uint64_t preemptions;			    /* in the window, all workers */
+	double cov_backlog;			    /* CoV across workers of backlog_s */
 	double window_s;	 /* from the first measured arrival to the last arrival */
 	double end_s;		 /* simulated time at the end */
 	double arrived_tokens;	 /* prompt tokens of every arrival */
@@ -205,6 +320,10 @@ struct sim_result {
 	double served_tokens;	 /* sum over workers */
 	double queued_tokens_end;
 	uint64_t arrived, started, finished;
+	uint64_t answered;		 /* requests whose first response byte arrived */
+	uint64_t connections;		 /* connections opened (routing decisions) */
+	double sent_tokens;		 /* prompt tokens of every request sent */
+	double answered_tokens;		 /* prompt tokens of the requests answered */
 	struct sim_router_stats routers; /* summed over routers */
 	uint32_t workers;
 	struct sim_worker_result w[SIM_MAX_WORKERS];

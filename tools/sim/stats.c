@@ -43,16 +43,30 @@ const char *sim_csv_header(void)
 {
 	return "scenario,policy,variant,peer_routers,workers,routers,load,poll_s,stagger,dist,tput,"
 	       "seed,requests,mean_s,p50_s,p99_s,p999_s,max_s,preemptions,cov_backlog,window_s,"
-	       "steer_scanned_per_pick";
+	       "steer_scanned_per_pick,engine,response,keepalive,estimator,ttft_mean_s,ttft_p99_s";
 }
 
 /* The ablations and proposed fixes in effect, "base" for none. */
 static void variant_name(const struct sim_config *c, char *buf, size_t len)
 {
-	snprintf(buf, len, "%s%s%s%s", c->report_running_prefill ? "+running" : "",
-		 c->steer_credit_actual ? "+credit" : "", c->steer_jitter ? "+jitter" : "",
-		 c->report_running_prefill || c->steer_credit_actual || c->steer_jitter ? ""
-											: "+base");
+	char extra[24] = "";
+	size_t n;
+
+	if (c->share_wire && c->share_delay_s > 0)
+		snprintf(extra, sizeof(extra), "%g", c->share_delay_s);
+	snprintf(buf, len, "%s%s%s%s%s%s%s", c->report_running_prefill ? "+running" : "",
+		 c->steer_jitter ? "+jitter" : "", c->share_wire ? "+shared" : "", extra,
+		 c->peer_guess_mean ? "+guessmean" : "", c->peer_fill ? "+peerfill" : "",
+		 c->oracle_blind_step ? "+blindstep" : "");
+	n = strlen(buf);
+	if (c->wire_scale != 1.0) {
+		snprintf(buf + n, len - n, "+wirex%g", c->wire_scale);
+		n = strlen(buf);
+	}
+	if (c->phase_tokens >= 0)
+		snprintf(buf + n, len - n, "+phase%lld", (long long)c->phase_tokens);
+	if (!buf[0])
+		snprintf(buf, len, "+base");
 	memmove(buf, buf + 1, strlen(buf)); /* drop the leading '+' */
 }
 
@@ -62,16 +76,19 @@ int sim_csv_row(char *buf, size_t len, const char *scenario, const char *label,
 	double scanned = r->routers.steer_selects ? (double)r->routers.steer_scanned /
 							    (double)r->routers.steer_selects
 						  : 0;
-	char variant[64];
+	char variant[128];
 
 	variant_name(c, variant, sizeof(variant));
 	return snprintf(buf, len,
 			"%s,%s,%s,%u,%u,%u,%.2f,%g,%d,%s,%s,%llu,%llu,%.6f,%.6f,%.6f,%.6f,%.6f,"
-			"%llu,%.4f,%.1f,%.3f",
+			"%llu,%.4f,%.1f,%.3f,%s,%s,%u,%s,%.6f,%.6f",
 			scenario, label, variant, c->knobs.peer_routers, c->workers, c->routers,
 			c->load, c->poll_s, c->stagger ? 1 : 0, sim_dist_name(c->dist),
 			c->tput == SIM_TPUT_MEASURED ? "measured" : "nominal",
 			(unsigned long long)c->seed, (unsigned long long)r->measured, r->mean_s,
 			r->p50_s, r->p99_s, r->p999_s, r->max_s, (unsigned long long)r->preemptions,
-			r->cov_backlog, r->window_s, scanned);
+			r->cov_backlog, r->window_s, scanned, sim_engine_name(c->engine),
+			sim_response_name(c->response), c->keepalive,
+			c->policy == SIM_POL_STEER ? sim_estimator_name(c->estimator) : "-",
+			r->ttft_mean_s, r->ttft_p99_s);
 }

@@ -192,6 +192,67 @@ int sim_policy_parse(const char *s, enum sim_policy *out)
 	return -1;
 }
 
+static const char *const engine_names[SIM_ENGINE_COUNT] = { "fifo", "batch" };
+static const char *const response_names[SIM_RESP_COUNT] = { "stream", "full" };
+static const char *const estimator_names[SIM_EST_COUNT] = {
+	"flat", "credit", "pending", "sum", "pending-peers", "fluid",
+};
+
+static int parse_name(const char *s, const char *const *names, int n)
+{
+	int i;
+
+	for (i = 0; i < n; i++)
+		if (strcmp(s, names[i]) == 0)
+			return i;
+	return -1;
+}
+
+const char *sim_engine_name(enum sim_engine e)
+{
+	return (unsigned)e < SIM_ENGINE_COUNT ? engine_names[e] : "?";
+}
+
+int sim_engine_parse(const char *s, enum sim_engine *out)
+{
+	int i = parse_name(s, engine_names, SIM_ENGINE_COUNT);
+
+	if (i < 0)
+		return -1;
+	*out = (enum sim_engine)i;
+	return 0;
+}
+
+const char *sim_response_name(enum sim_response r)
+{
+	return (unsigned)r < SIM_RESP_COUNT ? response_names[r] : "?";
+}
+
+int sim_response_parse(const char *s, enum sim_response *out)
+{
+	int i = parse_name(s, response_names, SIM_RESP_COUNT);
+
+	if (i < 0)
+		return -1;
+	*out = (enum sim_response)i;
+	return 0;
+}
+
+const char *sim_estimator_name(enum sim_estimator e)
+{
+	return (unsigned)e < SIM_EST_COUNT ? estimator_names[e] : "?";
+}
+
+int sim_estimator_parse(const char *s, enum sim_estimator *out)
+{
+	int i = parse_name(s, estimator_names, SIM_EST_COUNT);
+
+	if (i < 0)
+		return -1;
+	*out = (enum sim_estimator)i;
+	return 0;
+}
+
 void sim_config_defaults(struct sim_config *c)
 {
 	*c = (struct sim_config){
@@ -208,6 +269,11 @@ void sim_config_defaults(struct sim_config *c)
 		.policy = SIM_POL_STEER,
 		.knobs = STEER_POLICY_DEFAULTS,
 		.tput = SIM_TPUT_NOMINAL,
+		.estimator = SIM_EST_FLUID,
+		.keepalive = 1,
+		.phase_tokens = -1,
+		.wire_scale = 1.0,
+		.response = SIM_RESP_STREAM,
 		/* A 1x worker prefills at smg's default throughput, so the
 		 * policy's fallback is right for the average worker. */
 		.base_rate = STEER_DEFAULT_THROUGHPUT,
@@ -222,6 +288,17 @@ void sim_config_defaults(struct sim_config *c)
 		 * decode speed scales with it): 32k leaves headroom for the
 		 * mean and lets bursts of long requests preempt. */
 		.kv_tokens = 49152,
+		.engine = SIM_ENGINE_FIFO,
+		/* smg's mock worker, "Realistic engine" defaults. */
+		.batch = {
+			.prefill_tps = 8000.0,
+			.prefill_chunk = 2048,
+			.decode_base_s = 0.006,
+			.decode_per_req_s = 0.00035,
+			.max_running = 256,
+			.kv_tokens = 524288,
+			.kv_block = 16,
+		},
 	};
 }
 
@@ -250,6 +327,25 @@ int sim_config_check(const struct sim_config *c, char *why, size_t whylen)
 		return fail(why, whylen, "requests must be 1..1e8");
 	if (c->warmup > 100000000)
 		return fail(why, whylen, "warm-up must be 0..1e8");
+	if ((unsigned)c->estimator >= SIM_EST_COUNT)
+		return fail(why, whylen, "unknown estimator");
+	if ((unsigned)c->engine >= SIM_ENGINE_COUNT)
+		return fail(why, whylen, "unknown engine");
+	if ((unsigned)c->response >= SIM_RESP_COUNT)
+		return fail(why, whylen, "unknown response mode");
+	if (!(c->wire_scale > 0 && c->wire_scale <= 100))
+		return fail(why, whylen, "wire token scale must be in (0, 100]");
+	if (!(c->share_delay_s >= 0 && c->share_delay_s <= 3600))
+		return fail(why, whylen, "share delay must be in [0, 3600] seconds");
+	if (c->keepalive < 1 || c->keepalive > 1000000)
+		return fail(why, whylen, "keepalive must be 1..1000000 requests per connection");
+	if (c->engine == SIM_ENGINE_BATCH &&
+	    (!(c->batch.prefill_tps > 0) || !isfinite(c->batch.prefill_tps) ||
+	     c->batch.prefill_chunk < 1 || !(c->batch.decode_base_s >= 0) ||
+	     !(c->batch.decode_per_req_s >= 0) || !isfinite(c->batch.decode_base_s) ||
+	     !isfinite(c->batch.decode_per_req_s) || c->batch.max_running < 1 ||
+	     c->batch.kv_block < 1 || c->batch.kv_tokens < c->batch.kv_block))
+		return fail(why, whylen, "batching engine parameters must be finite and positive");
 	if (steer_policy_check(&c->knobs, why, whylen) < 0)
 		return -1;
 	if (!(c->base_rate > 0) || !(c->speed_min > 0) || !(c->speed_max >= c->speed_min) ||
@@ -269,7 +365,8 @@ double sim_arrival_rate(const struct sim_config *c)
 
 	sim_worker_speeds(c, speeds);
 	for (i = 0; i < c->workers; i++)
-		capacity += speeds[i] * c->base_rate;
+		capacity += speeds[i];
+	capacity *= c->engine == SIM_ENGINE_BATCH ? sim_batch_capacity(c) : c->base_rate;
 	return c->load * capacity / sim_dist_mean(c->dist);
 }
 

@@ -1,0 +1,216 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/*
+ * batch.c - the second worker model: a continuous-batching engine, step by
+ * step, as smg's mock worker runs it (crates/mock_worker/src/engine.rs,
+ * SchedulerState::step, without the prefix cache). Every step:
+ *  1. admission: waiting requests join the running batch in arrival order
+ *     while fewer than max_running run and the prompt's KV blocks fit (an
+ *     empty engine admits anything);
+ *  2. chunked prefill: up to prefill_chunk prompt tokens, taken from the
+ *     running requests in order;
+ *  3. decode: one token for every running request whose prefill is done
+ *     (one that finished its prefill in this step included: its first
+ *     token);
+ *  4. the step lasts max(prefill tokens / prefill rate, decode_base +
+ *     decode_per_req x decoding), both divided by the worker's speed factor;
+ *     its tokens are visible at its end, when finished requests leave.
+ * A request's queueing wait ends when the step that prefills its first chunk
+ * starts. KV is held in blocks of kv_block tokens: the prompt at admission,
+ * then the context as it grows; there is no preemption (as in the mock).
+ */
+#include <math.h>
+
+#include "internal.h"
+
+static uint32_t kv_blocks(const struct sim_config *c, uint32_t tokens)
+{
+	uint32_t b = c->batch.kv_block;
+
+	return (tokens + b - 1) / b * b;
+}
+
+void batch_init_worker(const struct sim_config *c, struct worker *w)
+{
+	w->rate = c->batch.prefill_tps * w->speed;
+	w->kv_cap = c->batch.kv_tokens;
+	w->pf = NONE;
+}
+
+/* What an arrival at t would wait: the prompt tokens ahead, the rest of the step. */
+double batch_true_wait(const struct worker *w, double t)
+{
+	return (w->queued_tokens + w->prefill_left) / w->rate +
+	       (w->stepping ? fmax(w->step_end - t, 0) : 0);
+}
+
+/* The backlog (prompt tokens not prefilled, in seconds) only changes at an
+ * arrival and when a step starts: integrate it as a step function. */
+void batch_advance(struct worker *w, double t)
+{
+	double dt = t - w->acc_t;
+
+	if (dt <= 0)
+		return;
+	w->backlog_area += (w->queued_tokens + w->prefill_left) / w->rate * dt;
+	w->acc_t = t;
+}
+
+static void admit(struct sim *s, struct worker *w)
+{
+	const struct sim_config *c = s->c;
+
+	while (w->running < c->batch.max_running && w->q_head != NONE) {
+		int32_t i = w->q_head;
+		struct req *r = &s->reqs[i];
+		uint32_t need = kv_blocks(c, r->prompt);
+
+		if (w->running > 0 && w->kv_used + need > w->kv_cap)
+			break; /* waits for KV room */
+		sim_list_unlink(s, &w->q_head, &w->q_tail, i);
+		w->waiting--;
+		w->queued_tokens -= r->prompt;
+		if (w->waiting == 0)
+			w->queued_tokens = 0;
+		sim_list_push_back(s, &w->run_head, &w->run_tail, i);
+		w->running++;
+		w->kv_used += need;
+		r->kv_held = need;
+		r->prefill_left = r->prompt;
+		r->generated = 0;
+		w->prefill_left += r->prompt;
+		if (w->pf == NONE)
+			w->pf = i;
+		if (w->running > w->max_running)
+			w->max_running = w->running;
+		if (w->kv_used > w->max_kv_used)
+			w->max_kv_used = w->kv_used;
+	}
+}
+
+/* Prefill up to one chunk from the running requests in order; returns the
+ * tokens prefilled. */
+static uint32_t prefill_chunk(struct sim *s, struct worker *w, double t)
+{
+	uint32_t budget = s->c->batch.prefill_chunk, done = 0;
+	int32_t i = w->pf;
+
+	while (i != NONE && budget > 0) {
+		struct req *r = &s->reqs[i];
+		uint32_t c = r->prefill_left < budget ? r->prefill_left : budget;
+
+		if (!r->started)
+			sim_req_started(s, i, t);
+		r->prefill_left -= c;
+		budget -= c;
+		done += c;
+		if (r->prefill_left > 0)
+			break;
+		w->decoding++;
+		i = r->next;
+	}
+	w->pf = i;
+	w->prefill_left -= done;
+	if (w->pf == NONE)
+		w->prefill_left = 0; /* no drift */
+	w->served_done += done;
+	return done;
+}
+
+static int begin_step(struct sim *s, uint32_t wi, double t)
+{
+	const struct sim_batch_params *b = &s->c->batch;
+	struct worker *w = &s->w[wi];
+	double prefill_s, decode_s = 0, dur;
+	uint32_t prefilled;
+
+	batch_advance(w, t);
+	admit(s, w);
+	prefilled = prefill_chunk(s, w, t);
+	prefill_s = prefilled / w->rate;
+	if (w->decoding > 0)
+		decode_s = (b->decode_base_s + b->decode_per_req_s * w->decoding) / w->speed;
+	dur = fmax(prefill_s, decode_s);
+	if (dur <= 0)
+		dur = 0.001; /* as the mock: never a step of no time */
+	w->stepping = true;
+	w->step_end = t + dur;
+	return sim_push(s, w->step_end, EV_STEP_DONE, wi, 0);
+}
+
+/* One token for every request that decoded in the step: the running ones
+ * before the first with prefill left. */
+static void decode_tokens(struct sim *s, struct worker *w, double t)
+{
+	int32_t i = w->run_head;
+
+	while (i != NONE && i != w->pf) {
+		struct req *r = &s->reqs[i];
+		int32_t next = r->next;
+		uint32_t held;
+
+		r->generated++;
+		held = kv_blocks(s->c, r->prompt + r->generated);
+		w->kv_used += held - r->kv_held;
+		r->kv_held = held;
+		if (r->generated == 1)
+			sim_req_first_token(s, i, t);
+		if (r->generated >= r->output) {
+			sim_list_unlink(s, &w->run_head, &w->run_tail, i);
+			w->running--;
+			w->decoding--;
+			w->kv_used -= r->kv_held;
+			sim_req_done(s, i, t);
+		}
+		i = next;
+	}
+}
+
+int batch_on_step_done(struct sim *s, uint32_t wi, double t)
+{
+	struct worker *w = &s->w[wi];
+
+	decode_tokens(s, w, t);
+	w->stepping = false;
+	if (w->running > 0 || w->waiting > 0)
+		return begin_step(s, wi, t);
+	return 0;
+}
+
+int batch_enqueue(struct sim *s, uint32_t wi, int32_t i, double t)
+{
+	struct worker *w = &s->w[wi];
+
+	batch_advance(w, t);
+	sim_list_push_back(s, &w->q_head, &w->q_tail, i);
+	w->waiting++;
+	w->queued_tokens += s->reqs[i].prompt;
+	if (!w->stepping)
+		return begin_step(s, wi, t);
+	return 0;
+}
+
+double sim_batch_capacity(const struct sim_config *c)
+{
+	struct sim_config one = *c;
+	struct sim_result r;
+	char why[160];
+
+	if (c->batch.capacity_tps > 0)
+		return c->batch.capacity_tps;
+	/* One 1x worker offered twice its nominal prefill rate: its queue never
+	 * empties after the first seconds, so what it serves is its capacity.
+	 * The warm-up fills the batch before the measurement window. */
+	one.workers = 1;
+	one.speed_min = one.speed_max = 1.0;
+	one.routers = 1;
+	one.policy = SIM_POL_RR;
+	one.load = 2.0;
+	one.batch.capacity_tps = one.batch.prefill_tps;
+	one.requests = 40000;
+	one.warmup = 4000;
+	one.drain = false;
+	one.keepalive = 1;
+	if (sim_run(&one, &r, why, sizeof(why)) || r.window_s <= 0)
+		return c->batch.prefill_tps;
+	return r.w[0].served_window / r.window_s;
+}

@@ -1,0 +1,144 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/*
+ * internal.h - what the simulator's event loop (engine.c) shares with its two
+ * worker models: fifo.c (one prefill at a time) and batch.c (continuous
+ * batching, smg's mock worker). Not part of the simulator's interface.
+ */
+#ifndef STEER_SIM_INTERNAL_H
+#define STEER_SIM_INTERNAL_H
+
+#include "sim.h"
+
+enum ev_type {
+	EV_ARRIVAL = 0,
+	EV_PREFILL_DONE = 1, /* FIFO: a: worker */
+	EV_DECODE_DONE = 2,  /* FIFO: a: request, b: its epoch */
+	EV_POLL = 3,	     /* a: worker, or every worker when not staggered */
+	EV_STEP_DONE = 4,    /* batching: a: worker */
+	EV_PEER_SENT = 5,    /* --share-wire: a: worker | origin router << 16, b: tokens */
+	EV_PEER_ANSWERED = 6,
+};
+
+#define ALL_WORKERS 0xffffffffu
+#define NONE (-1)
+
+struct event {
+	double t;
+	uint64_t seq; /* insertion order: equal times run first-in first-out */
+	uint32_t type, a, b;
+};
+
+struct heap {
+	struct event *v;
+	size_t n, cap;
+};
+
+struct req {
+	double arrival, decode_start;
+	int64_t measured_idx; /* index among measured requests, or -1 */
+	uint32_t prompt, output;
+	uint32_t work;	   /* FIFO: prefill work of the pending pass (+ generated on recompute) */
+	uint32_t out_left; /* output tokens still to generate */
+	uint32_t kv_held;
+	uint32_t epoch; /* bumped by preemption and by freeing: cancels its decode event */
+	uint32_t worker, router;
+	int32_t conn;	       /* the connection it was sent on */
+	int32_t prev, next;    /* links in a worker's queue or decode list, or the free list */
+	uint32_t prefill_left; /* batching: prompt tokens not prefilled yet */
+	uint32_t generated;    /* batching: output tokens generated */
+	bool started;
+	bool answered;	  /* the first byte of its response has reached the client */
+	bool first_token; /* its first output token has been generated */
+};
+
+/* A client connection: steered once, at connect, then reused (keep-alive). */
+struct conn {
+	uint32_t worker, router;
+	uint32_t requests; /* sent on it so far */
+	int32_t next;	   /* in its router's idle stack, or the free list */
+};
+
+struct worker {
+	double speed, rate, decode_rate;
+	uint32_t kv_cap, kv_used;
+	/* Waiting queue: FIFO of requests not in prefill (FIFO) or not admitted (batching). */
+	int32_t q_head, q_tail;
+	uint32_t waiting;
+	double queued_tokens;
+	/* FIFO: the request in prefill, or NONE. */
+	int32_t cur;
+	double cur_end;
+	/* Decoding (FIFO) or running (batching) requests, oldest first. */
+	int32_t run_head, run_tail;
+	uint32_t running;
+	/* Batching: first running request with prompt left to prefill (they
+	 * are a suffix of the running list: prefill is served in order). */
+	int32_t pf;
+	double prefill_left; /* sum of the running requests' prefill_left */
+	bool stepping;	     /* a step is under way */
+	double step_end;
+	uint32_t decoding; /* running requests whose prefill is done */
+	uint32_t max_running, max_kv_used;
+	/* Accounting. */
+	double acc_t, backlog_area; /* integral of (queued work / rate) dt */
+	double served_done;	    /* prefill work of finished passes (batching: all) */
+	double snap_t, served_at_snap;
+	uint64_t preemptions, dispatched;
+	double area_win_start, served_win_start, served_win;
+	uint64_t preempt_win_start, preempt_win;
+	double backlog_win;
+};
+
+struct sim {
+	const struct sim_config *c;
+	uint32_t n;
+	struct worker w[SIM_MAX_WORKERS];
+	struct sim_snapshot snap[SIM_MAX_WORKERS];
+	struct sim_router *routers[SIM_MAX_ROUTERS];
+	int32_t idle[SIM_MAX_ROUTERS]; /* each router's idle connections, most recent first */
+	struct heap heap;
+	uint64_t seq;
+	struct req *reqs;
+	size_t nreqs, capreqs;
+	int32_t free_head;
+	struct conn *conns;
+	size_t nconns, capconns;
+	int32_t conn_free;
+	struct sim_rng workload;
+	double lambda, now;
+	uint64_t total, arrived, finished, started, answered, connections;
+	double *waits, *ttfts;
+	uint64_t nwaits, nttfts;
+	double win_start, win_end;
+	double arrived_tokens, recompute_tokens, answered_tokens;
+};
+
+/* engine.c: events, lists, and what a worker model reports back. */
+int sim_push(struct sim *s, double t, uint32_t type, uint32_t a, uint32_t b);
+void sim_list_push_back(struct sim *s, int32_t *head, int32_t *tail, int32_t i);
+void sim_list_push_front(struct sim *s, int32_t *head, int32_t *tail, int32_t i);
+void sim_list_unlink(struct sim *s, int32_t *head, int32_t *tail, int32_t i);
+/* Request i's first prefill starts at t: its wait ends. */
+void sim_req_started(struct sim *s, int32_t i, double t);
+/* Its first output token at t: a streaming response's first byte. */
+void sim_req_first_token(struct sim *s, int32_t i, double t);
+/* Its last output token at t: the request is complete and freed. */
+void sim_req_done(struct sim *s, int32_t i, double t);
+
+/* fifo.c: one prefill at a time at a fixed rate, decode apart. */
+double fifo_head_remaining(const struct worker *w, double t);
+double fifo_true_wait(const struct worker *w, double t);
+double fifo_served_at(const struct sim *s, const struct worker *w, double t);
+void fifo_advance(struct worker *w, double t);
+int fifo_enqueue(struct sim *s, uint32_t wi, int32_t i, double t);
+int fifo_on_prefill_done(struct sim *s, uint32_t wi, double t);
+int fifo_on_decode_done(struct sim *s, int32_t i, uint32_t epoch, double t);
+
+/* batch.c: continuous batching (smg's mock worker). */
+void batch_init_worker(const struct sim_config *c, struct worker *w);
+double batch_true_wait(const struct worker *w, double t);
+void batch_advance(struct worker *w, double t);
+int batch_enqueue(struct sim *s, uint32_t wi, int32_t i, double t);
+int batch_on_step_done(struct sim *s, uint32_t wi, double t);
+
+#endif /* STEER_SIM_INTERNAL_H */
