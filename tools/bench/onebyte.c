@@ -3,11 +3,12 @@
  * onebyte.c - the benchmark backend: N TCP listeners that each write one
  * byte to every connection they accept, then close it.
  *
- *   onebyte --base 127.0.1.1 --port 9000 --count 64 [--threads 2]
+ *   onebyte --base 127.0.1.1 --port 9000 --count 64 [--threads 2] [--byte B]
  *
  * Listener i is bound to base+i (the IPv4 address plus i) on --port, or with
- * --same-ip to base on port+i. The byte written is i mod 256, so the client can
- * tell which backend served it. Every thread runs its own epoll over all
+ * --same-ip to base on port+i; --base 0.0.0.0 --count 1 binds the wildcard. The
+ * byte written is (B + i) mod 256 (B is 0 unless given), so the client can
+ * tell which backend served it, also when each backend is its own onebyte. Every thread runs its own epoll over all
  * listeners (EPOLLEXCLUSIVE: one thread is woken per connection). "READY" goes
  * to stdout once everything is bound; SIGTERM and SIGINT stop it.
  */
@@ -32,6 +33,7 @@
 static volatile sig_atomic_t stopping;
 static int listeners[MAX_LISTENERS];
 static int n_listeners;
+static unsigned first_byte; /* --byte: what listener 0 writes */
 
 static void on_signal(int sig)
 {
@@ -95,7 +97,8 @@ static void *serve(void *arg)
 		int n = epoll_wait(ep, ev, 64, 200);
 
 		for (i = 0; i < n; i++)
-			drain_listener(listeners[ev[i].data.u32], (unsigned char)ev[i].data.u32);
+			drain_listener(listeners[ev[i].data.u32],
+				       (unsigned char)(first_byte + ev[i].data.u32));
 	}
 	close(ep);
 	return NULL;
@@ -104,16 +107,20 @@ static void *serve(void *arg)
 static void usage(void)
 {
 	fprintf(stderr, "usage: onebyte --base IPV4 --port PORT --count N [--same-ip] "
-			"[--threads T]\n");
+			"[--threads T] [--byte B]\n");
 	exit(2);
 }
 
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{ "base", required_argument, 0, 'b' },	{ "port", required_argument, 0, 'p' },
-		{ "count", required_argument, 0, 'n' }, { "threads", required_argument, 0, 't' },
-		{ "same-ip", no_argument, 0, 's' },	{ 0, 0, 0, 0 },
+		{ "base", required_argument, 0, 'b' },
+		{ "port", required_argument, 0, 'p' },
+		{ "count", required_argument, 0, 'n' },
+		{ "threads", required_argument, 0, 't' },
+		{ "same-ip", no_argument, 0, 's' },
+		{ "byte", required_argument, 0, 'B' },
+		{ 0, 0, 0, 0 },
 	};
 	pthread_t thr[MAX_THREADS];
 	struct in_addr base = { 0 };
@@ -138,12 +145,16 @@ int main(int argc, char **argv)
 		case 's':
 			same_ip = true;
 			break;
+		case 'B':
+			first_byte = (unsigned)atoi(optarg) % 256;
+			break;
 		default:
 			usage();
 		}
 	}
-	if (!base.s_addr || port <= 0 || n_listeners <= 0 || n_listeners > MAX_LISTENERS ||
-	    threads <= 0 || threads > MAX_THREADS || (same_ip && port + n_listeners > 65536))
+	if ((!base.s_addr && n_listeners != 1) || port <= 0 || n_listeners <= 0 ||
+	    n_listeners > MAX_LISTENERS || threads <= 0 || threads > MAX_THREADS ||
+	    (same_ip && port + n_listeners > 65536))
 		usage();
 	signal(SIGPIPE, SIG_IGN);
 	signal(SIGTERM, on_signal);
