@@ -17,7 +17,11 @@
 #      reference tests/fake_worker.py --many at 100 and 1,000;
 #   4. the load sources: smg-steerd's CPU per poll at 256 backends for each
 #      source it reads (gRPC SGLang/vLLM/TokenSpeed against bench/fastworker,
-#      HTTP /v1/loads and /metrics against nginx, TCP liveness), interleaved.
+#      HTTP /v1/loads and /metrics against nginx, TCP liveness), interleaved;
+#   5. ingress (tools/bench/ingress.py): clients off the node, in network
+#      namespaces on a bridge, through smg-steer's XDP path, nftables DNAT
+#      (kube-proxy's numgen layout), HAProxy leastconn and direct to one
+#      backend, interleaved; the XDP program's and the decap's ns per packet.
 # Raw results go to $STEER_BUILD/bench/results/*.csv, the summary with medians
 # and ratios to summary.md there, which is printed at the end; they replace the
 # previous results only when the run completes. Every process,
@@ -28,7 +32,9 @@
 # BENCH_DEC_CONNECTS (5000), BENCH_CTL_SCALES (100,1000,5000), BENCH_CTL_ROUNDS
 # (2), BENCH_CTL_PY_SCALES (100,1000: the same against the Python fake worker,
 # one round), BENCH_SRC_ROUNDS (3), BENCH_SRC_BACKENDS (256),
-# BENCH_PARTS ("conn wrk dec ctl src"). The machine is shared and noisy: many
+# BENCH_INGRESS_ROUNDS (6), BENCH_INGRESS_SECONDS (1), BENCH_INGRESS_CONC (1,4),
+# BENCH_INGRESS_ARMS (xdp,nft,haproxy,direct),
+# BENCH_PARTS ("conn wrk dec ctl src ingress"). The machine is shared and noisy: many
 # short interleaved rounds and their medians beat a few long ones.
 set -euo pipefail
 
@@ -49,13 +55,17 @@ CTL_ROUNDS=${BENCH_CTL_ROUNDS:-2}
 CTL_PY_SCALES=${BENCH_CTL_PY_SCALES:-100,1000}
 SRC_ROUNDS=${BENCH_SRC_ROUNDS:-3}
 SRC_BACKENDS=${BENCH_SRC_BACKENDS:-256}
-PARTS=${BENCH_PARTS:-conn wrk dec ctl src}
+ING_ROUNDS=${BENCH_INGRESS_ROUNDS:-6}
+ING_SECONDS=${BENCH_INGRESS_SECONDS:-1}
+ING_CONC=${BENCH_INGRESS_CONC:-1,4}
+ING_ARMS=${BENCH_INGRESS_ARMS:-xdp,nft,haproxy,direct}
+PARTS=${BENCH_PARTS:-conn wrk dec ctl src ingress}
 
 if [ "$(id -u)" != 0 ]; then
 	echo "bench: must run as root (it loads BPF programs and creates a network namespace)" >&2
 	exit 1
 fi
-for b in onebyte connbench vipctl deccost grpcmem fastworker; do
+for b in onebyte connbench vipctl deccost grpcmem fastworker xdppass; do
 	[ -x "$BIN/$b" ] || { echo "bench: $BIN/$b missing; run 'make bench'" >&2; exit 1; }
 done
 [ -x "$BUILD/smg-steerd" ] || { echo "bench: $BUILD/smg-steerd missing" >&2; exit 1; }
@@ -80,6 +90,7 @@ CG_CTL="$cgroot/$tag-ctl" # the control-plane daemons (nobody connects from it)
 CG_CLI="$cgroot/$tag-cli" # the client on the unsteered paths (no programs)
 CG_SRV="$cgroot/$tag-srv" # backends and proxies: their CPU time is read from cpu.stat
 PIN="/sys/fs/bpf/$tag"    # prefix: $PIN-dp, $PIN-dec, $PIN-ctl-*
+NETNS="smgb$$"            # ingress: named network namespaces $NETNS-*
 TMP=$(mktemp -d "/tmp/$tag.XXXXXX")
 RES=$TMP/results # this run's results, moved to $RESULTS at the end
 PIDS=()
@@ -100,6 +111,11 @@ cleanup() {
 	done
 	# Pinned links keep programs attached: removing the pins releases them.
 	rm -rf "$PIN"-* 2>/dev/null || true
+	# ingress.py removes its namespaces itself; these are what a killed one left.
+	for ns in $(ip netns list 2>/dev/null | awk -v p="$NETNS-" 'index($1, p) == 1 { print $1 }'); do
+		ip netns pids "$ns" 2>/dev/null | xargs -r kill -KILL 2>/dev/null || true
+		ip netns del "$ns" 2>/dev/null || true
+	done
 	for cg in "$CG_DP" "$CG_DEC" "$CG_CTL" "$CG_CLI" "$CG_SRV"; do
 		[ -d "$cg" ] && rmdir "$cg" 2>/dev/null || true
 	done
@@ -449,6 +465,17 @@ src_part() {
 	loadavg "load sources end"
 }
 
+# ---- 5. ingress ----------------------------------------------------------------------------
+
+ingress_part() {
+	log "ingress: $ING_ARMS through namespaces $NETNS-*, $ING_ROUNDS rounds x $ING_SECONDS s, concurrency $ING_CONC"
+	loadavg "ingress start"
+	fg_wait "$PY" "$here/ingress.py" run --build "$BUILD" --tmp "$TMP" --prefix "$NETNS" \
+		--rounds "$ING_ROUNDS" --seconds "$ING_SECONDS" --concurrency "$ING_CONC" \
+		--arms "$ING_ARMS" --csv "$RES/ingress.csv" --bpf-csv "$RES/ingress_bpf.csv"
+	loadavg "ingress end"
+}
+
 # ---- main -------------------------------------------------------------------------------------
 
 t_start=$(date +%s)
@@ -470,6 +497,7 @@ machine >"$RES/machine.md"
 	echo "ctlplane.py --scales $CTL_SCALES --rounds $CTL_ROUNDS --worker fast   # smg-steerd --config ... vs fastworker --many"
 	echo "ctlplane.py --scales $CTL_PY_SCALES --rounds 1 --worker python     # vs tests/fake_worker.py --many"
 	echo "sources.py --backends $SRC_BACKENDS --rounds $SRC_ROUNDS   # CPU per poll by load source (fastworker --engine, nginx)"
+	echo "ingress.py run --rounds $ING_ROUNDS --seconds $ING_SECONDS --concurrency $ING_CONC --arms $ING_ARMS   # namespaces on a bridge"
 	echo '```'
 } >>"$RES/machine.md"
 cat "$RES/machine.md"
@@ -485,6 +513,7 @@ esac
 case " $PARTS " in *" dec "*) dec_part ;; esac
 case " $PARTS " in *" ctl "*) ctl_part ;; esac
 case " $PARTS " in *" src "*) src_part ;; esac
+case " $PARTS " in *" ingress "*) ingress_part ;; esac
 
 log "done in $(($(date +%s) - t_start)) s; writing $RESULTS/summary.md"
 "$PY" "$here/summarize.py" "$RES" >"$RES/summary.md"

@@ -12,6 +12,9 @@ import os
 import statistics
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import ingress_summary  # noqa: E402
+
 TARGETS = {
     "vip/direct per-connection time": 1.02,
     "vip/haproxy per-connection time": 0.55,
@@ -347,6 +350,7 @@ def main():
     dec_section(res)
     ctl_section(res)
     src_section(res)
+    ingress_summary.section(res)
     return 0
 
 
