@@ -257,10 +257,12 @@ def bench(args):
                 xdp = None
             else:
                 xdp.start()
-                xdp.stats_fd = enable_bpf_stats()  # held open until this process exits
-                stats = StatSet(xdp.prog_groups())
         for arm in arms:
-            wait_path(t, arm)
+            wait_path(t, arm, timeout=30.0)  # the XDP path: once smg-steerd has published
+        if xdp is not None:
+            xdp.wait_attached()
+            xdp.stats_fd = enable_bpf_stats()  # held open until this process exits
+            stats = StatSet(xdp.prog_groups())
         concs = [int(c) for c in args.concurrency.split(",")]
         log(f"warm-up: {', '.join(arms)}")
         for arm in arms:

@@ -20,6 +20,7 @@ identical otherwise (one veth into the same bridge, same MTU).
 """
 import ctypes
 import fcntl
+import json
 import os
 import signal
 import socket
@@ -65,6 +66,7 @@ class Topo:
         self.log = log
         self.names = []  # namespaces created, in order
         self.procs = []  # (Popen, name)
+        self.cleanups = []  # callables run at teardown, after the processes stopped
 
     def ns(self, role):
         return f"{self.prefix}-{role}"
@@ -185,6 +187,18 @@ class Topo:
         if os.waitstatus_to_exitcode(status) != 0:
             raise TopoError(f"cannot set tx checksum offload of {dev} in {netns} to {on}")
 
+    def attached_progs(self, role, dev):
+        """{'xdp': [ids], 'tc': [ids]}: the programs attached to a device of a namespace."""
+        out = self.run(role, "bpftool", "-j", "net", "show", "dev", dev)
+        found = {"xdp": [], "tc": []}
+        for block in json.loads(out):
+            for kind in ("xdp", "tc"):
+                for e in block.get(kind, []):
+                    pid = e.get("id", e.get("prog_id"))
+                    if e.get("devname") == dev and pid is not None:
+                        found[kind].append(int(pid))
+        return found
+
     # ---- taking down ------------------------------------------------------------------
 
     def teardown(self):
@@ -199,6 +213,12 @@ class Topo:
                 p.kill()
                 p.wait()
         self.procs = []
+        for fn in reversed(self.cleanups):
+            try:
+                fn()
+            except Exception as e:  # keep tearing down: the namespaces must go
+                self.log(f"cleanup: {e}")
+        self.cleanups = []
         for n in reversed(self.names):
             sh("ip", "netns", "del", n, check=False)
         self.names = []
