@@ -9,8 +9,9 @@ interleaved round by round in one run.
 Called by tools/bench/run.sh (BENCH_PARTS=ingress); runs as root, standalone
 too. The topology (tools/bench/ingress_topo.py) is network namespaces joined by
 a bridge, documentation addresses only, removed at exit whatever happens.
-Every backend runs bench/onebyte (accept, write one byte naming the backend,
-close) on port 8000; the client runs bench/connbench (connect, read the byte,
+Every backend runs bench/onebyte --request (accept, read the request, write
+one byte naming the backend, close) on port 8000; the client runs
+bench/connbench --request (connect, write a one-byte request, read the answer,
 close, as fast as it can) against:
   xdp      203.0.113.10:8000, steered by smg-steerd's XDP program on the LB's
            veth (new flows chosen by the published scores, IPIP to the backend
@@ -130,7 +131,8 @@ def start_backends(t, args):
         role = f"b{i + 1}"
         out = os.path.join(args.tmp, f"onebyte-{role}.out")
         p = t.spawn(role, [os.path.join(args.build, "bench", "onebyte"), "--base", "0.0.0.0", "--port",
-                           str(topo.PORT), "--count", "1", "--byte", str(i + 1)], out, f"onebyte {role}")
+                           str(topo.PORT), "--count", "1", "--byte", str(i + 1), "--request"], out,
+                  f"onebyte {role}")
         t.wait_line(p, out, "READY", f"onebyte in {role}")
         out = os.path.join(args.tmp, f"sink-{role}.out")
         p = t.spawn(role, [PY, ME, "sink", "--port", str(topo.FLOW_PORT)], out, f"sink {role}")
@@ -214,7 +216,7 @@ class StatSet:
 def connbench(t, args, arm, conc, seconds, warmup_ms=250):
     argv = [os.path.join(args.build, "bench", "connbench"), "--addr", f"{ARM_ADDR[arm]}:{topo.PORT}",
             "--seconds", str(seconds), "--concurrency", str(conc), "--label", arm,
-            "--warmup-ms", str(warmup_ms)]
+            "--warmup-ms", str(warmup_ms), "--request"]
     out = t.run("cli", *argv)
     row = dict(zip(CONN_FIELDS, out.strip().split(",")))
     if len(row) != len(CONN_FIELDS):
@@ -361,9 +363,10 @@ def stream_main(args):
 
 
 def probe_main(args):
-    """One connection that reads its byte: exit 0, else 1 with the reason."""
+    """One exchange (a byte each way): exit 0, else 1 with the reason."""
     try:
         with socket.create_connection(split_addr(args.addr), timeout=2) as s:
+            s.sendall(b"r")
             if len(s.recv(1)) != 1:
                 raise OSError("closed without the byte")
     except OSError as e:

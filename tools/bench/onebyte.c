@@ -8,7 +8,10 @@
  * Listener i is bound to base+i (the IPv4 address plus i) on --port, or with
  * --same-ip to base on port+i; --base 0.0.0.0 --count 1 binds the wildcard. The
  * byte written is (B + i) mod 256 (B is 0 unless given), so the client can
- * tell which backend served it, also when each backend is its own onebyte. Every thread runs its own epoll over all
+ * tell which backend served it, also when each backend is its own onebyte.
+ * --request: a request/response exchange instead (connbench --request): the
+ * listeners defer accept until the client's first bytes arrive
+ * (TCP_DEFER_ACCEPT), which are read before the byte is written. Every thread runs its own epoll over all
  * listeners (EPOLLEXCLUSIVE: one thread is woken per connection). "READY" goes
  * to stdout once everything is bound; SIGTERM and SIGINT stop it.
  */
@@ -16,6 +19,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -34,6 +38,7 @@ static volatile sig_atomic_t stopping;
 static int listeners[MAX_LISTENERS];
 static int n_listeners;
 static unsigned first_byte; /* --byte: what listener 0 writes */
+static bool request;	    /* --request: read the client's request first */
 
 static void on_signal(int sig)
 {
@@ -51,6 +56,8 @@ static int listen_on(uint32_t ip_host, uint16_t port)
 	if (fd < 0)
 		return -1;
 	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (request) /* accept once the request is there: reading it never waits */
+		setsockopt(fd, IPPROTO_TCP, TCP_DEFER_ACCEPT, &one, sizeof(one));
 	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0 || listen(fd, 4096) != 0) {
 		fprintf(stderr, "onebyte: cannot listen on %s:%u: %s\n", inet_ntoa(sa.sin_addr),
 			port, strerror(errno));
@@ -64,10 +71,15 @@ static int listen_on(uint32_t ip_host, uint16_t port)
 static void drain_listener(int lfd, unsigned char byte)
 {
 	for (;;) {
-		int c = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+		int c = accept4(lfd, NULL, NULL, SOCK_CLOEXEC | (request ? SOCK_NONBLOCK : 0));
+		char req[64];
 
 		if (c < 0)
 			return; /* EAGAIN, or a connection reset before accept */
+		/* Unread bytes at close would turn the FIN into a reset. */
+		if (request && read(c, req, sizeof(req)) < 0) {
+			/* deferral timed out with nothing sent, or a reset: answer anyway */
+		}
 		if (write(c, &byte, 1) < 0) {
 			/* the client went away first; nothing to do */
 		}
@@ -107,20 +119,17 @@ static void *serve(void *arg)
 static void usage(void)
 {
 	fprintf(stderr, "usage: onebyte --base IPV4 --port PORT --count N [--same-ip] "
-			"[--threads T] [--byte B]\n");
+			"[--threads T] [--byte B] [--request]\n");
 	exit(2);
 }
 
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{ "base", required_argument, 0, 'b' },
-		{ "port", required_argument, 0, 'p' },
-		{ "count", required_argument, 0, 'n' },
-		{ "threads", required_argument, 0, 't' },
-		{ "same-ip", no_argument, 0, 's' },
-		{ "byte", required_argument, 0, 'B' },
-		{ 0, 0, 0, 0 },
+		{ "base", required_argument, 0, 'b' },	{ "port", required_argument, 0, 'p' },
+		{ "count", required_argument, 0, 'n' }, { "threads", required_argument, 0, 't' },
+		{ "same-ip", no_argument, 0, 's' },	{ "byte", required_argument, 0, 'B' },
+		{ "request", no_argument, 0, 'r' },	{ 0, 0, 0, 0 },
 	};
 	pthread_t thr[MAX_THREADS];
 	struct in_addr base = { 0 };
@@ -147,6 +156,9 @@ int main(int argc, char **argv)
 			break;
 		case 'B':
 			first_byte = (unsigned)atoi(optarg) % 256;
+			break;
+		case 'r':
+			request = true;
 			break;
 		default:
 			usage();
