@@ -135,9 +135,11 @@ def section(res):
         return
     print("## 5. Ingress: clients off the node, through a load balancer (tools/bench/ingress.py)\n")
     print("A client namespace, three load-balancer namespaces (one per path, identical veths) "
-          "and three backend namespaces on one bridge; bench/connbench in the client (connect, "
-          "read the one byte that bench/onebyte writes, close), the same three backends behind "
-          "every path:\n")
+          "and three backend namespaces on one bridge; bench/connbench --request in the client "
+          "(connect, write a one-byte request, read the one-byte answer of bench/onebyte "
+          "--request, close), the same three backends behind every path. Latency = connect() "
+          "to the answer; per-connection = a client thread's wall time per connection, "
+          "close included:\n")
     for a, text in ARM_NAMES.items():
         print(f"- {text}")
     print()
