@@ -43,6 +43,8 @@ LDLIBS_ALL := $(LDLIBS_BPF) $(LDLIBS_GRPC) -lyaml -lmicrohttpd -ljson-c -lcurl -
 
 BPF_OBJ := $(O)/steer.bpf.o
 SKEL := $(O)/steer.skel.h
+# XDP ingress and the backends' decap: skeletons linked into the same modules.
+XDP_SKELS := $(O)/steer_xdp.skel.h $(O)/steer_decap.skel.h
 VMLINUX := $(O)/vmlinux.h
 # Every proto/*.proto: the GetLoads subsets of the engines' services.
 PROTO_NAMES := $(patsubst proto/%.proto,%,$(wildcard proto/*.proto))
@@ -86,7 +88,7 @@ FUZZ_RUNS ?=
 all: deps
 	@$(MAKE) --no-print-directory build-all
 
-build-all: $(SKEL) $(LIB_OBJS) $(PROGRAMS) tests $(PY_PROTO)
+build-all: $(SKEL) $(XDP_SKELS) $(LIB_OBJS) $(PROGRAMS) tests $(PY_PROTO)
 
 deps:
 	@tools/deps.sh build
@@ -112,6 +114,13 @@ $(BPF_OBJ): bpf/steer.bpf.c bpf/steer_common.h bpf/steer_maps.bpf.h bpf/steer_ch
 # (tests/test_upgrade.c), with and without steer_bk_info.source.
 LAYOUT0_OBJS := $(O)/layout0/steer.bpf.o $(O)/layout0/steer_nosource.bpf.o
 
+# Test fixture: an XDP_PASS program for the peer of a veth that XDP_TX sends into.
+XDP_PASS_OBJ := $(O)/tests/xdp_pass.bpf.o
+
+$(XDP_PASS_OBJ): tests/data/xdp_pass.bpf.c
+	@mkdir -p $(@D)
+	$(CLANG) -g -O2 -target bpf -I/usr/include/$(shell uname -m)-linux-gnu -Wall -Werror -c $< -o $@
+
 $(O)/layout0/steer.bpf.o: tests/data/layout0/steer.bpf.c tests/data/layout0/steer_common.h $(VMLINUX)
 	@mkdir -p $(@D)
 	$(CLANG) -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Wall -Werror -I$(O) -Itests/data/layout0 -c $< -o $@
@@ -122,6 +131,13 @@ $(O)/layout0/steer_nosource.bpf.o: tests/data/layout0/steer.bpf.c tests/data/lay
 
 $(SKEL): $(BPF_OBJ)
 	$(BPFTOOL) gen skeleton $< name steer_bpf > $@.tmp && mv $@.tmp $@
+
+$(O)/steer_xdp.bpf.o $(O)/steer_decap.bpf.o: $(O)/%.bpf.o: bpf/%.bpf.c bpf/steer_common.h bpf/steer_maps.bpf.h bpf/steer_choose.bpf.h $(VMLINUX)
+	@mkdir -p $(@D)
+	$(CLANG) -g -O2 -target bpf -mcpu=v3 -D__TARGET_ARCH_$(ARCH) -Wall -Werror -I$(O) -Ibpf -c $< -o $@
+
+$(O)/%.skel.h: $(O)/%.bpf.o
+	$(BPFTOOL) gen skeleton $< name $*_bpf > $@.tmp && mv $@.tmp $@
 
 # ---- protobuf ------------------------------------------------------------------
 
@@ -142,6 +158,10 @@ $(O)/obj/%.o: user/%.c $(SKEL) $(PROTO_H) $(HDRS)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS_ALL) -c $< -o $@
 
+# The loaders of XDP ingress and of the decap include their skeletons.
+$(O)/obj/xdp.o: $(O)/steer_xdp.skel.h
+$(O)/obj/decap.o: $(O)/steer_decap.skel.h
+
 $(O)/obj/%.pb-c.o: $(O)/proto/%.pb-c.c $(PROTO_H)
 	@mkdir -p $(@D)
 	$(CC) $(filter-out -Wextra,$(CFLAGS_ALL)) -c $< -o $@
@@ -157,7 +177,7 @@ $(O)/steer-sim: $(SIM_SRCS) $(wildcard tools/sim/*.h) $(O)/obj/policy.o $(HDRS)
 
 # ---- tests ----------------------------------------------------------------------
 
-tests: $(TEST_BINS) $(LAYOUT0_OBJS)
+tests: $(TEST_BINS) $(LAYOUT0_OBJS) $(XDP_PASS_OBJ)
 
 # The simulator's test links the simulator's modules (all but its main).
 $(O)/tests/test_sim: tests/test_sim.c tests/tap.h $(SIM_LIB_SRCS) $(wildcard tools/sim/*.h) $(O)/obj/policy.o $(HDRS)
