@@ -156,6 +156,9 @@ class Topo:
             self.ip("cli", "route", "add", f"{vip}/32", "via", LB[lb])
         self.ip("lbh", "addr", "add", f"{VIP_HAP}/32", "dev", "lo")
         self.sysctl("lbn", "net.ipv4.ip_forward=1")
+        # The XDP program's bpf_fib_lookup answers only on an interface that forwards
+        # (smg-steerd refuses one that does not).
+        self.sysctl("lbx", "net.ipv4.conf.eth0.forwarding=1")
         # Short connections at full speed from one client address.
         self.sysctl("cli", "net.ipv4.ip_local_port_range=10240 65535", "net.ipv4.tcp_tw_reuse=1")
         self.set_tx_csum(self.ns("cli"), "eth0", False)
