@@ -4,10 +4,10 @@ from a client off the node, through four paths over the same three backends,
 interleaved round by round in one run.
 
     ingress.py --build build --tmp DIR --prefix NAME --rounds 5 --seconds 1 \\
-        --concurrency 1,4 --csv ingress.csv --bpf-csv ingress_bpf.csv [--arms xdp,nft,haproxy,direct]
+        --concurrency 1,4 --csv ingress.csv --bpf-csv ingress_bpf.csv [--arms xdp,nft,haproxy,ecmp,direct]
 
 Called by tools/bench/run.sh (BENCH_PARTS=ingress); runs as root, standalone
-too. The topology (tools/bench/ingress_topo.py) is network namespaces joined by
+too, and never runs its own XDP arm or others than asked (--arms). The topology (tools/bench/ingress_topo.py) is network namespaces joined by
 a bridge, documentation addresses only, removed at exit whatever happens.
 Every backend runs bench/onebyte --request (accept, read the request, write
 one byte naming the backend, close) on port 8000; the client runs
@@ -26,10 +26,15 @@ close, as fast as it can) against:
            TIME_WAIT from an unrelated connection, whose SYN is then answered
            with an ACK and retried 1 s later: measured here, 1% of SYNs);
   haproxy  203.0.113.30:8000, HAProxy 2.6 mode tcp, balance leastconn;
+  ecmp     203.0.113.40:8000, a router namespace forwarding by one ECMP route
+           over the backends (5-tuple hash), the address on every backend's lo:
+           the XDP path's packet path (client -> LB -> backend, replies
+           direct) with the kernel's forwarding instead of XDP and IPIP;
   direct   192.0.2.11:8000, the first backend itself, no LB: the limit.
 The XDP path also gets bpf_stats (BPF_ENABLE_STATS, held by this process):
-the program's run time per packet over the connection rounds and over a phase
-of long-lived flows that send only non-SYN packets, the empty XDP program's
+the program's run time per packet over the connection rounds, over a phase
+of long-lived flows that send only non-SYN packets, and over a burst of SYNs of
+new flows only (raw, from addresses nobody has), the empty XDP program's
 (bench/xdppass, which the LB veth's peer needs anyway to accept XDP_TX) as the
 floor, and the decap's on the backends.
 
@@ -45,6 +50,7 @@ import os
 import selectors
 import signal
 import socket
+import struct
 import subprocess
 import sys
 import time
@@ -54,11 +60,13 @@ import ingress_topo as topo  # noqa: E402
 import ingress_xdp  # noqa: E402
 
 PY = "/usr/bin/python3"
+# The SYN bursts' sources: addresses of the bridge's segment that no namespace has.
+SYN_SRC_FIRST, SYN_SRC_COUNT = 100, 100
 ME = os.path.abspath(__file__)
 CONN_FIELDS = ["label", "concurrency", "seconds", "connections", "errors", "conns_per_s", "p50_us",
                "p99_us", "mean_us", "per_conn_us", "backends_seen", "attempts"]
 ARM_ADDR = {"xdp": topo.VIP_XDP, "nft": topo.VIP_NFT, "haproxy": topo.VIP_HAP,
-            "direct": topo.BACKENDS[0]}
+            "ecmp": topo.VIP_RT, "direct": topo.BACKENDS[0]}
 
 
 def log(msg):
@@ -229,6 +237,17 @@ def stream(t, seconds, flows):
           "--seconds", str(seconds))
 
 
+def syn_burst(t, r, count):
+    """count SYNs of new flows to the VIP from unassigned client addresses (round r's own
+    address), so the XDP program runs its new-flow path only. Nothing listens on that
+    port: each backend answers with a reset to an address nobody has, and no packet
+    of these flows follows the SYN. Returns the SYNs sent."""
+    src = f"{topo.NET}.{SYN_SRC_FIRST + r % SYN_SRC_COUNT}"
+    out = t.run("cli", PY, ME, "syns", "--src", src, "--dst", f"{topo.VIP_XDP}:{topo.SYN_PORT}",
+                "--count", str(count))
+    return int(out.strip())
+
+
 def rotated(items, r):
     """The round's order: rotated by one each round, so no path always runs first."""
     k = r % len(items)
@@ -289,6 +308,12 @@ def bench(args):
                 for g, (ns, cnt) in d.items():
                     bpf_rows.append({"round": r, "phase": "flows", "prog": g, "run_time_ns": ns,
                                      "run_cnt": cnt, "syns": args.flows})
+                before = stats.snap()
+                sent = syn_burst(t, r, args.syns)
+                d = StatSet.delta(before, stats.snap())
+                for g, (ns, cnt) in d.items():
+                    bpf_rows.append({"round": r, "phase": "syns", "prog": g, "run_time_ns": ns,
+                                     "run_cnt": cnt, "syns": sent})
         if xdp is not None:
             xdp.check_after()
     finally:
@@ -362,6 +387,33 @@ def stream_main(args):
     print(sent)
 
 
+def checksum(data):
+    if len(data) % 2:
+        data += b"\0"
+    s = sum(struct.unpack(f"!{len(data) // 2}H", data))
+    s = (s >> 16) + (s & 0xFFFF)
+    s += s >> 16
+    return ~s & 0xFFFF
+
+
+def syns_main(args):
+    """--count TCP SYNs from --src (ports 1024, 1025, ...) to --dst, raw; prints the count."""
+    host, port = split_addr(args.dst)
+    src, dst = socket.inet_aton(args.src), socket.inet_aton(host)
+    s = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_RAW)  # IP_HDRINCL
+    sent = 0
+    for i in range(args.count):
+        sport = 1024 + i % 64512
+        tcp = struct.pack("!HHIIBBHHH", sport, port, i * 7919, 0, 5 << 4, 0x02, 64240, 0, 0)
+        pseudo = src + dst + struct.pack("!BBH", 0, socket.IPPROTO_TCP, len(tcp))
+        tcp = tcp[:16] + struct.pack("!H", checksum(pseudo + tcp)) + tcp[18:]
+        ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(tcp), i & 0xFFFF, 0x4000, 64,
+                         socket.IPPROTO_TCP, 0, src, dst)  # the kernel fills the checksum
+        s.sendto(ip + tcp, (host, 0))
+        sent += 1
+    print(sent)
+
+
 def probe_main(args):
     """One exchange (a byte each way): exit 0, else 1 with the reason."""
     try:
@@ -384,9 +436,10 @@ def main():
     b.add_argument("--rounds", type=int, default=5)
     b.add_argument("--seconds", type=float, default=1.0)
     b.add_argument("--concurrency", default="1,4")
-    b.add_argument("--arms", default="xdp,nft,haproxy,direct")
+    b.add_argument("--arms", default="xdp,nft,haproxy,ecmp,direct")
     b.add_argument("--flows", type=int, default=4)
     b.add_argument("--flow-seconds", type=float, default=0.5)
+    b.add_argument("--syns", type=int, default=10000)
     b.add_argument("--csv", required=True)
     b.add_argument("--bpf-csv", required=True)
     s = sub.add_parser("sink")
@@ -395,6 +448,10 @@ def main():
     s.add_argument("--addr", required=True)
     s.add_argument("--flows", type=int, default=4)
     s.add_argument("--seconds", type=float, default=0.5)
+    s = sub.add_parser("syns")
+    s.add_argument("--src", required=True)
+    s.add_argument("--dst", required=True)
+    s.add_argument("--count", type=int, default=10000)
     s = sub.add_parser("probe")
     s.add_argument("--addr", required=True)
     args = ap.parse_args()
@@ -402,10 +459,12 @@ def main():
         return sink_main(args)
     if args.mode == "stream":
         return stream_main(args)
+    if args.mode == "syns":
+        return syns_main(args)
     if args.mode == "probe":
         return probe_main(args)
     if args.mode != "run":
-        ap.error("a mode: run, sink, stream or probe")
+        ap.error("a mode: run, sink, stream, syns or probe")
     if os.geteuid() != 0:
         sys.exit("ingress: must run as root (network namespaces, BPF)")
     # SIGTERM (run.sh's cleanup) and Ctrl-C unwind through bench()'s finally.

@@ -8,8 +8,9 @@ the way docs/deployment.md section 4 sets up an ingress node:
 - the LB veth's bridge-side peer: bench/xdppass, the empty XDP program (a veth
   accepts XDP_TX frames only while its peer runs an XDP program; it is also
   the floor of the bpf_stats figures);
-- the LB namespace (lbx): smg-steerd with two services on the VIP (port 8000
-  for connbench, 8001 for the long-lived flows), --xdp-dev eth0 --xdp-mode
+- the LB namespace (lbx): smg-steerd with three services on the VIP (port 8000
+  for connbench, 8001 for the long-lived flows, 8002 for the SYN bursts, where
+  nothing listens), --xdp-dev eth0 --xdp-mode
   native, outer sources from a documentation prefix, its connect hooks on an
   empty throwaway cgroup and its pins in a private directory, both removed at
   teardown.
@@ -61,7 +62,7 @@ class XdpPath:
 
     def config(self):
         lines = ["load-check-interval: 1s", "log-level: info", "services:"]
-        for port in (topo.PORT, topo.FLOW_PORT):
+        for port in (topo.PORT, topo.FLOW_PORT, topo.SYN_PORT):
             lines.append(f"  - vip: {topo.VIP_XDP}:{port}")
             lines.append("    backends:")
             for b in topo.BACKENDS:
