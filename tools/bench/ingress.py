@@ -4,7 +4,7 @@ from a client off the node, through four paths over the same three backends,
 interleaved round by round in one run.
 
     ingress.py --build build --tmp DIR --prefix NAME --rounds 5 --seconds 1 \\
-        --concurrency 1,4 --csv ingress.csv --bpf-csv ingress_bpf.csv [--arms xdp,nft,haproxy,ecmp,direct]
+        --concurrency 1,4 --csv ingress.csv --bpf-csv ingress_bpf.csv [--arms xdp,xdpg,nft,haproxy,ecmp,direct]
 
 Called by tools/bench/run.sh (BENCH_PARTS=ingress); runs as root, standalone
 too, and never runs its own XDP arm or others than asked (--arms). The topology (tools/bench/ingress_topo.py) is network namespaces joined by
@@ -17,6 +17,8 @@ close, as fast as it can) against:
            veth (new flows chosen by the published scores, IPIP to the backend
            with XDP_TX); the backends decapsulate with the shipped BPF decap and
            answer the client directly (DSR), from the VIP on their lo;
+  xdpg     203.0.113.11:8000, the same in generic mode (--xdp-mode generic) on
+           an LB namespace of its own;
   nft      203.0.113.20:8000, nftables DNAT in the LB namespace laid out as
            kube-proxy's nftables mode lays out a LoadBalancer service with
            externalTrafficPolicy Cluster: a service-ips verdict map, `numgen
@@ -65,7 +67,7 @@ SYN_SRC_FIRST, SYN_SRC_COUNT = 100, 100
 ME = os.path.abspath(__file__)
 CONN_FIELDS = ["label", "concurrency", "seconds", "connections", "errors", "conns_per_s", "p50_us",
                "p99_us", "mean_us", "per_conn_us", "backends_seen", "attempts"]
-ARM_ADDR = {"xdp": topo.VIP_XDP, "nft": topo.VIP_NFT, "haproxy": topo.VIP_HAP,
+ARM_ADDR = {"xdp": topo.VIP_XDP, "xdpg": topo.VIP_XDPG, "nft": topo.VIP_NFT, "haproxy": topo.VIP_HAP,
             "ecmp": topo.VIP_RT, "direct": topo.BACKENDS[0]}
 
 
@@ -232,18 +234,19 @@ def connbench(t, args, arm, conc, seconds, warmup_ms=250):
     return row
 
 
-def stream(t, seconds, flows):
-    t.run("cli", PY, ME, "stream", "--addr", f"{topo.VIP_XDP}:{topo.FLOW_PORT}", "--flows", str(flows),
+def stream(t, vip, seconds, flows):
+    t.run("cli", PY, ME, "stream", "--addr", f"{vip}:{topo.FLOW_PORT}", "--flows", str(flows),
           "--seconds", str(seconds))
+    return flows
 
 
-def syn_burst(t, r, count):
+def syn_burst(t, vip, r, count):
     """count SYNs of new flows to the VIP from unassigned client addresses (round r's own
     address), so the XDP program runs its new-flow path only. Nothing listens on that
     port: each backend answers with a reset to an address nobody has, and no packet
     of these flows follows the SYN. Returns the SYNs sent."""
     src = f"{topo.NET}.{SYN_SRC_FIRST + r % SYN_SRC_COUNT}"
-    out = t.run("cli", PY, ME, "syns", "--src", src, "--dst", f"{topo.VIP_XDP}:{topo.SYN_PORT}",
+    out = t.run("cli", PY, ME, "syns", "--src", src, "--dst", f"{vip}:{topo.SYN_PORT}",
                 "--count", str(count))
     return int(out.strip())
 
@@ -254,9 +257,47 @@ def rotated(items, r):
     return items[k:] + items[:k]
 
 
+# The XDP arms: name -> (LB namespace, VIP, --xdp-mode, prefix of their bpf_stats phases).
+XDP_ARMS = {"xdp": ("lbx", topo.VIP_XDP, "native", ""),
+            "xdpg": ("lbg", topo.VIP_XDPG, "generic", "g-")}
+
+
+def start_xdp_arms(t, args, arms):
+    """Start the XDP arms asked for; drop them from arms (and say why) if the build
+    has no XDP path. Returns {arm: XdpPath}."""
+    paths = {a: ingress_xdp.XdpPath(t, args, log, a, *XDP_ARMS[a][:3]) for a in XDP_ARMS
+             if a in arms}
+    if not paths:
+        return {}
+    why = next(iter(paths.values())).unavailable()
+    if why:
+        log(f"XDP path WAITING, not measured: {why}")
+        with open(os.path.join(os.path.dirname(args.csv), "ingress_waiting.txt"), "w") as f:
+            f.write(why + "\n")
+        for a in paths:
+            arms.remove(a)
+        return {}
+    stale = os.path.join(os.path.dirname(args.csv), "ingress_waiting.txt")
+    if os.path.exists(stale):
+        os.unlink(stale)
+    decaps = ingress_xdp.start_backend_side(t, args, log)
+    for p in paths.values():
+        p.start(decaps)
+    return paths
+
+
+def bpf_phase(stats, r, phase, fn):
+    """Run fn() between two snapshots; rows of the programs' run time and count."""
+    before = stats.snap()
+    syns = fn()
+    d = StatSet.delta(before, stats.snap())
+    return [{"round": r, "phase": phase, "prog": g, "run_time_ns": ns, "run_cnt": cnt,
+             "syns": syns} for g, (ns, cnt) in d.items()]
+
+
 def bench(args):
     t = topo.Topo(args.prefix, log)
-    xdp = None
+    paths = {}
     rows, bpf_rows = [], []
     try:
         t.build()
@@ -266,24 +307,15 @@ def bench(args):
             start_nft(t, args)
         if "haproxy" in arms:
             start_haproxy(t, args)
-        stats = None
-        if "xdp" in arms:
-            xdp = ingress_xdp.XdpPath(t, args, log)
-            why = xdp.unavailable()
-            if why:
-                log(f"XDP path WAITING, not measured: {why}")
-                arms.remove("xdp")
-                with open(os.path.join(os.path.dirname(args.csv), "ingress_waiting.txt"), "w") as f:
-                    f.write(why + "\n")
-                xdp = None
-            else:
-                xdp.start()
+        paths = start_xdp_arms(t, args, arms)
         for arm in arms:
-            wait_path(t, arm, timeout=30.0)  # the XDP path: once smg-steerd has published
-        if xdp is not None:
-            xdp.wait_attached()
-            xdp.stats_fd = enable_bpf_stats()  # held open until this process exits
-            stats = StatSet(xdp.prog_groups())
+            wait_path(t, arm, timeout=30.0)  # the XDP paths: once smg-steerd has published
+        stats = {}
+        if paths:
+            enable_bpf_stats.fd = enable_bpf_stats()  # held open until this process exits
+        for a, p in paths.items():
+            p.wait_attached()
+            stats[a] = StatSet(p.prog_groups())
         concs = [int(c) for c in args.concurrency.split(",")]
         log(f"warm-up: {', '.join(arms)}")
         for arm in arms:
@@ -292,30 +324,24 @@ def bench(args):
             for conc in concs:
                 log(f"round {r} of {args.rounds}, concurrency {conc}: {' '.join(rotated(arms, r))}")
                 for arm in rotated(arms, r):
-                    before = stats.snap() if arm == "xdp" else None
-                    row = connbench(t, args, arm, conc, args.seconds)
-                    rows.append({"round": r, "arm": arm, **row})
-                    if before is not None:
-                        d = StatSet.delta(before, stats.snap())
-                        for g, (ns, cnt) in d.items():
-                            bpf_rows.append({"round": r, "phase": f"conn{conc}", "prog": g,
-                                             "run_time_ns": ns, "run_cnt": cnt,
-                                             "syns": row["attempts"]})
-            if stats is not None:
-                before = stats.snap()
-                stream(t, args.flow_seconds, args.flows)
-                d = StatSet.delta(before, stats.snap())
-                for g, (ns, cnt) in d.items():
-                    bpf_rows.append({"round": r, "phase": "flows", "prog": g, "run_time_ns": ns,
-                                     "run_cnt": cnt, "syns": args.flows})
-                before = stats.snap()
-                sent = syn_burst(t, r, args.syns)
-                d = StatSet.delta(before, stats.snap())
-                for g, (ns, cnt) in d.items():
-                    bpf_rows.append({"round": r, "phase": "syns", "prog": g, "run_time_ns": ns,
-                                     "run_cnt": cnt, "syns": sent})
-        if xdp is not None:
-            xdp.check_after()
+                    if arm not in stats:
+                        rows.append({"round": r, "arm": arm, **connbench(t, args, arm, conc,
+                                                                         args.seconds)})
+                        continue
+                    out = {}
+
+                    def one():
+                        out.update(connbench(t, args, arm, conc, args.seconds))
+                        return out["attempts"]
+                    bpf_rows += bpf_phase(stats[arm], r, f"{XDP_ARMS[arm][3]}conn{conc}", one)
+                    rows.append({"round": r, "arm": arm, **out})
+            for a, st in stats.items():
+                vip, pre = XDP_ARMS[a][1], XDP_ARMS[a][3]
+                bpf_rows += bpf_phase(st, r, f"{pre}flows",
+                                      lambda: stream(t, vip, args.flow_seconds, args.flows))
+                bpf_rows += bpf_phase(st, r, f"{pre}syns", lambda: syn_burst(t, vip, r, args.syns))
+        for p in paths.values():
+            p.check_after()
     finally:
         t.teardown()
     write_csv(args.csv, ["round", "arm"] + CONN_FIELDS[1:], rows)
@@ -436,7 +462,7 @@ def main():
     b.add_argument("--rounds", type=int, default=5)
     b.add_argument("--seconds", type=float, default=1.0)
     b.add_argument("--concurrency", default="1,4")
-    b.add_argument("--arms", default="xdp,nft,haproxy,ecmp,direct")
+    b.add_argument("--arms", default="xdp,xdpg,nft,haproxy,ecmp,direct")
     b.add_argument("--flows", type=int, default=4)
     b.add_argument("--flow-seconds", type=float, default=0.5)
     b.add_argument("--syns", type=int, default=10000)

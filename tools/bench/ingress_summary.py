@@ -10,7 +10,8 @@ RATE_TARGETS = {"nft": 1.0, "haproxy": 2.0, "direct": 0.9}
 SYN_NS_TARGET = 1500.0
 NONSYN_NS_TARGET = 300.0
 ARM_NAMES = {
-    "xdp": "xdp: smg-steer XDP, IPIP + XDP_TX, BPF decap, DSR",
+    "xdp": "xdp: smg-steer XDP, native mode, IPIP + XDP_TX, BPF decap, DSR",
+    "xdpg": "xdpg: the same in generic mode (`--xdp-mode generic`), its own LB namespace",
     "nft": "nft: nftables DNAT, numgen random mod 3 vmap, masquerade",
     "haproxy": "haproxy: HAProxy 2.6 mode tcp, leastconn",
     "ecmp": "ecmp: a router namespace, one ECMP route over the 3 backends (5-tuple hash), the "
@@ -63,22 +64,24 @@ def conn_tables(rows):
                   f"{int(med([float(r['backends_seen']) for r in ar]))} | "
                   f"{sum(int(r['errors']) for r in ar)} |")
         print()
-        if "xdp" not in arms:
+        nums = [a for a in ("xdp", "xdpg") if a in arms]
+        if not nums:
             continue
         print("| connection rate | per-round ratios: median (min-max) | p50 latency, per-round "
               "ratios | target | verdict |")
         print("|---|---:|---:|---:|---|")
-        for den in ("nft", "haproxy", "ecmp", "direct"):
-            if den not in arms:
-                continue
-            tgt = RATE_TARGETS.get(den)
-            rr = per_round_ratios(sub, "conns_per_s", "xdp", den)
-            v = med(rr)
-            verdict = "-" if tgt is None else (
-                "not measured" if v != v else ("met" if v >= tgt else "MISSED"))
-            print(f"| xdp/{den} | {fmt_ratios(rr)} | "
-                  f"{fmt_ratios(per_round_ratios(sub, 'p50_us', 'xdp', den))} | "
-                  + (f">= {tgt:g}" if tgt else "(anchor)") + f" | {verdict} |")
+        for num in nums:
+            for den in ("nft", "haproxy", "ecmp", "direct") + (("xdp",) if num != "xdp" else ()):
+                if den not in arms:
+                    continue
+                tgt = RATE_TARGETS.get(den)
+                rr = per_round_ratios(sub, "conns_per_s", num, den)
+                v = med(rr)
+                verdict = "-" if tgt is None else (
+                    "not measured" if v != v else ("met" if v >= tgt else "MISSED"))
+                print(f"| {num}/{den} | {fmt_ratios(rr)} | "
+                      f"{fmt_ratios(per_round_ratios(sub, 'p50_us', num, den))} | "
+                      + (f">= {tgt:g}" if tgt else "(anchor)") + f" | {verdict} |")
         print()
     # The anchors against each other, for the record when the XDP arm is missing too.
     for conc in sorted({r["concurrency"] for r in rows}, key=int):
@@ -106,11 +109,13 @@ def bpf_tables(rows):
         x = [r for r in sub if r["prog"] == "xdp"]
         ppc = med([int(r["run_cnt"]) / int(r["syns"]) for r in x if int(r["syns"])])
         print(f"| {ph} | {med([ns_per(r) for r in x]):.0f} | "
-              + (f"{ppc:.1f}" if ph.startswith("conn") else "-") + " | "
+              + (f"{ppc:.1f}" if "conn" in ph else "-") + " | "
               f"{med([ns_per(r) for r in sub if r['prog'] == 'floor']):.0f} | "
               f"{med([ns_per(r) for r in sub if r['prog'] == 'decap']):.0f} |")
     print()
     syn_alone = med([ns_per(r) for r in rows if r["phase"] == "syns" and r["prog"] == "xdp"])
+    g_syn = med([ns_per(r) for r in rows if r["phase"] == "g-syns" and r["prog"] == "xdp"])
+    g_nonsyn = med([ns_per(r) for r in rows if r["phase"] == "g-flows" and r["prog"] == "xdp"])
     syn_sub = []
     for r in rows:
         if r["prog"] != "xdp" or not r["phase"].startswith("conn") or nonsyn != nonsyn:
@@ -123,11 +128,18 @@ def bpf_tables(rows):
     for name, v, tgt in (("SYN of a new flow (selection, credit, flow insert, FIB look-up, "
                           "encapsulation): SYN bursts", syn_alone, SYN_NS_TARGET),
                          ("non-SYN of an established flow (flow look-up, encapsulation): "
-                          "long-lived flows", nonsyn, NONSYN_NS_TARGET)):
+                          "long-lived flows", nonsyn, NONSYN_NS_TARGET),
+                         ("the same in generic mode: SYN", g_syn, None),
+                         ("the same in generic mode: non-SYN", g_nonsyn, None)):
+        if tgt is None:
+            if v == v:
+                print(f"| {name} | {v:.0f} | - | - |")
+            continue
         verdict = "not measured" if v != v else ("met" if v <= tgt else "MISSED")
         print(f"| {name} | {v:.0f} | <= {tgt:g} | {verdict} |")
     print()
-    print("Phases: **conn1/conn4** = the connection rounds at concurrency 1/4 (every packet "
+    print("Phases (g- = the generic-mode arm, which has no floor program): **conn1/conn4** = "
+          "the connection rounds at concurrency 1/4 (every packet "
           "of short connections); **flows** = only long-lived flows send (one-byte writes, "
           "TCP_NODELAY): established packets; **syns** = a burst of raw SYNs of new flows from "
           "an address nobody has, to a VIP port nothing listens on: the new-flow path alone. "

@@ -10,9 +10,10 @@ programs with them; it runs on any exit, also on failure, SIGTERM or Ctrl-C.
 
 Addresses (documentation ranges only):
   bridge segment 192.0.2.0/24: client .1, LB of the XDP path .2, nftables
-  LB .3, HAProxy LB .4, router .5, backends .11, .12, .13;
-  virtual addresses 203.0.113.10 (XDP, also on every backend's lo for direct
-  server return), 203.0.113.20 (nftables DNAT), 203.0.113.30 (HAProxy, on
+  LB .3, HAProxy LB .4, router .5, LB of the generic-mode XDP path .6,
+  backends .11, .12, .13;
+  virtual addresses 203.0.113.10 and .11 (XDP native and generic, also on
+  every backend's lo for direct server return), 203.0.113.20 (nftables DNAT), 203.0.113.30 (HAProxy, on
   its LB's lo), 203.0.113.40 (on every backend's lo; the router forwards it
   by an ECMP route over the backends); the client routes each /32 via its LB.
 Each load balancer has a namespace of its own, so that no path pays for
@@ -31,9 +32,11 @@ import time
 
 NET = "192.0.2"
 CLIENT = f"{NET}.1"
-LB = {"lbx": f"{NET}.2", "lbn": f"{NET}.3", "lbh": f"{NET}.4", "lbr": f"{NET}.5"}
+LB = {"lbx": f"{NET}.2", "lbn": f"{NET}.3", "lbh": f"{NET}.4", "lbr": f"{NET}.5",
+      "lbg": f"{NET}.6"}
 BACKENDS = [f"{NET}.11", f"{NET}.12", f"{NET}.13"]
 VIP_XDP = "203.0.113.10"
+VIP_XDPG = "203.0.113.11"
 VIP_NFT = "203.0.113.20"
 VIP_HAP = "203.0.113.30"
 VIP_RT = "203.0.113.40"
@@ -139,7 +142,7 @@ class Topo:
         self.ip(role, "link", "set", "eth0", "up")
 
     def build(self):
-        self.log(f"topology: namespaces {self.prefix}-{{sw,cli,lbx,lbn,lbh,lbr,b1,b2,b3}}")
+        self.log(f"topology: namespaces {self.prefix}-{{sw,cli,lbx,lbg,lbn,lbh,lbr,b1,b2,b3}}")
         self.add_ns("sw")
         self.ip("sw", "link", "add", "br0", "type", "bridge")
         self.ip("sw", "link", "set", "br0", "up")
@@ -153,16 +156,19 @@ class Topo:
             self.add_ns(role)
             self.plug(role, addr, MTU_ENCAP)
             self.ip(role, "addr", "add", f"{VIP_XDP}/32", "dev", "lo")
+            self.ip(role, "addr", "add", f"{VIP_XDPG}/32", "dev", "lo")
             self.ip(role, "addr", "add", f"{VIP_RT}/32", "dev", "lo")
             # The VIP on lo must not be announced or answered for on the segment.
             self.sysctl(role, "net.ipv4.conf.all.arp_ignore=1", "net.ipv4.conf.all.arp_announce=2")
-        for vip, lb in ((VIP_XDP, "lbx"), (VIP_NFT, "lbn"), (VIP_HAP, "lbh"), (VIP_RT, "lbr")):
+        for vip, lb in ((VIP_XDP, "lbx"), (VIP_XDPG, "lbg"), (VIP_NFT, "lbn"), (VIP_HAP, "lbh"),
+                        (VIP_RT, "lbr")):
             self.ip("cli", "route", "add", f"{vip}/32", "via", LB[lb])
         self.ip("lbh", "addr", "add", f"{VIP_HAP}/32", "dev", "lo")
         self.sysctl("lbn", "net.ipv4.ip_forward=1")
         # The XDP program's bpf_fib_lookup answers only on an interface that forwards
         # (smg-steerd refuses one that does not).
-        self.sysctl("lbx", "net.ipv4.conf.eth0.forwarding=1")
+        for lb in ("lbx", "lbg"):
+            self.sysctl(lb, "net.ipv4.conf.eth0.forwarding=1")
         # The router: plain forwarding, one ECMP route over the backends hashed on the
         # 5-tuple (a flow stays on one backend), no redirects (it sends the packets
         # back out of the interface they came in by, as the XDP program does).

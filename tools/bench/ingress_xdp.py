@@ -1,19 +1,19 @@
-"""The XDP arm of the ingress benchmark (tools/bench/ingress.py).
+"""The XDP arms of the ingress benchmark (tools/bench/ingress.py).
 
-Plugs smg-steer's XDP path into the topology of tools/bench/ingress_topo.py,
+Plug smg-steer's XDP path into the topology of tools/bench/ingress_topo.py,
 the way docs/deployment.md section 4 sets up an ingress node:
-- every backend: bench/fastworker serving GetLoads (one idle SGLang rank) on
-  its address, port 30000; `smg-steerctl decap attach eth0` (tc ingress, no
-  pin); the VIP on lo (the topology adds it);
-- the LB veth's bridge-side peer: bench/xdppass, the empty XDP program (a veth
-  accepts XDP_TX frames only while its peer runs an XDP program; it is also
-  the floor of the bpf_stats figures);
-- the LB namespace (lbx): smg-steerd with three services on the VIP (port 8000
-  for connbench, 8001 for the long-lived flows, 8002 for the SYN bursts, where
-  nothing listens), --xdp-dev eth0 --xdp-mode
-  native, outer sources from a documentation prefix, its connect hooks on an
-  empty throwaway cgroup and its pins in a private directory, both removed at
-  teardown.
+- every backend (start_backend_side, once): bench/fastworker serving GetLoads
+  (one idle SGLang rank) on its address, port 30000; `smg-steerctl decap
+  attach eth0` (tc ingress, no pin); the VIPs on lo (the topology adds them);
+- per arm, its own LB namespace: smg-steerd with three services on the arm's
+  VIP (port 8000 for connbench, 8001 for the long-lived flows, 8002 for the SYN
+  bursts, where nothing listens), --xdp-dev eth0 and the arm's --xdp-mode,
+  outer sources from a documentation prefix, its connect hooks on an empty
+  throwaway cgroup and its pins in a private directory, both removed at
+  teardown. xdp = native mode, with bench/xdppass on the LB veth's
+  bridge-side peer (a veth accepts XDP_TX frames only while its peer runs an
+  XDP program; also the floor of the bpf_stats figures); xdpg = generic mode,
+  which sends XDP_TX frames as skbs and needs no program on the peer.
 """
 import os
 import shutil
@@ -35,15 +35,30 @@ def cgroup2_root():
     raise topo.TopoError("no cgroup2 mount")
 
 
+def start_backend_side(t, args, log):
+    """Load sources and the decap on every backend; returns the decap programs' ids."""
+    bench, ctl = os.path.join(args.build, "bench"), os.path.join(args.build, "smg-steerctl")
+    decaps = []
+    for i, addr in enumerate(topo.BACKENDS):
+        role = f"b{i + 1}"
+        out = os.path.join(args.tmp, f"fastworker-{role}.out")
+        p = t.spawn(role, [os.path.join(bench, "fastworker"), "--many", "1", "--base", addr,
+                           "--port", str(LOADS_PORT)], out, f"fastworker {role}")
+        t.wait_line(p, out, "READY", f"fastworker in {role}")
+        t.run(role, ctl, "decap", "attach", "eth0")
+        decaps += t.attached_progs(role, "eth0")["tc"]
+    log(f"backends: fastworker and decap on {len(topo.BACKENDS)}")
+    return decaps
+
+
 class XdpPath:
-    def __init__(self, t, args, log):
-        self.t = t
-        self.args = args
-        self.log = log
+    def __init__(self, t, args, log, arm, role, vip, mode):
+        self.t, self.args, self.log = t, args, log
+        self.arm, self.role, self.vip, self.mode = arm, role, vip, mode
         self.steerd = os.path.join(args.build, "smg-steerd")
         self.ctl = os.path.join(args.build, "smg-steerctl")
-        self.pin = f"/sys/fs/bpf/{t.prefix}-xdp"
-        self.cgroup = os.path.join(cgroup2_root(), f"{t.prefix}-xdp")
+        self.pin = f"/sys/fs/bpf/{t.prefix}-{arm}"
+        self.cgroup = os.path.join(cgroup2_root(), f"{t.prefix}-{arm}")
         self.groups = {}
 
     def unavailable(self):
@@ -63,51 +78,47 @@ class XdpPath:
     def config(self):
         lines = ["load-check-interval: 1s", "log-level: info", "services:"]
         for port in (topo.PORT, topo.FLOW_PORT, topo.SYN_PORT):
-            lines.append(f"  - vip: {topo.VIP_XDP}:{port}")
+            lines.append(f"  - vip: {self.vip}:{port}")
             lines.append("    backends:")
             for b in topo.BACKENDS:
                 lines.append(f"      - {b}:{port},loads={b}:{LOADS_PORT}")
-        path = os.path.join(self.args.tmp, "ingress-steer.yaml")
+        path = os.path.join(self.args.tmp, f"ingress-steer-{self.arm}.yaml")
         with open(path, "w") as f:
             f.write("\n".join(lines) + "\n")
         return path
 
-    def start(self):
+    def start(self, decaps):
         t, bench = self.t, os.path.join(self.args.build, "bench")
-        decaps = []
-        for i, addr in enumerate(topo.BACKENDS):
-            role = f"b{i + 1}"
-            out = os.path.join(self.args.tmp, f"fastworker-{role}.out")
-            p = t.spawn(role, [os.path.join(bench, "fastworker"), "--many", "1", "--base", addr,
-                               "--port", str(LOADS_PORT)], out, f"fastworker {role}")
-            t.wait_line(p, out, "READY", f"fastworker in {role}")
-            t.run(role, self.ctl, "decap", "attach", "eth0")
-            decaps += t.attached_progs(role, "eth0")["tc"]
-        out = os.path.join(self.args.tmp, "xdppass.out")
-        p = t.spawn("sw", [os.path.join(bench, "xdppass"), "--dev", "lbx"], out, "xdppass")
-        floor = int(t.wait_line(p, out, "READY", "xdppass on the LB veth's peer").split()[1])
+        self.groups = {"decap": decaps}
+        if self.mode == "native":
+            out = os.path.join(self.args.tmp, f"xdppass-{self.arm}.out")
+            p = t.spawn("sw", [os.path.join(bench, "xdppass"), "--dev", self.role], out,
+                        f"xdppass {self.arm}")
+            line = t.wait_line(p, out, "READY", "xdppass on the LB veth's peer")
+            self.groups["floor"] = [int(line.split()[1])]
         os.mkdir(self.cgroup)
         t.cleanups.append(lambda: os.rmdir(self.cgroup) if os.path.isdir(self.cgroup) else None)
         t.cleanups.append(lambda: shutil.rmtree(self.pin, ignore_errors=True))
-        out = os.path.join(self.args.tmp, "steerd-xdp.out")
-        t.spawn("lbx", [self.steerd, "--config", self.config(), "--pin-path", self.pin,
-                        "--cgroup", self.cgroup, "--metrics-listen", METRICS, "--xdp-dev", "eth0",
-                        "--xdp-mode", "native", "--xdp-encap-src", ENCAP_SRC], out, "smg-steerd")
-        self.log(f"XDP path: smg-steerd in {t.ns('lbx')}, decap on 3 backends, xdppass id {floor}")
-        self.groups = {"floor": [floor], "decap": decaps}
+        out = os.path.join(self.args.tmp, f"steerd-{self.arm}.out")
+        t.spawn(self.role, [self.steerd, "--config", self.config(), "--pin-path", self.pin,
+                            "--cgroup", self.cgroup, "--metrics-listen", METRICS, "--xdp-dev",
+                            "eth0", "--xdp-mode", self.mode, "--xdp-encap-src", ENCAP_SRC], out,
+                f"smg-steerd {self.arm}")
+        self.log(f"XDP path {self.arm}: smg-steerd in {t.ns(self.role)}, {self.mode} mode")
 
     def wait_attached(self):
-        xdp = self.t.attached_progs("lbx", "eth0")["xdp"]
+        xdp = self.t.attached_progs(self.role, "eth0")["xdp"]
         if not xdp:
-            raise topo.TopoError("no XDP program on lbx eth0 after the path answered")
+            raise topo.TopoError(f"no XDP program on {self.role} eth0 after the path answered")
         self.groups["xdp"] = xdp
 
     def prog_groups(self):
         return self.groups
 
     def check_after(self):
-        """The path's own counters, for the log: smg-steerctl status in the LB namespace."""
-        r = subprocess.run(self.t.nsenter("lbx") + [self.ctl, "--pin-path", self.pin, "status"],
+        """The path's own counters, for the record: smg-steerctl status in the LB namespace."""
+        r = subprocess.run(self.t.nsenter(self.role) + [self.ctl, "--pin-path", self.pin, "status"],
                            capture_output=True, text=True)
-        with open(os.path.join(os.path.dirname(self.args.csv), "ingress_status.txt"), "w") as f:
+        path = os.path.join(os.path.dirname(self.args.csv), f"ingress_status_{self.arm}.txt")
+        with open(path, "w") as f:
             f.write(r.stdout + r.stderr)

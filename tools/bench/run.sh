@@ -19,7 +19,8 @@
 #      source it reads (gRPC SGLang/vLLM/TokenSpeed against bench/fastworker,
 #      HTTP /v1/loads and /metrics against nginx, TCP liveness), interleaved;
 #   5. ingress (tools/bench/ingress.py): clients off the node, in network
-#      namespaces on a bridge, through smg-steer's XDP path, nftables DNAT
+#      namespaces on a bridge, through smg-steer's XDP path (native and
+#      generic mode), nftables DNAT
 #      (kube-proxy's numgen layout), HAProxy leastconn, kernel ECMP forwarding
 #      and direct to one backend, interleaved; the XDP program's and the
 #      decap's ns per packet.
@@ -34,7 +35,7 @@
 # (2), BENCH_CTL_PY_SCALES (100,1000: the same against the Python fake worker,
 # one round), BENCH_SRC_ROUNDS (3), BENCH_SRC_BACKENDS (256),
 # BENCH_INGRESS_ROUNDS (6), BENCH_INGRESS_SECONDS (1), BENCH_INGRESS_CONC (1,4),
-# BENCH_INGRESS_ARMS (xdp,nft,haproxy,ecmp,direct),
+# BENCH_INGRESS_ARMS (xdp,xdpg,nft,haproxy,ecmp,direct),
 # BENCH_PARTS ("conn wrk dec ctl src ingress"). The machine is shared and noisy: many
 # short interleaved rounds and their medians beat a few long ones.
 set -euo pipefail
@@ -59,7 +60,7 @@ SRC_BACKENDS=${BENCH_SRC_BACKENDS:-256}
 ING_ROUNDS=${BENCH_INGRESS_ROUNDS:-6}
 ING_SECONDS=${BENCH_INGRESS_SECONDS:-1}
 ING_CONC=${BENCH_INGRESS_CONC:-1,4}
-ING_ARMS=${BENCH_INGRESS_ARMS:-xdp,nft,haproxy,ecmp,direct}
+ING_ARMS=${BENCH_INGRESS_ARMS:-xdp,xdpg,nft,haproxy,ecmp,direct}
 PARTS=${BENCH_PARTS:-conn wrk dec ctl src ingress}
 
 if [ "$(id -u)" != 0 ]; then
