@@ -205,7 +205,7 @@ machine() {
 	echo "- smg-steer: $(git -C "$top" describe --always --dirty 2>/dev/null || echo '?')"
 	echo "- knobs: rounds $ROUNDS, connbench $CONN_SECONDS s, wrk $WRK_ROUNDS x $WRK_SECONDS s," \
 		"decision connects $DEC_CONNECTS, control-plane scales $CTL_SCALES x $CTL_ROUNDS rounds" \
-		"(Python worker: $CTL_PY_SCALES x 1)"
+		"(Python worker: $CTL_PY_SCALES x 1), ingress $ING_ROUNDS x $ING_SECONDS s at concurrency $ING_CONC"
 }
 
 # ---- backends, anchors and the VIP --------------------------------------------------------
