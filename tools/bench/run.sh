@@ -118,6 +118,11 @@ cleanup() {
 		ip netns pids "$ns" 2>/dev/null | xargs -r kill -KILL 2>/dev/null || true
 		ip netns del "$ns" 2>/dev/null || true
 	done
+	# ...and the XDP arms' pins and cgroups (ingress_xdp.py), if a killed daemon left them.
+	rm -rf /sys/fs/bpf/"$NETNS"-* 2>/dev/null || true
+	for cg in "$cgroot/$NETNS"-*; do
+		[ -d "$cg" ] && rmdir "$cg" 2>/dev/null || true
+	done
 	for cg in "$CG_DP" "$CG_DEC" "$CG_CTL" "$CG_CLI" "$CG_SRV"; do
 		[ -d "$cg" ] && rmdir "$cg" 2>/dev/null || true
 	done
