@@ -646,7 +646,7 @@ struct steer_xdp_ctr {
 	__u64 ended;	 /* flows whose client sent FIN or RST (taken off live) */
 	__u64 no_route;	 /* dropped: no FIB route or neighbour, or a backend of another family */
 	__u64 refused;	 /* SYNs dropped: no eligible backend */
-	__u64 reserved;
+	__u64 icmp; /* ICMP frag-needed / packet-too-big of a flow, sent to its backend (VIP) */
 };
 
 /* Outer source addresses: prefix | (flow hash & host mask), so that the

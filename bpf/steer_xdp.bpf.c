@@ -25,6 +25,11 @@
 
 #define ETH_P_IP 0x0800
 #define ETH_P_IPV6 0x86DD
+#define IPPROTO_ICMP 1
+#define IPPROTO_ICMPV6 58
+#define ICMP_DEST_UNREACH 3
+#define ICMP_FRAG_NEEDED 4
+#define ICMPV6_PKT_TOOBIG 2
 #define IPPROTO_IPIP 4
 #define IPPROTO_IPV6_ENCAP 41
 #define IP_DF 0x4000
@@ -101,8 +106,65 @@ static __always_inline void tcp_flags(struct pkt *p, const struct tcphdr *th)
 	p->key.dport = th->dest;
 }
 
-/* 1: a TCP packet (no fragment, no IPv4 options beyond what ihl says, no IPv6
- * extension header), 0: anything else. */
+enum pkt_kind {
+	PKT_OTHER = 0,
+	PKT_TCP,	 /* a TCP packet from a client */
+	PKT_ICMP_TOOBIG, /* an ICMP error about a packet a backend sent from a VIP */
+};
+
+/*
+ * ICMP "fragmentation needed" sent to a VIP by a router on the way from a
+ * backend to the client: it quotes the backend's packet (VIP -> client), so
+ * p->key becomes the flow as the client sends it, and the error follows the
+ * flow to its backend, whose stack then lowers the path MTU.
+ */
+static __always_inline int parse_icmp4(struct iphdr *ip, void *end, struct pkt *p)
+{
+	struct icmphdr *ic = (void *)(ip + 1);
+	struct iphdr *in = (void *)(ic + 1);
+	__u16 *ports = (void *)(in + 1);
+
+	if (ip->ihl != 5 || (void *)(ports + 2) > end || ic->type != ICMP_DEST_UNREACH ||
+	    ic->code != ICMP_FRAG_NEEDED || in->ihl != 5 || in->protocol != STEER_IPPROTO_TCP ||
+	    in->saddr != ip->daddr)
+		return PKT_OTHER;
+	p->key.family = 4;
+	p->key.src[3] = in->daddr;
+	p->key.dst[3] = in->saddr;
+	p->key.sport = ports[1];
+	p->key.dport = ports[0];
+	p->tos = ip->tos;
+	p->df = (ip->frag_off & bpf_htons(IP_DF)) != 0;
+	p->l3len = bpf_ntohs(ip->tot_len);
+	return PKT_ICMP_TOOBIG;
+}
+
+/* The same for ICMPv6 "packet too big". */
+static __always_inline int parse_icmp6(struct ipv6hdr *ip6, void *end, struct pkt *p)
+{
+	struct icmp6hdr *ic = (void *)(ip6 + 1);
+	struct ipv6hdr *in = (void *)(ic + 1);
+	__u16 *ports = (void *)(in + 1);
+
+	if ((void *)(ports + 2) > end || ic->icmp6_type != ICMPV6_PKT_TOOBIG ||
+	    in->nexthdr != STEER_IPPROTO_TCP ||
+	    ((in->saddr.in6_u.u6_addr32[0] ^ ip6->daddr.in6_u.u6_addr32[0]) |
+	     (in->saddr.in6_u.u6_addr32[1] ^ ip6->daddr.in6_u.u6_addr32[1]) |
+	     (in->saddr.in6_u.u6_addr32[2] ^ ip6->daddr.in6_u.u6_addr32[2]) |
+	     (in->saddr.in6_u.u6_addr32[3] ^ ip6->daddr.in6_u.u6_addr32[3])))
+		return PKT_OTHER;
+	p->key.family = 6;
+	__builtin_memcpy(p->key.src, &in->daddr, 16);
+	__builtin_memcpy(p->key.dst, &in->saddr, 16);
+	p->key.sport = ports[1];
+	p->key.dport = ports[0];
+	p->tos = (ip6->priority << 4) | (ip6->flow_lbl[0] >> 4);
+	p->l3len = bpf_ntohs(ip6->payload_len) + sizeof(*ip6);
+	return PKT_ICMP_TOOBIG;
+}
+
+/* A TCP packet (no fragment, no IPv6 extension header), an ICMP error about
+ * one, or anything else (enum pkt_kind). */
 static __always_inline int parse(struct xdp_md *ctx, struct pkt *p)
 {
 	void *data = (void *)(long)ctx->data, *end = (void *)(long)ctx->data_end;
@@ -110,17 +172,21 @@ static __always_inline int parse(struct xdp_md *ctx, struct pkt *p)
 	struct tcphdr *th;
 
 	if ((void *)(eth + 1) > end)
-		return 0;
+		return PKT_OTHER;
 	p->len = (__u32)(end - data);
 	if (eth->h_proto == bpf_htons(ETH_P_IP)) {
 		struct iphdr *ip = (void *)(eth + 1);
 
-		if ((void *)(ip + 1) > end || ip->protocol != STEER_IPPROTO_TCP || ip->ihl < 5 ||
+		if ((void *)(ip + 1) > end || ip->ihl < 5 ||
 		    (ip->frag_off & bpf_htons(IP_MF_OFFSET)))
-			return 0;
+			return PKT_OTHER;
+		if (ip->protocol == IPPROTO_ICMP)
+			return parse_icmp4(ip, end, p);
+		if (ip->protocol != STEER_IPPROTO_TCP)
+			return PKT_OTHER;
 		th = (void *)ip + ip->ihl * 4;
 		if ((void *)(th + 1) > end)
-			return 0;
+			return PKT_OTHER;
 		p->key.family = 4;
 		p->key.src[3] = ip->saddr;
 		p->key.dst[3] = ip->daddr;
@@ -130,21 +196,25 @@ static __always_inline int parse(struct xdp_md *ctx, struct pkt *p)
 	} else if (eth->h_proto == bpf_htons(ETH_P_IPV6)) {
 		struct ipv6hdr *ip6 = (void *)(eth + 1);
 
-		if ((void *)(ip6 + 1) > end || ip6->nexthdr != STEER_IPPROTO_TCP)
-			return 0;
+		if ((void *)(ip6 + 1) > end)
+			return PKT_OTHER;
+		if (ip6->nexthdr == IPPROTO_ICMPV6)
+			return parse_icmp6(ip6, end, p);
+		if (ip6->nexthdr != STEER_IPPROTO_TCP)
+			return PKT_OTHER;
 		th = (void *)(ip6 + 1);
 		if ((void *)(th + 1) > end)
-			return 0;
+			return PKT_OTHER;
 		p->key.family = 6;
 		__builtin_memcpy(p->key.src, &ip6->saddr, 16);
 		__builtin_memcpy(p->key.dst, &ip6->daddr, 16);
 		p->tos = (ip6->priority << 4) | (ip6->flow_lbl[0] >> 4);
 		p->l3len = bpf_ntohs(ip6->payload_len) + sizeof(*ip6);
 	} else {
-		return 0;
+		return PKT_OTHER;
 	}
 	tcp_flags(p, th);
-	return 1;
+	return PKT_TCP;
 }
 
 /* The service key of the packet's destination, as the connect hooks key it. */
@@ -325,8 +395,10 @@ static __always_inline void flow_end(struct steer_xflow *f)
 		bc->ended++;
 }
 
-/* A SYN to a VIP: choose and credit like a connect, remember the flow. */
-static __always_inline int new_flow(struct xdp_md *ctx, struct pkt *p, struct steer_table *t)
+/* A SYN to a VIP: choose and credit like a connect, remember the flow.
+ * replace: the flow's old entry (a 4-tuple reused) is to be overwritten. */
+static __always_inline int new_flow(struct xdp_md *ctx, struct pkt *p, struct steer_table *t,
+				    bool replace)
 {
 	struct steer_xflow f = {}, *stored;
 	struct steer_dest d = {};
@@ -351,7 +423,11 @@ static __always_inline int new_flow(struct xdp_md *ctx, struct pkt *p, struct st
 	bc = bk_ctr(d.slot);
 	if (bc)
 		bc->new_flows++;
-	bpf_map_update_elem(&steer_xflows, &p->key, &f, BPF_ANY);
+	/* Two copies of one SYN on two CPUs both miss and both choose: the
+	 * first to insert wins, the other follows it and gives its live count
+	 * back (its credit drains with the next snapshot, as any credit). */
+	if (bpf_map_update_elem(&steer_xflows, &p->key, &f, replace ? BPF_ANY : BPF_NOEXIST))
+		flow_end(&f);
 	stored = bpf_map_lookup_elem(&steer_xflows, &p->key);
 	return forward(ctx, p, stored ? stored : &f);
 }
@@ -363,10 +439,21 @@ int steer_xdp(struct xdp_md *ctx)
 	struct steer_xflow *f;
 	struct steer_table *t;
 	struct pkt p = {};
+	int kind = parse(ctx, &p);
 
-	if (!parse(ctx, &p) || !port_may_be_virtual(p.key.dport))
+	if (kind == PKT_OTHER || !port_may_be_virtual(p.key.dport))
 		return XDP_PASS;
 	f = bpf_map_lookup_elem(&steer_xflows, &p.key);
+	if (kind == PKT_ICMP_TOOBIG) {
+		struct steer_xdp_ctr *vc;
+
+		if (!f)
+			return XDP_PASS; /* of no flow here: the node's own */
+		vc = vip_ctr(f->svc_id);
+		if (vc)
+			vc->icmp++;
+		return forward(ctx, &p, f);
+	}
 	if (f) {
 		if (!p.syn) {
 			if (!(f->flags & STEER_XFLOW_ACKED))
@@ -396,5 +483,5 @@ int steer_xdp(struct xdp_md *ctx)
 			vc->lru_miss++;
 		return XDP_DROP;
 	}
-	return new_flow(ctx, &p, t);
+	return new_flow(ctx, &p, t, f != 0);
 }

@@ -212,6 +212,38 @@ def send_bare_ack(sport):
         s.close()
 
 
+def tcpext(role, name):
+    """A TcpExt counter of /proc/net/netstat inside role's netns."""
+    rows = [ln.split() for ln in T.run(topo.cmd(role, ["cat", "/proc/net/netstat"])).stdout
+            .splitlines() if ln.startswith("TcpExt:")]
+    return int(rows[1][rows[0].index(name)])
+
+
+def send_too_big(family, cport):
+    """ICMP fragmentation-needed (ICMPv6 packet-too-big) from the client's side
+    to the VIP, quoting a packet VIP:PORT -> client:cport, as a router between a
+    backend and the client sends it."""
+    ports = struct.pack("!HHI", PORT, cport, 12345)
+    if family == 4:
+        inner = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 1500, 0, 0x4000, 64, 6, 0,
+                            socket.inet_aton(T.VIP4), socket.inet_aton(T.CLIENT4))
+        body = struct.pack("!BBHHH", 3, 4, 0, 0, 1400) + inner + ports
+        body = body[:2] + struct.pack("!H", csum16(body)) + body[4:]
+        s = topo.socket("client", socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_ICMP)
+        dst = (T.VIP4, 0)
+    else:
+        inner = struct.pack("!IHBB16s16s", 6 << 28, 1460, 6, 64,
+                            socket.inet_pton(socket.AF_INET6, T.VIP6),
+                            socket.inet_pton(socket.AF_INET6, T.CLIENT6))
+        body = struct.pack("!BBHI", 2, 0, 0, 1280) + inner + ports  # the kernel sums it
+        s = topo.socket("client", socket.AF_INET6, socket.SOCK_RAW, socket.IPPROTO_ICMPV6)
+        dst = (T.VIP6, 0)
+    try:
+        s.sendto(body, dst)
+    finally:
+        s.close()
+
+
 def ping(dst, timeout=5.0):
     """An ICMP echo from the client (no ping binary here): True on a reply."""
     s = topo.socket("client", socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_ICMP)
@@ -345,6 +377,24 @@ with t.case("replies go from the backend to the client directly (DSR)"):
     t.check(sum(counts.get(T.backend4(i), 0) for i in (1, 2, 3)) > 0,
             f"the capture saw nothing from the backends: {counts}")
 
+with t.case("ICMP too-big for a VIP follows its flow to the backend (IPv4 and IPv6)"):
+    for fam, vip in ((4, VIP4S), (6, VIP6S)):
+        s, name = connect(vip)
+        t.check(s is not None, f"connect: {name}")
+        before = {f"b{i}": tcpext(f"b{i}", "OutOfWindowIcmps") for i in (1, 2, 3)}
+        icmp0 = xdp_vip(status(), vip)["icmp"]
+        send_too_big(fam, s.getsockname()[1])
+        # The backend's TCP found the connection the error quotes (its made-up
+        # sequence number is then out of window): the error reached the
+        # backend that holds the flow.
+        L.wait_for(lambda: tcpext(name, "OutOfWindowIcmps") > before[name], 10,
+                   f"the too-big error at {name}")
+        after = {f"b{i}": tcpext(f"b{i}", "OutOfWindowIcmps") for i in (1, 2, 3)}
+        t.check(all(after[b] == before[b] for b in after if b != name),
+                f"the error reached another backend: {before} -> {after}")
+        t.check(xdp_vip(status(), vip)["icmp"] == icmp0 + 1, "icmp not counted once")
+        t.check(close_cleanly(s) == b"", f"flow to {name} not closed cleanly")
+
 with t.case("a non-SYN packet of no known flow is dropped and counted, never forwarded"):
     miss0 = xdp_vip(status(), VIP4S)["lru_miss"]
     dec0 = decap_total("ipip")
@@ -380,6 +430,27 @@ with t.case("unrelated traffic passes untouched: ping and TCP to the LB's own ad
     t.check(after["packets"] == before["packets"] and after["new_flows"] == before["new_flows"],
             f"XDP counted unrelated traffic: {before} -> {after}")
 
+with t.case("a SYN reusing a closed flow's 4-tuple is chosen afresh (not sent to the old backend)"):
+    def from_port(sport):
+        s = topo.socket("client", socket.AF_INET)
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        s.bind((T.CLIENT4, sport))
+        s.settimeout(6)
+        s.connect((T.VIP4, PORT))
+        name = s.recv(64).decode().strip()
+        # RST, not FIN: no TIME_WAIT, so that the port can connect again at once.
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        s.close()
+        return name
+    first = from_port(41000)
+    ctl("drain", f"{T.backend4(int(first[1]))}:{PORT}")
+    try:
+        second = from_port(41000)
+        t.check(second.startswith("b") and second != first,
+                f"the reused 4-tuple went to {second}, drained {first}")
+    finally:
+        ctl("undrain", f"{T.backend4(int(first[1]))}:{PORT}")
+
 with t.case("long-lived flows survive 50 republishes, score changes and a drain, no reset"):
     flows = [connect(VIP4S) for _ in range(6)] + [connect(VIP6S) for _ in range(3)]
     t.check(all(s for s, _ in flows), f"connects: {[n for _, n in flows]}")
@@ -411,8 +482,9 @@ with t.case("long-lived flows survive 50 republishes, score changes and a drain,
                        "the clients' FINs counted")
     live1 = {(sv["vip"], b["address"]): b["live"] for sv in status()["services"]
              for b in sv["backends"]}
-    t.check(sum(live0.values()) - sum(live1.values()) == 9,
-            f"the 9 closed XDP flows should leave the live counts: {live0} -> {live1}")
+    # Every XDP flow is closed now: the clients' FINs took each off its live count.
+    t.check(sum(live0.values()) >= 9 and not any(live1.values()),
+            f"live counts with 9 flows open {live0}, all closed {live1}")
     ctl("undrain", f"{drained}:{PORT}")
 
 with t.case("a daemon restart and --keep-pinned keep the XDP program attached, flows going"):
@@ -441,6 +513,17 @@ with t.case("a daemon restart and --keep-pinned keep the XDP program attached, f
     got = burst(VIP6S, 3)
     t.check(all(n.startswith("b") for n in got), f"new connections after the restart: {got}")
 
+with t.case("a restart with --xdp-mode generic re-attaches in generic mode, flows going"):
+    s, name = connect(VIP4S)
+    t.check(s is not None, f"connect: {name}")
+    d.stop()
+    d = L.Daemon(env, ["--config", cfg, "--keep-pinned", "--xdp-mode", "generic"]).start()
+    t.check(xdp_link() == (2, "steer_xdp"), f"attachment {xdp_link()} (mode 2 is generic)")
+    s.sendall(b"generic\n")
+    t.check(close_cleanly(s) == b"", f"flow to {name} broke across the mode change")
+    got = burst(VIP4S, 3) + burst(VIP6S, 3)
+    t.check(all(n.startswith("b") for n in got), f"new connections in generic mode: {got}")
+
 with t.case("bad XDP settings are refused, naming the field; nothing running is lost"):
     r = subprocess.run([os.path.join(L.BUILD, "smg-steerd"), "--vip", VIP4S, "--backend",
                         f"{T.backend4(1)}:{PORT}", "--xdp-mode", "fast", "--check-config"],
@@ -458,11 +541,28 @@ with t.case("bad XDP settings are refused, naming the field; nothing running is 
     bad.start(wait_publish=False)
     rc = bad.proc.wait(30)
     t.check(rc == 1 and "no interface 'nosuch0'" in bad.log_text(), bad.log_text()[-500:])
-    t.check(xdp_link() == (1, "steer_xdp"), "a refused start touched the running XDP program")
+    t.check(xdp_link() == (2, "steer_xdp"), "a refused start touched the running XDP program")
     t.check(close_cleanly(s) == b"", f"flow to {name} broke")
 
 with t.case("smg-steerctl uninstall detaches the XDP program and removes its pins"):
     ctl("uninstall")
     t.check(xdp_link() is None, "uninstall left XDP attached")
     t.check(not os.path.exists(env.pin), "pins left")
+
+with t.case("decap attach --pin-dir pins under the given path; detach removes it all"):
+    pin = f"/sys/fs/bpf/smg-steer-test-decap-{os.getpid()}"
+    try:
+        T.run(topo.cmd("b1", [CTL, "decap", "attach", "eth0", "--pin-dir", pin]))
+        t.check(sorted(os.listdir(pin)) == ["steer_dcp_ctr", "steer_dcp_prog"],
+                f"pins: {os.listdir(pin)}")
+        out = T.run(topo.cmd("b1", [CTL, "decap", "status"])).stdout
+        t.check(out.startswith("eth0: decap attached"), out)
+        T.run(topo.cmd("b1", [CTL, "decap", "detach", "eth0", "--pin-dir", pin]))
+        t.check(not os.path.exists(pin), "the pin directory is left")
+        out = T.run(topo.cmd("b1", [CTL, "decap", "status"])).stdout
+        t.check("no interface" in out, out)
+        r = T.run(topo.cmd("b1", [CTL, "decap", "detach", "eth0"]), check=False)
+        t.check(r.returncode == 1 and "no smg-steer decap on eth0" in r.stderr, r.stderr)
+    finally:
+        T.run(["rm", "-rf", pin], check=False)
 t.done()

@@ -132,6 +132,16 @@ int steer_xdp_encap_parse(const char *v, struct steer_xdp_cfg *out, char *why, s
 
 /* ---- attach ------------------------------------------------------------------- */
 
+/* Is the XDP program on ifindex attached in mode? */
+static bool mode_is(unsigned ifindex, enum steer_xdp_mode mode)
+{
+	LIBBPF_OPTS(bpf_xdp_query_opts, q);
+
+	if (bpf_xdp_query((int)ifindex, 0, &q) != 0)
+		return true; /* cannot tell: keep what is attached */
+	return q.attach_mode == (mode == STEER_XDP_GENERIC ? XDP_ATTACHED_SKB : XDP_ATTACHED_DRV);
+}
+
 static int attach_dev(struct steer_xdp *x, const struct steer_xdp_opts *o, const char *dev,
 		      char *err, size_t errlen)
 {
@@ -146,6 +156,14 @@ static int attach_dev(struct steer_xdp *x, const struct steer_xdp_opts *o, const
 		return steer_seterr(err, errlen, ENODEV, "--xdp-dev: no interface '%s' here", dev);
 	link_path(o->pin_dir, dev, path, sizeof(path));
 	l = access(path, F_OK) == 0 ? bpf_link__open(path) : NULL;
+	if (l && !mode_is(ifindex, o->mode)) {
+		/* Another mode asked for: attach afresh. The flows stay in the
+		 * pinned table; packets of the moment in between go to the stack. */
+		bpf_link__detach(l);
+		bpf_link__destroy(l);
+		unlink(path);
+		l = NULL;
+	}
 	if (l) {
 		struct bpf_link_info info = { 0 };
 		__u32 len = sizeof(info);
@@ -421,6 +439,7 @@ static int sum_cpus(const struct steer_xdp_stats *s, int fd, uint32_t key,
 		out->ended += s->buf[c].ended;
 		out->no_route += s->buf[c].no_route;
 		out->refused += s->buf[c].refused;
+		out->icmp += s->buf[c].icmp;
 	}
 	return 0;
 }

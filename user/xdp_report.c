@@ -17,6 +17,7 @@ static void ctr_json(struct json_object *o, const struct steer_xdp_ctr *c, bool 
 	if (vip) {
 		json_object_object_add(o, "lru_miss", json_object_new_uint64(c->lru_miss));
 		json_object_object_add(o, "refused", json_object_new_uint64(c->refused));
+		json_object_object_add(o, "icmp", json_object_new_uint64(c->icmp));
 	} else {
 		json_object_object_add(o, "ended", json_object_new_uint64(c->ended));
 	}
@@ -91,11 +92,11 @@ void steer_xdp_report_text(FILE *f, const char *pin_dir, const struct steer_view
 			continue;
 		fprintf(f,
 			"  %s: packets %llu, bytes %llu, new flows %llu, lru misses %llu, "
-			"refused %llu, no route %llu\n",
+			"refused %llu, icmp %llu, no route %llu\n",
 			steer_addr_format(&s->vip, buf, sizeof(buf)), (unsigned long long)c.packets,
 			(unsigned long long)c.bytes, (unsigned long long)c.new_flows,
 			(unsigned long long)c.lru_miss, (unsigned long long)c.refused,
-			(unsigned long long)c.no_route);
+			(unsigned long long)c.icmp, (unsigned long long)c.no_route);
 		for (j = 0; j < s->n_backends; j++) {
 			if (steer_xdp_stats_backend(st, s->backends[j].slot, &c) != 0)
 				continue;
