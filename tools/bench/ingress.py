@@ -1,14 +1,15 @@
 #!/usr/bin/python3
 """Ingress benchmark: new connections per second and per-connection latency
-from a client off the node, through four paths over the same three backends,
+from a client off the node, through six paths over the same three backends,
 interleaved round by round in one run.
 
-    ingress.py --build build --tmp DIR --prefix NAME --rounds 5 --seconds 1 \\
-        --concurrency 1,4 --csv ingress.csv --bpf-csv ingress_bpf.csv [--arms xdp,xdpg,nft,haproxy,ecmp,direct]
+    ingress.py run --build build --tmp DIR --prefix NAME --rounds 6 --seconds 1 \\
+        --concurrency 1,4 --csv ingress.csv --bpf-csv ingress_bpf.csv \\
+        [--arms xdp,xdpg,nft,haproxy,ecmp,direct]
 
 Called by tools/bench/run.sh (BENCH_PARTS=ingress); runs as root, standalone
-too, and never runs its own XDP arm or others than asked (--arms). The topology (tools/bench/ingress_topo.py) is network namespaces joined by
-a bridge, documentation addresses only, removed at exit whatever happens.
+too. The topology (tools/bench/ingress_topo.py) is network namespaces joined
+by a bridge, documentation addresses only, removed at exit whatever happens.
 Every backend runs bench/onebyte --request (accept, read the request, write
 one byte naming the backend, close) on port 8000; the client runs
 bench/connbench --request (connect, write a one-byte request, read the answer,
@@ -41,8 +42,10 @@ new flows only (raw, from addresses nobody has), the empty XDP program's
 floor, and the decap's on the backends.
 
 Modes used inside the namespaces: `ingress.py sink --port P` (accept, read
-and discard) and `ingress.py stream --addr A:P --flows N --seconds S` (N
-connections sending one-byte writes, TCP_NODELAY).
+and discard), `ingress.py stream --addr A:P --flows N --seconds S` (N
+connections sending one-byte writes, TCP_NODELAY), `ingress.py syns --src S
+--dst A:P --count N` (raw SYNs) and `ingress.py probe --addr A:P` (one
+exchange: is the path up).
 """
 import argparse
 import csv
