@@ -230,8 +230,9 @@ static __always_inline void vip_of(const struct pkt *p, struct steer_addr *vip)
 	vip->proto = STEER_IPPROTO_TCP;
 }
 
-/* Same spread for both directions of nothing in particular: only the outer
- * source depends on it, so that the backends' RSS sees many flows. */
+/* A hash of the client's address and port: the host bits of the outer
+ * source, so that the backends' RSS (which often hashes the outer header of
+ * IPIP only) spreads flows over queues, and each flow stays on one. */
 static __always_inline __u32 flow_hash(const struct steer_xflow_key *k)
 {
 	__u32 h = k->src[0] ^ k->src[1] ^ k->src[2] ^ k->src[3];
