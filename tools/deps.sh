@@ -10,7 +10,7 @@ protobuf-c-compiler libprotobuf-c-dev libgrpc-dev libyaml-dev libmicrohttpd-dev 
 protobuf-compiler libcurl4-openssl-dev libc-ares-dev libseccomp-dev libcap-dev"
 set_test="python3-grpcio python3-protobuf python3-yaml python3-prometheus-client
 iproute2 util-linux procps libclang-rt-14-dev curl stress-ng dnsmasq-base"
-set_bench="haproxy nginx libnginx-mod-stream wrk gnuplot-nox"
+set_bench="haproxy nginx libnginx-mod-stream wrk gnuplot-nox nftables"
 set_image="mmdebstrap buildah podman runc uidmap"
 
 want="$set_build"

@@ -6,6 +6,7 @@
  *
  *   connbench --addr 127.0.0.100:8000 --seconds 3 [--concurrency 1]
  *             [--addr-count 1] [--label vip] [--cgroup DIR] [--warmup-ms 250] [--header]
+ *             [--request]
  *
  * Prints one CSV row (--header prints the column names first):
  *   label,concurrency,seconds,connections,errors,conns_per_s,p50_us,p99_us,
@@ -19,7 +20,9 @@
  * its connects. Connections during the warm-up are not counted, except in
  * attempts (every connect tried, for CPU-per-connection accounting). --addr-count N
  * spreads the connections round-robin over N consecutive IPv4 addresses from
- * --addr (same port): the client-side balancing anchor.
+ * --addr (same port): the client-side balancing anchor. --request writes a
+ * one-byte request after connect (onebyte --request reads it before it
+ * answers): a request/response exchange, latency still up to the answer.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -54,6 +57,7 @@ struct worker {
 
 static struct sockaddr_in target[MAX_TARGETS]; /* consecutive IPv4 addresses, one port */
 static int n_targets = 1;
+static bool send_request; /* --request */
 static uint64_t warm_end_ns, end_ns;
 static struct worker workers[MAX_THREADS];
 static pthread_barrier_t start_line;
@@ -92,7 +96,8 @@ static int64_t one_connection(const struct sockaddr_in *to, unsigned char *byte)
 	if (fd < 0)
 		return -1;
 	t0 = now_ns();
-	if (connect(fd, (const struct sockaddr *)to, sizeof(*to)) != 0) {
+	if (connect(fd, (const struct sockaddr *)to, sizeof(*to)) != 0 ||
+	    (send_request && write(fd, "r", 1) != 1)) {
 		close(fd);
 		return -1;
 	}
@@ -178,9 +183,9 @@ static int parse_target(const char *s)
 
 static void usage(void)
 {
-	fprintf(stderr,
-		"usage: connbench --addr IPV4:PORT --seconds S [--concurrency C] "
-		"[--addr-count N] [--label L] [--cgroup DIR] [--warmup-ms MS] [--header]\n");
+	fprintf(stderr, "usage: connbench --addr IPV4:PORT --seconds S [--concurrency C] "
+			"[--addr-count N] [--label L] [--cgroup DIR] [--warmup-ms MS] [--header] "
+			"[--request]\n");
 	exit(2);
 }
 
@@ -235,6 +240,7 @@ int main(int argc, char **argv)
 		{ "warmup-ms", required_argument, 0, 'w' },
 		{ "header", no_argument, 0, 'H' },
 		{ "addr-count", required_argument, 0, 'n' },
+		{ "request", no_argument, 0, 'r' },
 		{ 0, 0, 0, 0 },
 	};
 	struct worker *w = workers;
@@ -270,6 +276,9 @@ int main(int argc, char **argv)
 			break;
 		case 'n':
 			n_targets = atoi(optarg);
+			break;
+		case 'r':
+			send_request = true;
 			break;
 		default:
 			usage();

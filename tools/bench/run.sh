@@ -27,6 +27,12 @@
 #      ablation, interleaved: BPF ns per message and per packet next to the
 #      empty-program floor, keep-alive request/response latency, and upload
 #      throughput, steered and unsteered.
+#   7. ingress (tools/bench/ingress.py): clients off the node, in network
+#      namespaces on a bridge, through smg-steer's XDP path (native and
+#      generic mode), nftables DNAT
+#      (kube-proxy's numgen layout), HAProxy leastconn, kernel ECMP forwarding
+#      and direct to one backend, interleaved; the XDP program's and the
+#      decap's ns per packet.
 # Raw results go to $STEER_BUILD/bench/results/*.csv, the summary with medians
 # and ratios to summary.md there, which is printed at the end; they replace the
 # previous results only when the run completes. Every process,
@@ -39,7 +45,9 @@
 # one round), BENCH_SRC_ROUNDS (3), BENCH_SRC_BACKENDS (256),
 # BENCH_NOREL_SCALES (1000,10000,100000), BENCH_NOREL_POLLS (5),
 # BENCH_WIRE_MESSAGES (5000 round trips per phase), BENCH_WIRE_BULK_MB (32),
-# BENCH_PARTS ("conn wrk dec ctl src norel wire"). The machine is shared and noisy: many
+# BENCH_INGRESS_ROUNDS (6), BENCH_INGRESS_SECONDS (1), BENCH_INGRESS_CONC (1,4),
+# BENCH_INGRESS_ARMS (xdp,xdpg,nft,haproxy,ecmp,direct),
+# BENCH_PARTS ("conn wrk dec ctl src norel wire ingress"). The machine is shared and noisy: many
 # short interleaved rounds and their medians beat a few long ones.
 set -euo pipefail
 
@@ -64,13 +72,17 @@ NOREL_SCALES=${BENCH_NOREL_SCALES:-1000,10000,100000}
 NOREL_POLLS=${BENCH_NOREL_POLLS:-5}
 WIRE_MESSAGES=${BENCH_WIRE_MESSAGES:-5000}
 WIRE_BULK_MB=${BENCH_WIRE_BULK_MB:-32}
-PARTS=${BENCH_PARTS:-conn wrk dec ctl src norel wire}
+ING_ROUNDS=${BENCH_INGRESS_ROUNDS:-6}
+ING_SECONDS=${BENCH_INGRESS_SECONDS:-1}
+ING_CONC=${BENCH_INGRESS_CONC:-1,4}
+ING_ARMS=${BENCH_INGRESS_ARMS:-xdp,xdpg,nft,haproxy,ecmp,direct}
+PARTS=${BENCH_PARTS:-conn wrk dec ctl src norel wire ingress}
 
 if [ "$(id -u)" != 0 ]; then
 	echo "bench: must run as root (it loads BPF programs and creates a network namespace)" >&2
 	exit 1
 fi
-for b in onebyte connbench vipctl deccost grpcmem fastworker norelbench wirecost; do
+for b in onebyte connbench vipctl deccost grpcmem fastworker norelbench wirecost xdppass; do
 	[ -x "$BIN/$b" ] || { echo "bench: $BIN/$b missing; run 'make bench'" >&2; exit 1; }
 done
 [ -r "$BUILD/steer_wire_msg.bpf.o" ] || { echo "bench: $BUILD/steer_wire_msg.bpf.o missing" >&2; exit 1; }
@@ -102,6 +114,7 @@ CG_NC="$cgroot/$tag-nc"   # norelbench: the release hook cut to its cookie test
 CG_NN="$cgroot/$tag-nn"   # norelbench: no program at all
 CG_WIRE="$cgroot/$tag-wire" # wirecost's client (its server stays outside)
 PIN="/sys/fs/bpf/$tag"    # prefix: $PIN-dp, $PIN-dec, $PIN-ctl-*
+NETNS="smgb$$"            # ingress: named network namespaces $NETNS-*
 TMP=$(mktemp -d "/tmp/$tag.XXXXXX")
 RES=$TMP/results # this run's results, moved to $RESULTS at the end
 PIDS=()
@@ -122,6 +135,16 @@ cleanup() {
 	done
 	# Pinned links keep programs attached: removing the pins releases them.
 	rm -rf "$PIN"-* 2>/dev/null || true
+	# ingress.py removes its namespaces itself; these are what a killed one left.
+	for ns in $(ip netns list 2>/dev/null | awk -v p="$NETNS-" 'index($1, p) == 1 { print $1 }'); do
+		ip netns pids "$ns" 2>/dev/null | xargs -r kill -KILL 2>/dev/null || true
+		ip netns del "$ns" 2>/dev/null || true
+	done
+	# ...and the XDP arms' pins and cgroups (ingress_xdp.py), if a killed daemon left them.
+	rm -rf /sys/fs/bpf/"$NETNS"-* 2>/dev/null || true
+	for cg in "$cgroot/$NETNS"-*; do
+		[ -d "$cg" ] && rmdir "$cg" 2>/dev/null || true
+	done
 	for cg in "$CG_DP" "$CG_DEC" "$CG_CTL" "$CG_CLI" "$CG_SRV" "$CG_NA" "$CG_NB" "$CG_NC" "$CG_NN" "$CG_WIRE"; do
 		[ -d "$cg" ] && rmdir "$cg" 2>/dev/null || true
 	done
@@ -209,7 +232,7 @@ machine() {
 	echo "- smg-steer: $(git -C "$top" describe --always --dirty 2>/dev/null || echo '?')"
 	echo "- knobs: rounds $ROUNDS, connbench $CONN_SECONDS s, wrk $WRK_ROUNDS x $WRK_SECONDS s," \
 		"decision connects $DEC_CONNECTS, control-plane scales $CTL_SCALES x $CTL_ROUNDS rounds" \
-		"(Python worker: $CTL_PY_SCALES x 1)"
+		"(Python worker: $CTL_PY_SCALES x 1), ingress $ING_ROUNDS x $ING_SECONDS s at concurrency $ING_CONC"
 }
 
 # ---- backends, anchors and the VIP --------------------------------------------------------
@@ -508,6 +531,17 @@ wire_part() {
 	loadavg "wire end"
 }
 
+# ---- 7. ingress ----------------------------------------------------------------------------
+
+ingress_part() {
+	log "ingress: $ING_ARMS through namespaces $NETNS-*, $ING_ROUNDS rounds x $ING_SECONDS s, concurrency $ING_CONC"
+	loadavg "ingress start"
+	fg_wait "$PY" "$here/ingress.py" run --build "$BUILD" --tmp "$TMP" --prefix "$NETNS" \
+		--rounds "$ING_ROUNDS" --seconds "$ING_SECONDS" --concurrency "$ING_CONC" \
+		--arms "$ING_ARMS" --csv "$RES/ingress.csv" --bpf-csv "$RES/ingress_bpf.csv"
+	loadavg "ingress end"
+}
+
 # ---- main -------------------------------------------------------------------------------------
 
 t_start=$(date +%s)
@@ -534,6 +568,7 @@ machine >"$RES/machine.md"
 	echo "norelbench ... --part walk --scales 1000 --polls $NOREL_POLLS   # again, with the TIME_WAIT sockets of --part bpf"
 	echo "norelbench ... --part wall --rounds $((2 * ROUNDS)) --wall-ops 20000"
 	echo "wirecost --pin PIN --cgroup CG --msg-obj steer_wire_msg.bpf.o --rounds $ROUNDS --messages $WIRE_MESSAGES --bulk-mb $WIRE_BULK_MB   # 512 B requests, 256 B responses"
+	echo "ingress.py run --rounds $ING_ROUNDS --seconds $ING_SECONDS --concurrency $ING_CONC --arms $ING_ARMS   # namespaces on a bridge"
 	echo '```'
 } >>"$RES/machine.md"
 cat "$RES/machine.md"
@@ -551,6 +586,7 @@ case " $PARTS " in *" ctl "*) ctl_part ;; esac
 case " $PARTS " in *" src "*) src_part ;; esac
 case " $PARTS " in *" norel "*) norel_part ;; esac
 case " $PARTS " in *" wire "*) wire_part ;; esac
+case " $PARTS " in *" ingress "*) ingress_part ;; esac
 
 log "done in $(($(date +%s) - t_start)) s; writing $RESULTS/summary.md"
 "$PY" "$here/summarize.py" "$RES" >"$RES/summary.md"

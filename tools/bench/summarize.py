@@ -12,6 +12,9 @@ import os
 import statistics
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import ingress_summary  # noqa: E402
+
 TARGETS = {
     "vip/direct per-connection time": 1.02,
     "vip/haproxy per-connection time": 0.55,
@@ -459,7 +462,7 @@ def wire_section(res):
     rows = read(os.path.join(res, "wire.csv"))
     if not rows:
         return
-    print("## Request accounting on steered sockets (issue 11)\n")
+    print("## 6. Request accounting on steered sockets (issue 11)\n")
     print("wirecost: one backend, one steered keep-alive connection doing 512-byte requests "
           "and 256-byte responses (rr), the same unsteered (direct: the backend's address, "
           "same cgroup), and 64 KiB-write uploads (bulk, bulkdirect). Variants interleaved "
@@ -536,6 +539,7 @@ def main():
     src_section(res)
     norel_section(res)
     wire_section(res)
+    ingress_summary.section(res)
     return 0
 
 
