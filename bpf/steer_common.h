@@ -353,7 +353,9 @@ struct steer_bk_info {
 	__u32 dp_ranks;	       /* DP ranks in the last snapshot */
 	__u8 source;	       /* enum steer_source: where the load was read */
 	__u8 reserved8[3];     /* zero */
-	__u32 reserved32;      /* zero */
+	/* tokens taken off the reported queue: this router's requests pending
+	 * (sent, not answered) when the poll was sent, issue 11; saturated */
+	__u32 queued_pending;
 };
 
 /*
@@ -735,5 +737,83 @@ static __always_inline void steer_tree_rescore(struct steer_svc_tree *tr,
 	tr->score[pos] = steer_score(w->cache_base_ns, work, w->cache_npt);
 	steer_tree_fix(tr, pos);
 }
+
+/* ---- XDP ingress (bpf/steer_xdp.bpf.c) and backend decap (steer_decap.bpf.c) ----
+ *
+ * The XDP program shares every map above (same pin root) and chooses new
+ * flows with the connect hooks' choose(); what only it needs is below.
+ */
+
+#define STEER_MAP_XFLOWS "steer_xflows"	       /* LRU_HASH steer_xflow_key -> steer_xflow */
+#define STEER_MAP_XVIPST "steer_xvipst"	       /* PERCPU_ARRAY[svc_id] of steer_xdp_ctr */
+#define STEER_MAP_XBKST "steer_xbkst"	       /* PERCPU_ARRAY[slot] of steer_xdp_ctr */
+#define STEER_MAP_XCFG "steer_xcfg"	       /* ARRAY[1] of struct steer_xdp_cfg */
+#define STEER_LINK_XDP_PREFIX "steer_lnk_xdp_" /* + interface name: one pinned link each */
+#define STEER_DECAP_CTR "steer_dcp_ctr"	       /* the decap's PERCPU_ARRAY[1] of steer_decap_ctr */
+#define STEER_DECAP_PROG "steer_dcp_prog"      /* pin of the decap program (--pin-dir only) */
+
+/*
+ * Flows tracked at once by the XDP program. One table shared by every CPU
+ * (unlike Katran's per-CPU tables, which rely on consistent hashing to pick
+ * the same backend again when a flow moves CPU; a least-wait pick would not),
+ * with per-CPU LRU lists (BPF_F_NO_COMMON_LRU). ~120 bytes each in the kernel.
+ */
+#define STEER_XDP_FLOWS (1u << 18)
+
+/* A TCP flow as the client sends it: 40 bytes, no padding. */
+struct steer_xflow_key {
+	__u32 src[4]; /* client address, network order; IPv4 in src[3], rest 0 */
+	__u32 dst[4]; /* virtual address, network order; IPv4 in dst[3], rest 0 */
+	__u16 sport;  /* network order */
+	__u16 dport;  /* network order */
+	__u32 family; /* 4 or 6 */
+};
+
+/* Where a flow goes, fixed at its SYN: a republish, drain or score change
+ * never moves it. 48 bytes. */
+struct steer_xflow {
+	__u32 be_ip6[4]; /* backend = outer destination, network order (IPv4 in [3]) */
+	__u32 slot;	 /* backend slot (counters) */
+	__u32 slot_gen;	 /* steer_slot.gen at the SYN */
+	__u32 flags;	 /* STEER_XFLOW_* */
+	__u32 ifindex;	 /* egress interface from the FIB (valid with STEER_XFLOW_L2) */
+	__u8 dmac[6];	 /* next hop's MAC (valid with STEER_XFLOW_L2) */
+	__u8 smac[6];	 /* egress interface's MAC */
+	__u16 svc_id;
+	__u16 reserved;
+};
+
+#define STEER_XFLOW_LIVE 0x1  /* counted in steer_slot.live; the client's FIN/RST ends it */
+#define STEER_XFLOW_ACKED 0x2 /* a non-SYN packet was seen: a later SYN is a new connection */
+#define STEER_XFLOW_L2 0x4    /* ifindex, dmac, smac resolved */
+
+/* Counters of one VIP (by svc_id) or one backend (by slot), per CPU. */
+struct steer_xdp_ctr {
+	__u64 packets;	 /* packets forwarded (encapsulated) */
+	__u64 bytes;	 /* their bytes before encapsulation, from the Ethernet header */
+	__u64 new_flows; /* SYNs that created a flow (and credited, like a connect) */
+	__u64 lru_miss;	 /* non-SYN packets of no known flow: dropped (VIP only) */
+	__u64 ended;	 /* flows whose client sent FIN or RST (taken off live) */
+	__u64 no_route;	 /* dropped: no FIB route or neighbour, or a backend of another family */
+	__u64 refused;	 /* SYNs dropped: no eligible backend */
+	__u64 icmp; /* ICMP frag-needed / packet-too-big of a flow, sent to its backend (VIP) */
+};
+
+/* Outer source addresses: prefix | (flow hash & host mask), so that the
+ * backends' RSS spreads flows over queues (Katran). All network order. */
+struct steer_xdp_cfg {
+	__u32 src4;	    /* IPv4 prefix */
+	__u32 src4_host;    /* host bits taken from the flow hash */
+	__u32 src6[4];	    /* IPv6 prefix */
+	__u32 src6_host[4]; /* host bits taken from the flow hash */
+};
+
+/* The decap's counters, per CPU. */
+struct steer_decap_ctr {
+	__u64 ipip;   /* IPv4-in-IPv4 packets decapsulated */
+	__u64 ip6ip6; /* IPv6-in-IPv6 packets decapsulated */
+	__u64 failed; /* a tunnel packet the kernel would not shrink: passed as is */
+	__u64 reserved;
+};
 
 #endif /* STEER_COMMON_H */

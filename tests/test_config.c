@@ -366,6 +366,7 @@ static void test_help_version(void)
 		"--least-load-default-throughput",
 		"--least-load-mean-prefill-tokens",
 		"--peer-routers",
+		"--bytes-per-token",
 		"--unhealthy-after",
 		"--healthy-after",
 		"--log-level",
@@ -529,7 +530,7 @@ static void test_yaml_shipped_example(void)
 	      "first service");
 	s = &c.services[1];
 	CHECK(!strcmp(s->vip_str, "[::1]:8000") && s->policy.peer_routers == 2 &&
-		      s->policy.mean_prefill_tokens == 1024 &&
+		      s->policy.mean_prefill_tokens == 1024 && s->policy.bytes_per_token == 3 &&
 		      !strcmp(s->backends[1].loads_str, "[::1]:30002"),
 	      "second service");
 	steer_config_free(&c);

@@ -265,6 +265,18 @@ static const struct refusal out_of_bounds[] = {
 	    "got '10000001'" } },
 	{ { BASE, "--peer-routers", "1025" },
 	  { "--peer-routers: must be an integer from 1 to 1024 (routers), got '1025'" } },
+	{ { BASE, "--bytes-per-token", "1025" },
+	  { "--bytes-per-token: must be an integer from 1 to 1024 (request bytes per token), "
+	    "got '1025'" } },
+	{ { BASE, "--bytes-per-token", "0" }, { "--bytes-per-token: ", "from 1 to 1024", "'0'" } },
+	{ { BASE, "--bytes-per-token", "3.5" },
+	  { "--bytes-per-token: ", "from 1 to 1024", "'3.5'" } },
+	{ { BASE, "--bytes-per-token", "-3" },
+	  { "--bytes-per-token: ", "from 1 to 1024", "'-3'" } },
+	{ { BASE, "--bytes-per-token", "4294967299" },
+	  { "--bytes-per-token: ", "from 1 to 1024", "'4294967299'" } },
+	{ { BASE, "--bytes-per-token", "" }, { "--bytes-per-token: ", "from 1 to 1024", "''" } },
+	{ { BASE, "--bytes-per-token" }, { "--bytes-per-token: missing value" } },
 	/* the kernel's credit per connect, prefill x routers, is 32-bit */
 	{ { BASE, "--least-load-mean-prefill-tokens", "4194304", "--peer-routers", "1024" },
 	  { "service 127.0.0.100:8000: least-load-mean-prefill-tokens (4194304) x peer-routers "
@@ -301,6 +313,8 @@ static void test_bounds_edges_accepted(void)
 		{ BASE, "--least-load-mean-prefill-tokens", "1" },
 		{ BASE, "--peer-routers", "1024" },
 		{ BASE, "--least-load-mean-prefill-tokens", "4194303", "--peer-routers", "1024" },
+		{ BASE, "--bytes-per-token", "1" },
+		{ BASE, "--bytes-per-token", "1024" },
 	};
 	struct steer_config c;
 	int rc;
@@ -337,6 +351,21 @@ static void test_bounds_in_the_file(void)
 		  3,
 		  "least-load-kv-pressure-weight: must be a number of seconds from 0 to 3600, got "
 		  "'1e300'" },
+		{ "bytes-per-token: 0\n", 1,
+		  "bytes-per-token: must be an integer from 1 to 1024 (request bytes per token), "
+		  "got '0'" },
+		{ "services:\n"
+		  "  - vip: 127.0.0.101:8000\n"
+		  "    backends: [127.0.0.11:8000]\n"
+		  "    bytes-per-token: three\n",
+		  4,
+		  "bytes-per-token: must be an integer from 1 to 1024 (request bytes per token), "
+		  "got 'three'" },
+		{ "services:\n"
+		  "  - vip: 127.0.0.101:8000\n"
+		  "    backends: [127.0.0.11:8000]\n"
+		  "    bytes-per-token: [3]\n",
+		  4, "bytes-per-token: expected a single value, got a list" },
 	};
 	struct steer_config c;
 	size_t i;
@@ -348,6 +377,68 @@ static void test_bounds_in_the_file(void)
 		CHECK(file_err_is(t[i].line, t[i].msg), "case %zu: err '%s', want line %d '%s'", i,
 		      err, t[i].line, t[i].msg);
 	}
+}
+
+/*
+ * --bytes-per-token (issue 11): default 4, and the precedence of the other
+ * per-service knobs: default < file top level < service key < flag. A reload
+ * parses the file again, so a changed file changes it (test_reload.py runs
+ * the daemon).
+ */
+static void test_bytes_per_token(void)
+{
+	static const char yaml[] = "bytes-per-token: 5\n"
+				   "services:\n"
+				   "  - vip: 127.0.0.100:8000\n"
+				   "    bytes-per-token: 3          # gRPC with token ids\n"
+				   "    backends: [127.0.0.11:8000]\n"
+				   "  - vip: 127.0.0.101:8000\n"
+				   "    backends: [127.0.0.11:8000]\n";
+	static const char plain[] = "services:\n"
+				    "  - vip: 127.0.0.101:8000\n"
+				    "    backends: [127.0.0.11:8000]\n";
+	const struct steer_service_cfg *a, *b;
+	struct steer_config c;
+	int rc;
+
+	rc = LOAD(&c, BASE);
+	CHECK(rc == STEER_CONFIG_OK && c.services[0].policy.bytes_per_token == 4,
+	      "default: rc=%d %u", rc, rc ? 0 : c.services[0].policy.bytes_per_token);
+	if (rc == STEER_CONFIG_OK)
+		steer_config_free(&c);
+	rc = LOAD(&c, BASE, "--bytes-per-token", "3");
+	CHECK(rc == STEER_CONFIG_OK && c.services[0].policy.bytes_per_token == 3,
+	      "flag: rc=%d err=%s", rc, err);
+	if (rc == STEER_CONFIG_OK)
+		steer_config_free(&c);
+
+	rc = load_yaml(yaml, NULL, &c);
+	CHECK(rc == STEER_CONFIG_OK, "rc=%d err=%s", rc, err);
+	if (rc != STEER_CONFIG_OK)
+		return;
+	a = service_of(&c, "127.0.0.100:8000");
+	b = service_of(&c, "127.0.0.101:8000");
+	CHECK(a && a->policy.bytes_per_token == 3, "service key beats top level: %u",
+	      a ? a->policy.bytes_per_token : 0);
+	CHECK(b && b->policy.bytes_per_token == 5, "top level beats default: %u",
+	      b ? b->policy.bytes_per_token : 0);
+	steer_config_free(&c);
+
+	rc = load_yaml(yaml, ARGS("--bytes-per-token=7"), &c);
+	CHECK(rc == STEER_CONFIG_OK, "rc=%d err=%s", rc, err);
+	if (rc != STEER_CONFIG_OK)
+		return;
+	a = service_of(&c, "127.0.0.100:8000");
+	b = service_of(&c, "127.0.0.101:8000");
+	CHECK(a && b && a->policy.bytes_per_token == 7 && b->policy.bytes_per_token == 7,
+	      "the flag beats the service key and the top level");
+	steer_config_free(&c);
+
+	rc = load_yaml(plain, NULL, &c);
+	CHECK(rc == STEER_CONFIG_OK && c.services[0].policy.bytes_per_token == 4,
+	      "a file without it: the default, rc=%d err=%s", rc, err);
+	if (rc == STEER_CONFIG_OK)
+		steer_config_free(&c);
 }
 
 /* --help gives every bound. */
@@ -536,6 +627,7 @@ int main(void)
 	TAP_RUN(test_bounds_refused);
 	TAP_RUN(test_bounds_edges_accepted);
 	TAP_RUN(test_bounds_in_the_file);
+	TAP_RUN(test_bytes_per_token);
 	TAP_RUN(test_bounds_in_help);
 	TAP_RUN(test_depth);
 	TAP_RUN(test_probe_repros_exit_2);

@@ -447,16 +447,17 @@ static void test_status_text(void)
 	for (i = 0; i < 4; i++) {
 		const char *want_rank[4] = { "1", "2", "0", "-" };
 		const char *want_health = i == 3 ? "ejected" : "healthy";
-		unsigned long long inflight, steered;
+		unsigned long long inflight, pending, steered;
 		char base[32], npt[32];
 		long long live;
 		const char *sec = strstr(out, "service " VIP_A);
 
 		/* Service A's block: b0 also appears under VIP_B. */
 		CHECK(line_of(sec, be[i].addr, line, sizeof(line)), "b%d missing:\n%s", i, out);
-		CHECK(sscanf(line, "%63s %31s %15s %31s %31s %llu %lld %llu", addr, health, rank,
-			     base, npt, &inflight, &live, &steered) == 8,
+		CHECK(sscanf(line, "%63s %31s %15s %31s %31s %llu %llu %lld %llu", addr, health,
+			     rank, base, npt, &inflight, &pending, &live, &steered) == 9,
 		      "unparsable row '%s'", line);
+		CHECK(pending == 0, "b%d: %llu tokens pending, nothing was sent", i, pending);
 		CHECK(strcmp(health, want_health) == 0 && strcmp(rank, want_rank[i]) == 0,
 		      "b%d: health %s rank %s, want %s %s", i, health, rank, want_health,
 		      want_rank[i]);

@@ -27,7 +27,7 @@
 #define VIP_ODD "we\\ird\"vip\nx" /* backslash, quote and newline to escape */
 #define VIP_ODD_ESCAPED "we\\\\ird\\\"vip\\nx"
 #define SEC 1000000000ULL
-#define N_FAMILIES 14
+#define N_FAMILIES 20
 
 static const char *const family_types[N_FAMILIES][2] = {
 	{ "smg_steer_backend_score_seconds", "gauge" },
@@ -38,11 +38,17 @@ static const char *const family_types[N_FAMILIES][2] = {
 	{ "smg_steer_backend_live_connections", "gauge" },
 	{ "smg_steer_backend_healthy", "gauge" },
 	{ "smg_steer_connections_steered_total", "counter" },
+	{ "smg_steer_backend_pending_tokens", "gauge" },
+	{ "smg_steer_backend_pending_bytes", "gauge" },
+	{ "smg_steer_backend_queued_pending_tokens", "gauge" },
+	{ "smg_steer_backend_sent_bytes_total", "counter" },
+	{ "smg_steer_backend_requests_total", "counter" },
 	{ "smg_steer_polls_total", "counter" },
 	{ "smg_steer_backend_load_source", "gauge" },
 	{ "smg_steer_table_publishes_total", "counter" },
 	{ "smg_steer_fallback_connections_total", "counter" },
 	{ "smg_steer_refused_connections_total", "counter" },
+	{ "smg_steer_bytes_per_token", "gauge" },
 	{ "smg_steer_poll_duration_seconds", "histogram" },
 };
 
@@ -67,6 +73,7 @@ static void build_fixture(void)
 	s->table_publishes_total = 42;
 	s->fallback_connections_total = 3;
 	s->refused_connections_total = 1;
+	s->bytes_per_token = 3;
 	memcpy(s->poll_buckets, buckets, sizeof(buckets));
 	s->poll_count = 11;
 	s->poll_sum_s = 1.75;
@@ -87,6 +94,11 @@ static void build_fixture(void)
 	b->polls_total[STEER_POLL_UNAVAILABLE] = 2;
 	b->polls_total[STEER_POLL_DEADLINE] = 1;
 	b->polls_total[STEER_POLL_ERROR] = 5;
+	b->pending_bytes = 9001;
+	b->pending_tokens = 3000;
+	b->queued_pending_tokens = 1200;
+	b->sent_bytes_total = 123456789012ULL;
+	b->requests_total = 77;
 
 	b = &fx_backends[1];
 	snprintf(b->vip, sizeof(b->vip), VIP_ODD);
@@ -205,6 +217,12 @@ static void test_backend_lines_exact(void)
 		"smg_steer_backend_live_connections" L("3"),
 		"smg_steer_backend_healthy" L("1"),
 		"smg_steer_connections_steered_total" L("18446744073709551615"),
+		"smg_steer_backend_pending_tokens" L("3000"),
+		"smg_steer_backend_pending_bytes" L("9001"),
+		"smg_steer_backend_queued_pending_tokens" L("1200"),
+		"smg_steer_backend_sent_bytes_total" L("123456789012"),
+		"smg_steer_backend_requests_total" L("77"),
+		"smg_steer_bytes_per_token{vip=\"" VIP_A "\"} 3",
 	};
 #undef L
 	size_t i;
@@ -406,7 +424,7 @@ static void test_help_type_once_and_grouped(void)
 	CHECK(t, "render returned NULL");
 	samples = check_family_grouping(t);
 	/* 2 backends x (8 + 6 polls + source) + 2 services x (3 + 12 + 1 + sum + count) */
-	CHECK(samples == 2 * 15 + 2 * 18, "%d samples", samples);
+	CHECK(samples == 2 * 20 + 2 * 19, "%d samples", samples);
 }
 
 static void test_empty_snapshot_has_only_headers(void)
@@ -466,7 +484,7 @@ static void test_official_parser_reads_it(void)
 	      out);
 	CHECK(sscanf(out, "%d %d %d", &fams, &samples, &hist) == 3, "output: %s", out);
 	CHECK(fams == N_FAMILIES && hist == 1, "families %d histograms %d", fams, hist);
-	CHECK(samples == 2 * 15 + 2 * 18, "samples %d", samples);
+	CHECK(samples == 2 * 20 + 2 * 19, "samples %d", samples);
 	CHECK(strstr(out, "[\"127.0.0.100:8000\", \"we\\\\ird\\\"vip\\nx\"]"),
 	      "labels not decoded to the raw values: %s", out);
 }
@@ -561,7 +579,7 @@ static int check_scrape_and_updates(struct steer_metrics *m)
 	CHECK_RC(has_line(last.body, "smg_steer_table_publishes_total{vip=\"" VIP_A "\"} 7"),
 		 "update not visible:\n%s", last.body);
 	/* Every fixture family plus the two cycle gauges of a published snapshot. */
-	CHECK_RC(check_family_grouping(last.body) == 2 * 15 + 2 * 18 + 2, "served text differs");
+	CHECK_RC(check_family_grouping(last.body) == 2 * 20 + 2 * 19 + 2, "served text differs");
 	CHECK_RC(strstr(last.body, "\nsmg_steer_cycle_seconds 0\n") != NULL, "cycle gauge");
 
 	CHECK_RC(update_fixture(m, 8, steer_monotonic_ns(), 60 * SEC) == 0, "update");

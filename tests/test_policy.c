@@ -850,6 +850,107 @@ static void test_total_s_is_the_upstream_score(void)
 	}
 }
 
+/* ---- Issue 11: request bytes on the wire --------------------------------------------- */
+
+/* Bytes become tokens as the kernel counts them, rounded down; 0 is the default (4). */
+static void test_wire_bytes_per_token(void)
+{
+	struct steer_policy p = STEER_POLICY_DEFAULTS;
+	char why[160] = "";
+
+	CHECK(steer_policy_bytes_per_token(&p) == 4, "default %u",
+	      steer_policy_bytes_per_token(&p));
+	CHECK(steer_policy_wire_tokens(&p, 1003) == 250, "1003 B / 4 = %llu",
+	      (ull)steer_policy_wire_tokens(&p, 1003));
+	p.bytes_per_token = 3;
+	CHECK(steer_policy_wire_tokens(&p, 1000) == 333, "1000 B / 3 = %llu",
+	      (ull)steer_policy_wire_tokens(&p, 1000));
+	CHECK(steer_policy_wire_tokens(&p, UINT64_MAX) == UINT64_MAX / 3, "no overflow");
+	p.bytes_per_token = 0;
+	CHECK(steer_policy_bytes_per_token(&p) == 4 && steer_policy_wire_tokens(&p, 8) == 2,
+	      "0 is the default");
+	CHECK(steer_policy_check(&p, why, sizeof(why)) == 0, "0 rejected: %s", why);
+	p.bytes_per_token = 1024;
+	CHECK(steer_policy_check(&p, why, sizeof(why)) == 0, "1024 rejected: %s", why);
+	p.bytes_per_token = 1025;
+	CHECK(steer_policy_check(&p, why, sizeof(why)) == -1 && strstr(why, "bytes-per-token"),
+	      "1025: '%s'", why);
+}
+
+/* max(0, queued - pending at the poll), whatever the queue's source. */
+static void test_wire_pending_leaves_the_snapshot_queue(void)
+{
+	double sub = -1;
+	struct fleet f;
+
+	CHECK(steer_policy_wire_queue(8000, 3000, &sub) == 5000 && sub == 3000, "8000 - 3000");
+	CHECK(steer_policy_wire_queue(1000, 3000, &sub) == 0 && sub == 1000, "clamped at 0");
+	CHECK(steer_policy_wire_queue(NAN, 5, &sub) == 0 && sub == 0, "NaN queue");
+	CHECK(steer_policy_wire_queue(-4, 5, NULL) == 0, "negative queue");
+	CHECK(steer_policy_wire_queue(700, 0, &sub) == 700 && sub == 0, "nothing pending");
+
+	fleet_init(&f, 3);
+	CHECK(set_snapshot(&f.in[0], 8000, 0, 100.0) == 0, "a");
+	f.in[0].wire_pending_at_poll = 3000;
+	/* An engine without the uncached field: 4 waiting x 1024 = 4096, less 1000. */
+	CHECK(set_snapshot(&f.in[1], 0, 0, 100.0) == 0, "b");
+	f.in[1].load.waiting_reqs = 4;
+	f.in[1].wire_pending_at_poll = 1000;
+	/* No snapshot: the live estimate stands, the pending figure is not used. */
+	f.in[2].live_conns = 2;
+	f.in[2].wire_pending_at_poll = 999999;
+	fleet_score(&f);
+	CHECK(f.sc[0].queued_reported == 8000 && f.sc[0].wire_subtracted == 3000 &&
+		      f.sc[0].queued_tokens == 5000,
+	      "a: %g - %g = %g", f.sc[0].queued_reported, f.sc[0].wire_subtracted,
+	      f.sc[0].queued_tokens);
+	CHECK(f.sc[0].base_wait_ns == 50ULL * 1000000000ULL, "a: 5000 / 100 = 50 s, got %llu",
+	      (ull)f.sc[0].base_wait_ns);
+	CHECK(f.sc[1].queued_estimated && f.sc[1].queued_reported == 4096 &&
+		      f.sc[1].queued_tokens == 3096,
+	      "b: %g", f.sc[1].queued_tokens);
+	CHECK(f.sc[2].mode == STEER_MODE_ESTIMATE && f.sc[2].queued_tokens == 2048 &&
+		      f.sc[2].wire_subtracted == 0,
+	      "c: %g", f.sc[2].queued_tokens);
+}
+
+/*
+ * Nothing counted twice, nothing lost (docs/algorithm.md 6.4). The engine's
+ * true queue at any moment is the other routers' work plus this router's
+ * requests still pending; the kernel's score is base + (credits + pending
+ * now) x ns per token. Walked through a poll: at its send this router has
+ * 1000 + 2000 tokens pending, the other routers 4000; the engine reports
+ * 7000. By the publish the 1000 has been answered and a 500 sent.
+ */
+static void test_wire_nothing_counted_twice(void)
+{
+	const uint64_t other = 4000, ours_at_poll = 3000;
+	uint64_t pending_now, truth;
+	struct fleet f;
+
+	fleet_init(&f, 1);
+	f.p.bytes_per_token = 3;
+	CHECK(set_snapshot(&f.in[0], (int32_t)(other + ours_at_poll), 0, 1000.0) == 0, "a");
+	/* The daemon reads the bytes at the poll's send: 9000 B / 3 = 3000 tokens. */
+	f.in[0].wire_pending_at_poll = steer_policy_wire_tokens(&f.p, 9000);
+	fleet_score(&f);
+	pending_now = ours_at_poll - 1000 + 500;
+	truth = other + (ours_at_poll - 1000) + 500;
+	f.inflight[0] = pending_now; /* the kernel adds what is pending now */
+	CHECK(kernel_score(&f, 0) == truth * 1000000ULL, "score %llu, want %llu x 1 ms",
+	      (ull)kernel_score(&f, 0), (ull)truth);
+	/* Until the next poll every answer takes its tokens off at once... */
+	f.inflight[0] = 0;
+	CHECK(kernel_score(&f, 0) == other * 1000000ULL, "all answered: %llu",
+	      (ull)kernel_score(&f, 0));
+	/* ... and the next poll sees the engine's queue as it is: */
+	CHECK(set_snapshot(&f.in[0], (int32_t)other, 0, 1000.0) == 0, "a again");
+	f.in[0].wire_pending_at_poll = 0;
+	fleet_score(&f);
+	CHECK(kernel_score(&f, 0) == other * 1000000ULL, "next poll: %llu",
+	      (ull)kernel_score(&f, 0));
+}
+
 int main(void)
 {
 	/* Upstream least_load.rs unit tests, mirrored. */
@@ -880,5 +981,9 @@ int main(void)
 	TAP_RUN(test_phase_only_with_peer_routers);
 	TAP_RUN(test_policy_check_names_the_knob);
 	TAP_RUN(test_total_s_is_the_upstream_score);
+	/* Issue 11. */
+	TAP_RUN(test_wire_bytes_per_token);
+	TAP_RUN(test_wire_pending_leaves_the_snapshot_queue);
+	TAP_RUN(test_wire_nothing_counted_twice);
 	return tap_done();
 }

@@ -56,6 +56,7 @@ const char *const cfg_knob_names[N_KNOBS] = {
 	[KNOB_THROUGHPUT] = "least-load-default-throughput",
 	[KNOB_PREFILL] = "least-load-mean-prefill-tokens",
 	[KNOB_PEERS] = "peer-routers",
+	[KNOB_BYTES_PER_TOKEN] = "bytes-per-token",
 };
 
 /* ---- Scalars ---------------------------------------------------------------------- */
@@ -216,6 +217,9 @@ static void knob_put(struct steer_policy *p, enum knob k, double v)
 	case KNOB_PEERS:
 		p->peer_routers = (uint32_t)v;
 		break;
+	case KNOB_BYTES_PER_TOKEN:
+		p->bytes_per_token = (uint32_t)v;
+		break;
 	default:
 		break;
 	}
@@ -235,6 +239,8 @@ static const struct knob_bound {
 	[KNOB_THROUGHPUT] = { 1, 1e9, false, "a number of tokens/s from 1 to 1e9" },
 	[KNOB_PREFILL] = { 1, 1e7, true, "an integer from 1 to 10000000 (tokens)" },
 	[KNOB_PEERS] = { 1, 1024, true, "an integer from 1 to 1024 (routers)" },
+	[KNOB_BYTES_PER_TOKEN] = { 1, STEER_POLICY_MAX_BYTES_PER_TOKEN, true,
+				   "an integer from 1 to 1024 (request bytes per token)" },
 };
 
 /* Parses one knob's value into kl; the policy module agrees with every value in range. */
@@ -281,6 +287,9 @@ void cfg_knobs_apply(struct steer_policy *dst, const struct knob_layer *kl)
 			break;
 		case KNOB_PREFILL:
 			dst->mean_prefill_tokens = kl->p.mean_prefill_tokens;
+			break;
+		case KNOB_BYTES_PER_TOKEN:
+			dst->bytes_per_token = kl->p.bytes_per_token;
 			break;
 		default:
 			dst->peer_routers = kl->p.peer_routers;
@@ -470,12 +479,16 @@ const struct setting cfg_settings[] = {
 	{ "least-load-default-throughput", N_OPTS, KNOB_THROUGHPUT, NULL },
 	{ "least-load-mean-prefill-tokens", N_OPTS, KNOB_PREFILL, NULL },
 	{ "peer-routers", N_OPTS, KNOB_PEERS, NULL },
+	{ "bytes-per-token", N_OPTS, KNOB_BYTES_PER_TOKEN, NULL },
 	{ "unhealthy-after", OPT_UNHEALTHY, -1, parse_unhealthy },
 	{ "healthy-after", OPT_HEALTHY, -1, parse_healthy },
 	{ "log-level", OPT_LOG_LEVEL, -1, parse_log_level },
 	{ "metrics-listen", OPT_METRICS, -1, parse_metrics },
 	{ "dns-interval", OPT_DNS_INTERVAL, -1, parse_dns_interval },
 	{ "dns-server", OPT_DNS_SERVER, -1, parse_dns_server },
+	{ "xdp-dev", OPT_XDP_DEV, -1, cfg_parse_xdp_dev },
+	{ "xdp-mode", OPT_XDP_MODE, -1, cfg_parse_xdp_mode },
+	{ "xdp-encap-src", OPT_XDP_ENCAP_SRC, -1, cfg_parse_xdp_encap_src },
 };
 
 const struct setting *cfg_setting_find(const char *name)
@@ -529,6 +542,7 @@ void cfg_layer_apply(struct steer_config *dst, const struct layer *l)
 		dst->dns_interval_ns = v->dns_interval_ns;
 	if (l->set[OPT_DNS_SERVER])
 		memcpy(dst->dns_servers, v->dns_servers, sizeof(dst->dns_servers));
+	cfg_xdp_apply(dst, l);
 	if (l->set[OPT_METRICS]) {
 		dst->metrics_enabled = v->metrics_enabled;
 		dst->metrics_addr = v->metrics_addr;

@@ -69,6 +69,7 @@ enum knob {
 	KNOB_THROUGHPUT,
 	KNOB_PREFILL,
 	KNOB_PEERS,
+	KNOB_BYTES_PER_TOKEN,
 	N_KNOBS,
 };
 
@@ -88,6 +89,9 @@ enum opt {
 	OPT_METRICS,
 	OPT_DNS_INTERVAL,
 	OPT_DNS_SERVER,
+	OPT_XDP_DEV,
+	OPT_XDP_MODE,
+	OPT_XDP_ENCAP_SRC,
 	N_OPTS,
 };
 
@@ -116,8 +120,15 @@ struct setting {
 };
 
 /* Every option that is both a flag and a top-level key, in --help order. */
-#define CFG_N_SETTINGS 16
+#define CFG_N_SETTINGS 20
 extern const struct setting cfg_settings[CFG_N_SETTINGS];
+
+/* ---- XDP ingress options (config_xdp.c) ---------------------------------------- */
+
+int cfg_parse_xdp_dev(const char *v, struct steer_config *dst, char *why, size_t whylen);
+int cfg_parse_xdp_mode(const char *v, struct steer_config *dst, char *why, size_t whylen);
+int cfg_parse_xdp_encap_src(const char *v, struct steer_config *dst, char *why, size_t whylen);
+void cfg_xdp_apply(struct steer_config *dst, const struct layer *l);
 
 /* ---- One service being assembled ------------------------------------------- */
 

@@ -60,8 +60,14 @@ struct backend {
 
 	bool call_pending;	   /* a GetLoads of this cycle is in flight */
 	uint64_t inflight_at_send; /* tokens credited when the call was sent */
-	uint64_t pending_drain;	   /* to subtract at the next publish */
-	uint64_t live_drain;	   /* scored from live connections: credits read before them */
+	/* Request bytes sent on steered sockets and not answered (issue 11):
+	 * when the call in flight was sent, and when the call that gave the
+	 * snapshot in use was. The snapshot's queue holds those requests; the
+	 * score takes them off it (steer_policy_wire_queue). */
+	uint64_t wire_at_send;	/* bytes */
+	uint64_t wire_at_snap;	/* bytes */
+	uint64_t pending_drain; /* to subtract at the next publish */
+	uint64_t live_drain;	/* scored from live connections: credits read before them */
 
 	enum steer_poll_kind last_kind, logged_kind;
 	enum steer_source source; /* where the last answer came from */
@@ -94,6 +100,8 @@ struct service {
 struct daemon {
 	struct steer_config cfg;
 	struct steer_dp *dp;
+	struct steer_xdp *xdp;		 /* XDP ingress (--xdp-dev), or NULL */
+	struct steer_xdp_stats *xdp_ctr; /* its counters, for /metrics; NULL without */
 	struct steer_loads *loads;
 	struct steer_metrics *metrics;
 	struct steer_reload *reload;  /* SIGHUP's parse, on its own thread */

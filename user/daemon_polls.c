@@ -39,8 +39,17 @@ static void start_poll(struct daemon *d, struct backend *b)
 {
 	if (b->call_pending)
 		return;
-	/* What is credited now is in the snapshot this call returns. */
-	b->inflight_at_send = b->slot == NO_SLOT ? 0 : steer_dp_inflight_read(d->dp, b->slot);
+	/* What is credited now is in the snapshot this call returns, and so are
+	 * the requests sent and not answered yet. */
+	b->inflight_at_send = 0;
+	b->wire_at_send = 0;
+	if (b->slot != NO_SLOT) {
+		b->inflight_at_send = steer_dp_inflight_read(d->dp, b->slot);
+		/* Those credits are the daemon's to drain now: their sockets no
+		 * longer take them back at their first send (issue 11). */
+		steer_dp_inflight_mark(d->dp, b->slot);
+		b->wire_at_send = steer_dp_pending_bytes(d->dp, b->slot);
+	}
 	if (steer_loads_start(d->loads, b->handle, d->cfg.timeout_ns) == 0) {
 		b->call_pending = true;
 		d->pending++;
@@ -196,8 +205,11 @@ static void handle_result(struct daemon *d, const struct steer_loads_result *r)
 		b->snap_ns = r->started_ns + r->duration_ns;
 		if (r->load.queued_uncached_tokens > 0)
 			b->reports_uncached = true;
-		/* The snapshot covers what had been credited when the call left. */
+		/* The snapshot covers what had been credited when the call left,
+		 * and the requests pending then: kept with it for every publish
+		 * that scores it. */
 		b->pending_drain = b->inflight_at_send;
+		b->wire_at_snap = b->wire_at_send;
 		health_success(s, b, d->cfg.healthy_after);
 		break;
 	case STEER_POLL_UNIMPLEMENTED:

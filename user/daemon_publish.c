@@ -116,10 +116,12 @@ static void score_service(struct daemon *d, struct service *s, struct backend **
 		in[k].has_snapshot = snapshot_fresh(d, b, now);
 		in[k].load = b->snap;
 		in[k].reports_uncached = b->reports_uncached;
+		in[k].wire_pending_at_poll = steer_policy_wire_tokens(&s->policy, b->wire_at_snap);
 		if (!in[k].has_snapshot && b->slot != NO_SLOT) {
 			/* Read the credits first: the live count read after them
 			 * already holds those connections. */
 			b->live_drain = steer_dp_inflight_read(d->dp, b->slot);
+			steer_dp_inflight_mark(d->dp, b->slot); /* drained below, not at send */
 			in[k].live_conns = (uint64_t)steer_dp_live(d->dp, b->slot);
 		}
 	}
@@ -208,6 +210,9 @@ static void write_bk_info(struct daemon *d, struct service *s, uint64_t now)
 		info->kv_ppm = (__u32)(b->score.kv * 1e6);
 		info->live_at_score = b->live_at_score;
 		info->queued_estimated = b->score.queued_estimated;
+		info->queued_pending =
+			(__u32)(b->score.wire_subtracted > UINT32_MAX ? UINT32_MAX
+								      : b->score.wire_subtracted);
 	}
 }
 
@@ -240,6 +245,7 @@ void publish(struct daemon *d)
 			.table = pb->costs,
 			.n_table = pb->n,
 			.credit_tokens = steer_policy_credit(&s->policy),
+			.bytes_per_token = steer_policy_bytes_per_token(&s->policy),
 			.ttl_ns = d->cfg.max_age_ns,
 			.allow_empty = true, /* every backend drained: refuse */
 			.flags = s->fail_open ? STEER_TBL_FAIL_OPEN : 0,
@@ -320,12 +326,45 @@ static void fill_metrics_backend(struct daemon *d, const struct service *s, cons
 	mb->steered_total = ctr ? ctr->steered + ctr->fallbacks : 0;
 	memcpy(mb->polls_total, b->polls, sizeof(mb->polls_total));
 	mb->source = (int)b->source;
+	if (d->xdp_ctr && b->slot != NO_SLOT) {
+		struct steer_xdp_ctr x;
+
+		if (steer_xdp_stats_backend(d->xdp_ctr, b->slot, &x) == 0) {
+			mb->xdp_packets_total = x.packets;
+			mb->xdp_bytes_total = x.bytes;
+			mb->xdp_new_flows_total = x.new_flows;
+			mb->xdp_ended_total = x.ended;
+		}
+	}
+	if (ctr) {
+		mb->pending_bytes = steer_dp_pending_bytes(d->dp, b->slot);
+		mb->pending_tokens = steer_policy_wire_tokens(&s->policy, mb->pending_bytes);
+		mb->sent_bytes_total = steer_dp_sent_bytes(d->dp, b->slot);
+		mb->requests_total = steer_dp_requests(d->dp, b->slot);
+	}
 	if (b->in_table) {
-		mb->score_s = steer_policy_total_s(&b->score, inflight);
+		mb->queued_pending_tokens = b->score.wire_subtracted;
+		/* As the kernel scores: credits and pending request tokens. */
+		mb->score_s =
+			steer_policy_total_s(&b->score, inflight + (double)mb->pending_tokens);
 		mb->queued_tokens = b->score.queued_tokens;
 		mb->throughput = b->score.throughput;
 		mb->kv_usage = b->score.kv;
 	}
+}
+
+static void fill_metrics_xdp(struct daemon *d, const struct service *s,
+			     struct steer_metrics_service *ms)
+{
+	int id = d->xdp_ctr ? steer_dp_service_id(d->dp, &s->vip) : -1;
+	struct steer_xdp_ctr x;
+
+	if (id < 0 || steer_xdp_stats_vip(d->xdp_ctr, (uint32_t)id, &x) != 0)
+		return;
+	ms->xdp_packets_total = x.packets;
+	ms->xdp_bytes_total = x.bytes;
+	ms->xdp_new_flows_total = x.new_flows;
+	ms->xdp_lru_miss_total = x.lru_miss;
 }
 
 void update_metrics(struct daemon *d)
@@ -351,10 +390,12 @@ void update_metrics(struct daemon *d)
 		memcpy(ms->poll_buckets, s->poll_buckets, sizeof(ms->poll_buckets));
 		ms->poll_count = s->poll_count;
 		ms->poll_sum_s = s->poll_sum_s;
+		ms->bytes_per_token = steer_policy_bytes_per_token(&s->policy);
 		if (steer_dp_service_stats(d->dp, &s->vip, &st) == 0) {
 			ms->fallback_connections_total = st.fallbacks;
 			ms->refused_connections_total = st.refused;
 		}
+		fill_metrics_xdp(d, s, ms);
 		for (j = 0; j < s->n; j++)
 			fill_metrics_backend(d, s, s->b[j], &snap.backends[snap.n_backends++]);
 	}
@@ -362,6 +403,7 @@ void update_metrics(struct daemon *d)
 	snap.last_cycle_s = d->last_cycle_s;
 	snap.last_publish_s = d->last_publish_s;
 	snap.healthy_within_ns = 3 * d->cfg.interval_ns;
+	snap.xdp = d->xdp_ctr != NULL;
 	steer_discovery_metrics(d->disc, &snap);
 	steer_metrics_update(d->metrics, &snap);
 out:

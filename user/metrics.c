@@ -102,11 +102,29 @@ static const struct backend_family backend_families[] = {
 	{ "smg_steer_connections_steered_total", "counter",
 	  "Connections placed on the backend, by score or by the stale-table fallback.",
 	  BK_FIELD(steered_total), VALUE_U64 },
+	{ "smg_steer_backend_pending_tokens", "gauge",
+	  "Request tokens sent to the backend on steered connections and not answered yet "
+	  "(pending bytes / bytes per token), as the kernel scores them.",
+	  BK_FIELD(pending_tokens), VALUE_U64 },
+	{ "smg_steer_backend_pending_bytes", "gauge",
+	  "Request bytes sent to the backend on steered connections and not answered yet.",
+	  BK_FIELD(pending_bytes), VALUE_U64 },
+	{ "smg_steer_backend_queued_pending_tokens", "gauge",
+	  "Tokens taken off the backend's reported queue as scored: this node's requests "
+	  "pending when the poll was sent, which the pending tokens count instead.",
+	  BK_FIELD(queued_pending_tokens), VALUE_DOUBLE },
+	{ "smg_steer_backend_sent_bytes_total", "counter",
+	  "Request bytes sent to the backend on steered connections.", BK_FIELD(sent_bytes_total),
+	  VALUE_U64 },
+	{ "smg_steer_backend_requests_total", "counter",
+	  "Requests sent to the backend on steered connections.", BK_FIELD(requests_total),
+	  VALUE_U64 },
 };
 
-/* A counter family with one sample per service. */
+/* A family with one integer sample per service. */
 struct service_family {
 	const char *name;
+	const char *type;
 	const char *help;
 	size_t offset;
 };
@@ -114,14 +132,46 @@ struct service_family {
 #define SVC_FIELD(f) offsetof(struct steer_metrics_service, f)
 
 static const struct service_family service_families[] = {
-	{ "smg_steer_table_publishes_total", "Service tables published into the kernel.",
+	{ "smg_steer_table_publishes_total", "counter", "Service tables published into the kernel.",
 	  SVC_FIELD(table_publishes_total) },
-	{ "smg_steer_fallback_connections_total",
+	{ "smg_steer_fallback_connections_total", "counter",
 	  "Connections placed round-robin because the service table had expired.",
 	  SVC_FIELD(fallback_connections_total) },
-	{ "smg_steer_refused_connections_total",
+	{ "smg_steer_refused_connections_total", "counter",
 	  "Connections refused because no backend of the service was eligible.",
 	  SVC_FIELD(refused_connections_total) },
+	{ "smg_steer_bytes_per_token", "gauge",
+	  "Request bytes on the wire per token, by which the kernel converts pending bytes.",
+	  SVC_FIELD(bytes_per_token) },
+};
+
+/* XDP ingress (bpf/steer_xdp.bpf.c), rendered only while it runs. */
+static const struct service_family xdp_service_families[] = {
+	{ "smg_steer_xdp_packets_total", "counter",
+	  "Packets to the VIP steered by XDP ingress (encapsulated towards a backend).",
+	  SVC_FIELD(xdp_packets_total) },
+	{ "smg_steer_xdp_bytes_total", "counter",
+	  "Bytes of those packets, from the Ethernet header.", SVC_FIELD(xdp_bytes_total) },
+	{ "smg_steer_xdp_new_flows_total", "counter",
+	  "TCP flows to the VIP that XDP ingress placed (SYNs credited like a connect).",
+	  SVC_FIELD(xdp_new_flows_total) },
+	{ "smg_steer_xdp_lru_misses_total", "counter",
+	  "Non-SYN packets to the VIP of no flow XDP ingress knows: dropped.",
+	  SVC_FIELD(xdp_lru_miss_total) },
+};
+
+static const struct backend_family xdp_backend_families[] = {
+	{ "smg_steer_xdp_backend_packets_total", "counter",
+	  "Packets XDP ingress sent to the backend.", BK_FIELD(xdp_packets_total), VALUE_U64 },
+	{ "smg_steer_xdp_backend_bytes_total", "counter",
+	  "Bytes XDP ingress sent to the backend, before encapsulation.", BK_FIELD(xdp_bytes_total),
+	  VALUE_U64 },
+	{ "smg_steer_xdp_backend_new_flows_total", "counter",
+	  "TCP flows XDP ingress placed on the backend.", BK_FIELD(xdp_new_flows_total),
+	  VALUE_U64 },
+	{ "smg_steer_xdp_backend_ended_flows_total", "counter",
+	  "Flows to the backend whose client sent FIN or RST (off its live count).",
+	  BK_FIELD(xdp_ended_total), VALUE_U64 },
 };
 
 #define POLLS_NAME "smg_steer_polls_total"
@@ -306,7 +356,7 @@ static void write_service_family(FILE *f, const struct steer_metrics_snapshot *s
 {
 	size_t i;
 
-	write_family_header(f, fam->name, "counter", fam->help);
+	write_family_header(f, fam->name, fam->type, fam->help);
 	for (i = 0; i < snap->n_services; i++) {
 		uint64_t v;
 
@@ -455,6 +505,12 @@ char *steer_metrics_render(const struct steer_metrics_snapshot *snap)
 	write_poll_histogram(f, snap);
 	write_cycle_gauges(f, snap);
 	write_dns_families(f, snap);
+	for (i = 0; snap->xdp && i < sizeof(xdp_service_families) / sizeof(xdp_service_families[0]);
+	     i++)
+		write_service_family(f, snap, &xdp_service_families[i]);
+	for (i = 0; snap->xdp && i < sizeof(xdp_backend_families) / sizeof(xdp_backend_families[0]);
+	     i++)
+		write_backend_family(f, snap, &xdp_backend_families[i]);
 	/* A stream that ran out of memory loses output silently until here. */
 	failed = ferror(f);
 	if (fclose(f) != 0 || failed) {
@@ -525,6 +581,7 @@ static int snapshot_copy(struct steer_metrics_snapshot *dst,
 	dst->last_cycle_s = src->last_cycle_s;
 	dst->last_publish_s = src->last_publish_s;
 	dst->healthy_within_ns = src->healthy_within_ns;
+	dst->xdp = src->xdp;
 	return 0;
 }
 

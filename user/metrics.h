@@ -21,10 +21,10 @@
 extern const double steer_poll_bucket_bounds[STEER_POLL_BUCKETS];
 
 struct steer_metrics_backend {
-	char vip[64];	  /* label vip, e.g. "127.0.0.100:8000" */
-	char backend[64]; /* label backend, the traffic address */
-	double score_s;	  /* expected wait for the next connection, seconds */
-	double queued_tokens;
+	char vip[64];		/* label vip, e.g. "127.0.0.100:8000" */
+	char backend[64];	/* label backend, the traffic address */
+	double score_s;		/* expected wait for the next connection, seconds */
+	double queued_tokens;	/* as scored: reported, less queued_pending_tokens */
 	double throughput;	/* tokens/s as scored */
 	double kv_usage;	/* ratio 0..1 as scored */
 	double inflight_tokens; /* current in-flight counter */
@@ -33,6 +33,15 @@ struct steer_metrics_backend {
 	uint64_t steered_total;			/* connections placed by score + fallbacks */
 	uint64_t polls_total[STEER_POLL_KINDS]; /* by enum steer_poll_kind; NONE unused */
 	int source;				/* enum steer_source: where the load is read */
+	/* XDP ingress (snapshot.xdp): the backend's counters, summed over CPUs. */
+	uint64_t xdp_packets_total, xdp_bytes_total, xdp_new_flows_total, xdp_ended_total;
+	/* Request bytes on this node's steered connections (issue 11), as read
+	 * from the kernel's counters at the last publish. */
+	uint64_t pending_bytes;	      /* sent and not answered yet */
+	uint64_t pending_tokens;      /* pending_bytes / the service's bytes per token */
+	uint64_t sent_bytes_total;    /* sent, cumulative */
+	uint64_t requests_total;      /* requests seen, cumulative */
+	double queued_pending_tokens; /* taken off the reported queue: pending at the poll */
 };
 
 struct steer_metrics_service {
@@ -40,9 +49,12 @@ struct steer_metrics_service {
 	uint64_t table_publishes_total;
 	uint64_t fallback_connections_total;
 	uint64_t refused_connections_total;
+	uint64_t bytes_per_token; /* request bytes per token, as published (a gauge) */
 	uint64_t poll_buckets[STEER_POLL_BUCKETS]; /* cumulative counts per bound */
 	uint64_t poll_count;
 	double poll_sum_s;
+	/* XDP ingress (snapshot.xdp): the VIP's counters, summed over CPUs. */
+	uint64_t xdp_packets_total, xdp_bytes_total, xdp_new_flows_total, xdp_lru_miss_total;
 };
 
 /* DNS discovery (discovery.h): one per name looked up. */
@@ -81,6 +93,7 @@ struct steer_metrics_snapshot {
 	size_t n_dns_names;
 	struct steer_metrics_dns_entry *dns_entries;
 	size_t n_dns_entries;
+	bool xdp; /* XDP ingress runs: its families are rendered */
 };
 
 struct steer_metrics;

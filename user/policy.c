@@ -28,6 +28,8 @@ int steer_policy_check(const struct steer_policy *p, char *why, size_t whylen)
 		msg = "least-load-mean-prefill-tokens must be an integer >= 1";
 	else if (p->peer_routers < 1)
 		msg = "peer-routers must be an integer >= 1";
+	else if (p->bytes_per_token > STEER_POLICY_MAX_BYTES_PER_TOKEN)
+		msg = "bytes-per-token must be an integer from 1 to 1024 (0: the default)";
 	if (!msg)
 		return 0;
 	if (why && whylen)
@@ -171,7 +173,9 @@ static void score_snapshot(const struct steer_policy *p, const struct steer_poli
 			   struct steer_policy_score *s)
 {
 	s->mode = STEER_MODE_SNAPSHOT;
-	s->queued_tokens = queued_tokens(p, in, &s->queued_estimated);
+	s->queued_reported = queued_tokens(p, in, &s->queued_estimated);
+	s->queued_tokens = steer_policy_wire_queue(s->queued_reported, in->wire_pending_at_poll,
+						   &s->wire_subtracted);
 	s->throughput = usable_throughput(in->load.throughput) ? in->load.throughput
 							       : p->default_throughput;
 	s->kv = clamp_kv(in->load.kv_usage);
@@ -189,6 +193,7 @@ static void score_from_live(const struct steer_policy *p, const struct steer_pol
 	 * own connections and assumes its peers hold as many. */
 	s->queued_tokens = (double)in->live_conns * (double)p->mean_prefill_tokens *
 			   (double)(p->peer_routers ? p->peer_routers : 1);
+	s->queued_reported = s->queued_tokens;
 	s->queued_estimated = true;
 	s->throughput = throughput;
 	s->kv = 0;
@@ -234,6 +239,28 @@ void steer_policy_add_phase(const struct steer_policy *p, struct steer_policy_sc
 	s->phase_s = (double)phase / 1e9;
 	s->base_wait_s = s->work_s + s->barrier_s + s->phase_s;
 	s->base_wait_ns = steer_sat_add(s->base_wait_ns, phase);
+}
+
+uint32_t steer_policy_bytes_per_token(const struct steer_policy *p)
+{
+	return p->bytes_per_token ? p->bytes_per_token : STEER_DEFAULT_BYTES_PER_TOKEN;
+}
+
+uint64_t steer_policy_wire_tokens(const struct steer_policy *p, uint64_t bytes)
+{
+	return bytes / steer_policy_bytes_per_token(p);
+}
+
+double steer_policy_wire_queue(double queued, uint64_t pending_at_poll, double *subtracted)
+{
+	double pending = (double)pending_at_poll, take;
+
+	if (!(queued > 0)) /* also NaN */
+		queued = 0;
+	take = pending < queued ? pending : queued;
+	if (subtracted)
+		*subtracted = take;
+	return queued - take;
 }
 
 uint32_t steer_policy_credit(const struct steer_policy *p)

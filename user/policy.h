@@ -24,12 +24,20 @@
 #define STEER_DEFAULT_THROUGHPUT 2000.0	      /* tokens per second */
 #define STEER_DEFAULT_MEAN_PREFILL_TOKENS 1024u
 #define STEER_KV_CLAMP_MAX 0.999
+/* Request bytes on the wire per token (issue 11): about 4 for text in JSON,
+ * 3 for gRPC carrying token ids. Normally from bpf/steer_common.h. */
+#ifndef STEER_DEFAULT_BYTES_PER_TOKEN
+#define STEER_DEFAULT_BYTES_PER_TOKEN 4
+#endif
+/* The knob's bound (the kernel takes up to 65535): more is a unit mistake. */
+#define STEER_POLICY_MAX_BYTES_PER_TOKEN 1024
 
 struct steer_policy {
 	double kv_pressure_weight;    /* s; finite, >= 0 */
 	double default_throughput;    /* tokens/s; finite, > 0 */
 	uint32_t mean_prefill_tokens; /* >= 1 */
 	uint32_t peer_routers;	      /* >= 1: routers sharing the fleet */
+	uint32_t bytes_per_token;     /* request bytes per token; 0: the default */
 };
 
 #define STEER_POLICY_DEFAULTS                                                                \
@@ -37,6 +45,7 @@ struct steer_policy {
 		.kv_pressure_weight = STEER_DEFAULT_KV_PRESSURE_WEIGHT,                      \
 		.default_throughput = STEER_DEFAULT_THROUGHPUT,                              \
 		.mean_prefill_tokens = STEER_DEFAULT_MEAN_PREFILL_TOKENS, .peer_routers = 1, \
+		.bytes_per_token = STEER_DEFAULT_BYTES_PER_TOKEN,                            \
 	}
 
 /* 0 when the knobs are in range; otherwise -1 and the offending knob's name
@@ -85,6 +94,12 @@ struct steer_policy_input {
 	 * tokens is read as an older engine that lacks the field. */
 	bool reports_uncached;
 	uint64_t live_conns; /* established connections, from the kernel's counters */
+	/* This router's wire-pending tokens (requests sent on steered sockets and
+	 * not answered yet, steer_policy_wire_tokens) when the poll that gave the
+	 * snapshot was sent. Those requests are in the snapshot's queue, and the
+	 * kernel adds the ones still pending in real time: the queue loses them
+	 * (steer_policy_wire_queue). Only used with a snapshot. */
+	uint64_t wire_pending_at_poll;
 };
 
 /* The score of one backend, every term kept for explanation. */
@@ -92,6 +107,8 @@ struct steer_policy_score {
 	enum steer_mode mode;
 	double queued_tokens;	 /* tokens in the work term (in-flight excluded) */
 	bool queued_estimated;	 /* waiting requests x mean prefill */
+	double queued_reported;	 /* the queue before the wire-pending part was taken off */
+	double wire_subtracted;	 /* tokens taken off: this router's pending at the poll */
 	double throughput;	 /* tokens/s used to convert work to time */
 	double kv;		 /* k as used, clamped to [0, 0.999] */
 	double work_s;		 /* queued_tokens / throughput */
@@ -134,6 +151,22 @@ void steer_policy_score_all(const struct steer_policy *p, const struct steer_pol
  * one router nothing changes.
  */
 void steer_policy_add_phase(const struct steer_policy *p, struct steer_policy_score *s, double u01);
+
+/* The bytes per token in effect: the knob, or the default for 0. */
+uint32_t steer_policy_bytes_per_token(const struct steer_policy *p);
+
+/* Request bytes as tokens, as the kernel counts them: bytes / bytes per token,
+ * rounded down. */
+uint64_t steer_policy_wire_tokens(const struct steer_policy *p, uint64_t bytes);
+
+/*
+ * The combination rule (docs/algorithm.md, section 6.4): the queue a snapshot
+ * reports holds this router's requests that were pending when the poll was
+ * sent; the kernel counts the ones still pending in real time. The base takes
+ * them off: max(0, queued - pending_at_poll). *subtracted (may be NULL) gets
+ * what was taken off.
+ */
+double steer_policy_wire_queue(double queued, uint64_t pending_at_poll, double *subtracted);
 
 /* Tokens the kernel credits per new connection: mean prefill x peer routers. */
 uint32_t steer_policy_credit(const struct steer_policy *p);

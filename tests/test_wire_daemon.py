@@ -1,0 +1,325 @@
+#!/usr/bin/python3
+"""Request bytes on the wire, end to end with the real daemon (issue 11, parts 3-4).
+
+Two fake workers: each serves GetLoads from tests/fake_worker.py (its load set
+by the test) and HTTP/1.1 keep-alive traffic from tests/wire_worker.py, whose
+answers the test holds and releases. A client in the test's cgroup talks to
+the VIP with requests of known sizes. Asserted, with exact numbers:
+
+- the pending and sent figures of smg-steerctl explain -o json (read from the
+  kernel's counters at once) and of /metrics (as of the next publish):
+  pending = the bytes sent and not yet answered, added at the send and
+  taken off at the first byte of the answer, streamed or not; the second
+  request on a keep-alive connection counts like the first;
+- a large request on an existing connection to worker A sends the next new
+  connection to B at once, with no poll in between;
+- after the poll that sees that request in A's queue, the daemon's published
+  base holds the queue without it (nothing counted twice), and the kernel's
+  score is that base plus the pending work;
+- a socket closed mid-request leaves nothing pending;
+- a daemon restart (--keep-pinned) leaves every counter where it was;
+- SIGHUP applies a changed bytes-per-token from the file.
+"""
+import json
+import os
+import signal
+import socket
+import subprocess
+import time
+
+import e2e_lib as L
+from taplib import Tap
+
+L.enter_private_netns()
+
+VIP = "127.0.0.100:8000"
+BPT = 4  # --bytes-per-token
+TP = 1000.0  # tokens/s: 1,000,000 ns per token
+NPT = 1000000
+t = Tap()
+env = L.Env("wire")
+control = os.path.join(env.tmp, "control")
+os.mkdir(control)
+CTL = os.path.join(L.BUILD, "smg-steerctl")
+A, B = "127.0.0.11:8000", "127.0.0.12:8000"
+
+
+def load(queued):
+    return {"mode": "ok", "loads": [L.rank(queued, 0.0, TP)]}
+
+
+# A idle, B 10 tokens queued: with nothing pending every new connection goes to A.
+loads = {A: L.Worker(env, "la", "127.0.0.11:7999", "127.0.0.11:30000", load(0)).start(),
+         B: L.Worker(env, "lb", "127.0.0.12:7999", "127.0.0.12:30000", load(10)).start()}
+for name, addr in (("a", A), ("b", B)):
+    p = env.spawn([L.PY, os.path.join(L.TOP, "tests", "wire_worker.py"), "--name", name,
+                   "--traffic", addr, "--control", control], stdout=subprocess.PIPE, text=True)
+    if not p.stdout.readline().startswith("READY"):
+        raise RuntimeError(f"wire worker {name} did not start")
+env.enter_cgroup()
+ARGS = ["--vip", VIP, "--load-check-interval", "500ms", "--bytes-per-token", str(BPT),
+        "--keep-pinned"]
+for addr, w in loads.items():
+    ARGS += ["--backend", f"{addr},loads=grpc://{w.grpc}"]
+d = L.Daemon(env, ARGS).start()
+
+
+CFG = os.path.join(env.tmp, "steer.yaml")
+
+
+def write_config(bpt):
+    """The same service as ARGS, from a file, with bytes-per-token on the service."""
+    text = (f"load-check-interval: 500ms\nkeep-pinned: true\nbytes-per-token: 7\nservices:\n"
+            f"  - vip: {VIP}\n    bytes-per-token: {bpt}\n    backends:\n")
+    for addr, w in loads.items():
+        text += f"      - {addr},loads=grpc://{w.grpc}\n"
+    with open(CFG + ".tmp", "w") as f:
+        f.write(text)
+    os.rename(CFG + ".tmp", CFG)
+
+
+def ctl(*args):
+    p = subprocess.run([CTL, "--pin-path", env.pin] + list(args), capture_output=True,
+                       text=True, timeout=30)
+    if p.returncode != 0:
+        raise AssertionError(f"smg-steerctl {' '.join(args)}: {p.returncode} {p.stderr}")
+    return p.stdout
+
+
+def explain():
+    return json.loads(ctl("-o", "json", "explain", VIP))
+
+
+def backend(e, addr):
+    return next(b for b in e["backends"] if b["address"] == addr)
+
+
+def request(tag=None, stream=None, body=b"x"):
+    """An HTTP/1.1 POST; its exact size on the wire is len() of the result."""
+    head = (f"POST /v1/completions HTTP/1.1\r\nHost: vip\r\nContent-Type: application/json\r\n"
+            f"Content-Length: {len(body)}\r\n")
+    if tag:
+        head += f"X-Hold: {tag}\r\n"
+    if stream:
+        head += f"X-Stream: {stream}\r\n"
+    return head.encode() + b"\r\n" + body
+
+
+def release(tag):
+    open(os.path.join(control, tag), "w").close()
+
+
+def logged(name):
+    """Requests the worker has read in full."""
+    try:
+        with open(os.path.join(control, name + ".log")) as f:
+            return sum(1 for _ in f)
+    except OSError:
+        return 0
+
+
+def worker_got(name, n):
+    return logged(name) >= n
+
+
+def held_by(before):
+    """After a send: the backend whose worker read one more request than before
+    (getpeername reports the VIP: the hook hides the backend, by design)."""
+    def grew():
+        for name, addr in (("a", A), ("b", B)):
+            if logged(name) > before[name]:
+                return addr
+        return None
+    return L.wait_for(grew, 30, "a worker read the request")
+
+
+def counts():
+    return {"a": logged("a"), "b": logged("b")}
+
+
+def read_answer(s):
+    """Reads one whole answer (JSON or a chunked stream) and returns it."""
+    data = b""
+    while b"\r\n\r\n" not in data:
+        data += s.recv(65536)
+    head, rest = data.split(b"\r\n\r\n", 1)
+    if b"chunked" in head:
+        while not rest.endswith(b"0\r\n\r\n"):
+            rest += s.recv(65536)
+    else:
+        n = int(head.split(b"Content-Length: ")[1].split(b"\r\n")[0])
+        while len(rest) < n:
+            rest += s.recv(65536)
+    return rest
+
+
+def connect():
+    return socket.create_connection(("127.0.0.100", 8000), timeout=30)
+
+
+def wire(addr):
+    b = backend(explain(), addr)
+    return {k: b[k] for k in ("pending_bytes", "pending_tokens", "sent_bytes", "requests")}
+
+
+def metrics_of(addr):
+    m = d.metrics()
+    lab = (("backend", addr), ("vip", VIP))
+    return {k: m.get((f"smg_steer_backend_{k}", lab)) for k in
+            ("pending_bytes", "pending_tokens", "sent_bytes_total", "requests_total")}
+
+
+sent = {A: 0, B: 0}
+reqs = {A: 0, B: 0}
+with t.case("a keep-alive connection: each request pending from its send to its answer"):
+    L.wait_for(lambda: all(b["mode"] == "snapshot" for b in explain()["backends"]), 30,
+               "both backends scored from their loads")
+    s = connect()
+    r1 = request("r1", body=b"a" * 1000)
+    c0 = counts()
+    s.sendall(r1)
+    peer = held_by(c0)
+    t.check(peer == A, f"the first connection went to {peer}, not the idle A")
+    sent[A] += len(r1)
+    reqs[A] += 1
+    w = wire(A)
+    want = {"pending_bytes": len(r1), "pending_tokens": len(r1) // BPT,
+            "sent_bytes": sent[A], "requests": reqs[A]}
+    t.check(w == want, f"explain after the send: {w}, want {want}")
+    release("r1")
+    read_answer(s)
+    L.wait_for(lambda: wire(A)["pending_bytes"] == 0, 30, "answered: nothing pending")
+    r2 = request("r2", body=b"b" * 3001)
+    s.sendall(r2)
+    L.wait_for(lambda: worker_got("a", 2), 30, "A holds the second request")
+    sent[A] += len(r2)
+    reqs[A] += 1
+    want = {"pending_bytes": len(r2), "pending_tokens": len(r2) // BPT,
+            "sent_bytes": sent[A], "requests": reqs[A]}
+    t.check(wire(A) == want, f"the second request: {wire(A)}, want {want}")
+    mwant = {"pending_bytes": len(r2), "pending_tokens": len(r2) // BPT,
+             "sent_bytes_total": sent[A], "requests_total": reqs[A]}
+    L.wait_for(lambda: metrics_of(A) == mwant, 30,
+               f"/metrics shows {mwant} (last: {metrics_of(A)})")
+    e = explain()
+    t.check(e["bytes_per_token"] == BPT, f"bytes_per_token {e.get('bytes_per_token')}")
+    t.check(d.metric("smg_steer_bytes_per_token", vip=VIP) == BPT, "metric bytes_per_token")
+    release("r2")
+    read_answer(s)
+    L.wait_for(lambda: wire(A)["pending_bytes"] == 0, 30, "the second answered")
+
+with t.case("a streamed answer: pending ends at its first byte, not at its end"):
+    r3 = request(None, stream="r3end", body=b"c" * 777)
+    s.sendall(r3)
+    sent[A] += len(r3)
+    reqs[A] += 1
+    first = b""
+    while b"data: a" not in first:
+        first += s.recv(65536)
+    L.wait_for(lambda: wire(A)["pending_bytes"] == 0, 30, "first event: nothing pending")
+    t.check(wire(A)["sent_bytes"] == sent[A], f"sent {wire(A)['sent_bytes']} != {sent[A]}")
+    release("r3end")
+    while not first.endswith(b"0\r\n\r\n"):
+        first += s.recv(65536)
+
+with t.case("a large request to A sends the next new connection to B, before any poll"):
+    gen = explain()["generation"]
+    polls = loads[A].stats().get("getloads", 0)
+    big = request("big", body=b"d" * 400000)  # 100,000 tokens: 100 s at 1,000 tokens/s
+    s.sendall(big)
+    sent[A] += len(big)
+    reqs[A] += 1
+    L.wait_for(lambda: worker_got("a", 4), 30, "A holds the large request")
+    e = explain()
+    nxt = e["next_connection"]
+    s2 = connect()
+    c0 = counts()
+    s2.sendall(request(None, body=b"g" * 10))
+    peer2 = held_by(c0)
+    read_answer(s2)
+    sent[peer2] += len(request(None, body=b"g" * 10))
+    reqs[peer2] += 1
+    after = explain()["generation"]
+    t.check(peer2 == B, f"the next connection went to {peer2}: {nxt}")
+    t.check(nxt["backend"] == B, f"explain predicted {nxt}")
+    if after != gen:
+        # The pending work must be what moved it: the poll's answer has not changed.
+        t.check(backend(e, A)["queued_tokens"] == 0, f"A's queue {backend(e, A)}")
+    print(f"# tables published meanwhile: {after - gen}; A polled {loads[A].stats().get('getloads', 0) - polls} times")
+    s2.close()
+
+with t.case("after the poll that sees the request queued, nothing counted twice"):
+    tokens = len(big) // BPT
+    loads[A].set_state(load(tokens + 5000))  # the large request waits, 5,000 more ahead of it
+    L.wait_for(lambda: backend(explain(), A)["queued_reported_tokens"] == tokens + 5000, 30,
+               "a snapshot with the request in A's queue")
+    e = explain()
+    a = backend(e, A)
+    t.check(a["queued_pending_tokens"] == tokens, f"taken off: {a['queued_pending_tokens']}")
+    t.check(a["queued_tokens"] == 5000, f"queued as scored {a['queued_tokens']}")
+    t.check(a["base_wait_ns"] == 5000 * NPT, f"base {a['base_wait_ns']}")
+    t.check(a["pending_tokens"] == tokens, f"pending {a['pending_tokens']}")
+    t.check(a["score_ns"] == (5000 + a["inflight_tokens"] + tokens) * NPT,
+            f"score {a['score_ns']}, inflight {a['inflight_tokens']}")
+    release("big")
+    read_answer(s)
+    L.wait_for(lambda: backend(explain(), A)["pending_bytes"] == 0, 30, "answered")
+    loads[A].set_state(load(5000))
+    L.wait_for(lambda: backend(explain(), A)["queued_reported_tokens"] == 5000, 30,
+               "the next snapshot without it")
+    a = backend(explain(), A)
+    t.check(a["queued_pending_tokens"] == 0 and a["base_wait_ns"] == 5000 * NPT, f"{a}")
+
+with t.case("a socket closed mid-request leaves nothing pending"):
+    L.wait_for(lambda: backend(explain(), A)["inflight_tokens"] == 0, 30, "credits drained")
+    s3 = connect()
+    r4 = request("never", body=b"e" * 5000)
+    c0 = counts()
+    s3.sendall(r4)
+    peer3 = held_by(c0)
+    sent[peer3] += len(r4)
+    reqs[peer3] += 1
+    L.wait_for(lambda: wire(peer3)["pending_bytes"] == len(r4), 30, "pending while held")
+    s3.close()
+    L.wait_for(lambda: wire(peer3)["pending_bytes"] == 0, 30, "closed: nothing pending")
+    t.check(wire(peer3)["sent_bytes"] == sent[peer3], f"{wire(peer3)} sent {sent[peer3]}")
+
+with t.case("a daemon restart leaves every counter where it was"):
+    before = {addr: wire(addr) for addr in (A, B)}
+    rc, _ = d.stop()
+    t.check(rc == 0, f"daemon exit {rc}")
+    mid = {addr: wire(addr) for addr in (A, B)}
+    write_config(BPT)  # the same settings, from a file this time
+    d = L.Daemon(env, ["--config", CFG]).start()
+    d.wait_publishes(2)
+    after = {addr: wire(addr) for addr in (A, B)}
+    t.check(before == mid == after, f"before {before}\nstopped {mid}\nafter {after}")
+    t.check(all(w["pending_bytes"] == 0 for w in after.values()), f"{after}")
+    r5 = request(None, body=b"f" * 99)
+    s.sendall(r5)
+    read_answer(s)
+    sent[A] += len(r5)
+    t.check(wire(A)["sent_bytes"] == sent[A] and wire(A)["pending_bytes"] == 0,
+            f"{wire(A)}, sent {sent[A]}")
+
+with t.case("SIGHUP applies a changed bytes-per-token (the service key beats the top level)"):
+    write_config(3)
+    d.send(signal.SIGHUP)
+    L.wait_for(lambda: explain()["bytes_per_token"] == 3, 30, "bytes per token 3 published")
+    L.wait_for(lambda: d.metric("smg_steer_bytes_per_token", vip=VIP) == 3, 30, "metric 3")
+    r6 = request("r6", body=b"h" * 1000)
+    c0 = counts()
+    s.sendall(r6)
+    peer = held_by(c0)
+    t.check(peer == A, f"keep-alive stays on A, got {peer}")
+    w = wire(A)
+    t.check(w["pending_bytes"] == len(r6) and w["pending_tokens"] == len(r6) // 3, f"{w}")
+    release("r6")
+    read_answer(s)
+    s.close()
+
+rc, _ = d.stop()
+with t.case("daemon exits cleanly"):
+    t.check(rc == 0, f"exit {rc}")
+env.cleanup()
+t.done()
