@@ -506,11 +506,15 @@ def wire_section(res):
               f"{b / bd:.2f} |")
     print()
     worst = max((t for t, _ in net_rr.values()), default=float("nan"))
+    worst_net = max((n for _, n in net_rr.values()), default=float("nan"))
     unst = max(wire_med(rows, "skb", "direct", "skb_egress_ns_per_run"),
                wire_med(rows, "skb", "direct", "skb_ingress_ns_per_run"))
     print("| target | value | verdict |\n|---|---:|---|")
-    print(f"| shipped accounting, BPF ns per message sent or received (total, rr) | {worst:.0f} | "
-          f"{verdict(worst, TARGETS['wire ns per message'])} |")
+    print(f"| shipped accounting, BPF ns added per message sent or received (rr, minus the "
+          f"empty program's floor) | {worst_net:.0f} | "
+          f"{verdict(worst_net, TARGETS['wire ns per message'])} |")
+    print(f"| the same, total run time including the floor (dispatch and statistics) | "
+          f"{worst:.0f} | {verdict(worst, TARGETS['wire ns per message'])} |")
     print(f"| unsteered socket, BPF ns per packet (one early return; floor alone "
           f"{wire_med(rows, 'skb', 'direct', 'floor_egress_ns_per_run'):.0f}) | {unst:.0f} | "
           f"report |\n")
