@@ -126,7 +126,8 @@ struct steer_entry {
 	__u64 ns_per_token; /* ns per token; 1e9 / throughput */
 	__u32 ip6[4];	    /* traffic address, network byte order, IPv4 v4-mapped */
 	__u16 port;	    /* traffic port, network byte order */
-	__u16 reserved;	    /* zero */
+	__u16 peers;	    /* routers sharing the backend (--peer-routers): a request's tokens
+			     * keep it busy peers x ns_per_token each (busy_until); 0: 1 */
 	__u32 slot;	    /* index into steer_slots */
 };
 
@@ -151,6 +152,10 @@ struct steer_table {
 };
 
 #define STEER_TBL_FAIL_OPEN 0x1 /* every backend was ejected; published for spreading */
+/* Ablation (issue 11): score a backend's unanswered requests by their pending
+ * tokens (until the first response byte) instead of by its busy-until time
+ * (the default, "fluid"). The kernel reads it when it builds the tree. */
+#define STEER_TBL_PENDING 0x2
 
 /* ---- Per-backend counters (steer_slots) --------------------------------- */
 
@@ -254,6 +259,14 @@ struct steer_wire {
 	__u64 answered_tokens; /* tokens; answered requests' real sizes, credited to
 				* steer_slot.inflight_tokens at their first response byte
 				* (kernel, statistic) */
+	/* The fluid estimate (issue 11, docs/algorithm.md 6.6): until when the
+	 * backend is busy with this router's unanswered requests, served FIFO at
+	 * peers x ns_per_token per token and never longer than the pending tokens
+	 * take (steer_busy_sent, steer_busy_cap). CLOCK_MONOTONIC, read coarse
+	 * (bpf_ktime_get_coarse_ns = CLOCK_MONOTONIC_COARSE). */
+	__u64 busy_until_ns; /* ns, CLOCK_MONOTONIC coarse (kernel) */
+	__u32 cache_peers;   /* that entry's peers, resolved >= 1 (kernel) */
+	__u32 cache_flags;   /* that table's flags (STEER_TBL_PENDING) (kernel) */
 };
 
 /* Every slot's accounting in one map value, reachable under a service lock. 2.5 MiB. */
@@ -284,7 +297,12 @@ struct steer_svc_stats {
 	 */
 	__u64 epoch;
 	__u64 untracked; /* steered connects that found no free socket record */
-	__u64 reserved[2];
+	/* ns, CLOCK_MONOTONIC coarse: the latest time the service's tree keys
+	 * were computed at (kernel, under the tree's lock). Each writer keys at
+	 * max(its clock read, this), so the times under the lock never go back
+	 * (a clock read before the lock may be older than a later holder's). */
+	__u64 key_clock_ns;
+	__u64 reserved[1];
 };
 
 /* How the daemon scored a backend (steer_bk_info.mode). */
@@ -502,7 +520,8 @@ static __always_inline __u64 steer_slot_work(const struct steer_slot *s, steer_w
 
 /* The outcome of one selection. */
 struct steer_pick {
-	__u64 score;   /* ns; the chosen backend's score */
+	__u64 score;   /* ns; the chosen backend's score (its expected wait) */
+	__u64 key;     /* its sort key (steer_key): the score, plus now in the fluid mode */
 	__u32 found;   /* 1 when a backend was chosen */
 	__u32 pos;     /* its table position (not read by the kernel, see below) */
 	__u32 slot;    /* its slot */
@@ -588,6 +607,146 @@ static __always_inline void steer_select(const struct steer_table *t, steer_slot
 	steer_select_wire(t, slot_at, ctx, 0, 0, early_exit, best);
 }
 
+/* ---- The fluid estimate: busy-until (issue 11, docs/algorithm.md 6.6) --- */
+
+static __always_inline __u64 steer_max_u64(__u64 a, __u64 b)
+{
+	return a > b ? a : b;
+}
+
+/* Busy time one pending token adds at a slot: ns_per_token x peers, from the
+ * slot's cache of its table entry (steer_tree_build_at). */
+static __always_inline __u64 steer_busy_unit(const struct steer_wire *w)
+{
+	return steer_sat_mul(w->cache_npt, w->cache_peers ? w->cache_peers : 1);
+}
+
+/*
+ * A request's bytes were sent at now: the slot's pending bytes went from
+ * before to after. Its new tokens (the change in pending tokens, so that
+ * segments of any size add up to the request's tokens) queue behind what the
+ * backend is busy with, and the backend is never busy longer than all its
+ * pending tokens take:
+ *     busy_until = min(max(busy_until, now) + T x unit, now + P x unit)
+ */
+static __always_inline void steer_busy_sent(struct steer_wire *w, __u64 now, __u64 before,
+					    __u64 after)
+{
+	__u32 bpt = steer_bytes_per_token(w->cache_bpt);
+	__u64 unit = steer_busy_unit(w), p = after / bpt, tokens = p - before / bpt;
+	__u64 grown =
+		steer_sat_add(steer_max_u64(w->busy_until_ns, now), steer_sat_mul(tokens, unit));
+	__u64 cap = steer_sat_add(now, steer_sat_mul(p, unit));
+
+	w->busy_until_ns = grown < cap ? grown : cap;
+}
+
+/* Pending work dropped at now (a first response byte, an abandoned request):
+ * busy_until = min(busy_until, now + P x unit), P the pending tokens left. */
+static __always_inline void steer_busy_cap(struct steer_wire *w, __u64 now)
+{
+	__u64 p = steer_wire_pending(w) / steer_bytes_per_token(w->cache_bpt);
+	__u64 cap = steer_sat_add(now, steer_sat_mul(p, steer_busy_unit(w)));
+
+	if (w->busy_until_ns > cap)
+		w->busy_until_ns = cap;
+}
+
+/*
+ * The sort key of a backend at time now (ns, CLOCK_MONOTONIC coarse):
+ *   fluid (default):  base + inflight x npt + max(busy_until, now)
+ *                     = its expected wait + now
+ *   STEER_TBL_PENDING: base + (inflight + pending tokens) x npt  (no time)
+ * All saturating. A fluid key only grows with now, so a key computed at an
+ * earlier time is a lower bound of the key now (docs/algorithm.md 4.3).
+ */
+static __always_inline __u64 steer_key(__u64 base_wait_ns, __u64 ns_per_token, __u64 inflight,
+				       const struct steer_wire *w, __u32 bytes_per_token,
+				       __u32 flags, __u64 now)
+{
+	if (flags & STEER_TBL_PENDING)
+		return steer_score(
+			base_wait_ns,
+			steer_work_tokens(inflight, w ? steer_wire_pending(w) : 0, bytes_per_token),
+			ns_per_token);
+	return steer_sat_add(steer_score(base_wait_ns, inflight, ns_per_token),
+			     steer_max_u64(w ? w->busy_until_ns : 0, now));
+}
+
+/* The expected wait a key stands for at now. */
+static __always_inline __u64 steer_key_wait(__u64 key, __u32 flags, __u64 now)
+{
+	if ((flags & STEER_TBL_PENDING) || key == STEER_U64_MAX || key < now)
+		return key;
+	return key - now;
+}
+
+/* The backend's remaining busy time at now, ns (0 when idle or no accounting). */
+static __always_inline __u64 steer_busy_left(const struct steer_wire *w, __u64 now)
+{
+	return w && w->busy_until_ns > now ? w->busy_until_ns - now : 0;
+}
+
+/* Entry e's key at now, with its slot s (eligible) and accounting w (or NULL). */
+static __always_inline __u64 steer_entry_key(const struct steer_table *t,
+					     const struct steer_entry *e,
+					     const struct steer_slot *s, const struct steer_wire *w,
+					     __u64 now)
+{
+	return steer_key(e->base_wait_ns, e->ns_per_token, steer_slot_inflight(s), w,
+			 steer_bytes_per_token(t->bytes_per_token), t->flags, now);
+}
+
+/*
+ * The exact reference of the kernel's pick at time now: argmin of steer_key
+ * over the eligible entries, ties to the earlier position. Every key is at
+ * least base_wait_ns (+ now in the fluid mode), so once that reaches the best
+ * key no later entry can win, not even a tie: the early exit is exact.
+ * best->score is the winner's expected wait, best->key its key.
+ */
+static __always_inline void steer_select_at(const struct steer_table *t, steer_slot_fn slot_at,
+					    void *ctx, steer_wire_fn wire_at, void *wctx, __u64 now,
+					    int early_exit, struct steer_pick *best)
+{
+	__u32 n = t->n, i;
+	__u64 floor_add = (t->flags & STEER_TBL_PENDING) ? 0 : now;
+
+	best->score = STEER_U64_MAX;
+	best->key = STEER_U64_MAX;
+	best->found = 0;
+	best->pos = STEER_NO_PICK;
+	best->slot = 0;
+	best->ip6[0] = best->ip6[1] = best->ip6[2] = best->ip6[3] = 0;
+	best->port = 0;
+	best->scanned = 0;
+	for (i = 0; i < STEER_MAX_BACKENDS && i < n; i++) {
+		const struct steer_entry *e = &t->e[i];
+		struct steer_slot *s;
+		__u64 key;
+
+		if (early_exit && best->found &&
+		    steer_sat_add(e->base_wait_ns, floor_add) >= best->key)
+			break;
+		best->scanned = (__u16)(i + 1);
+		s = slot_at(ctx, e->slot);
+		if (!s || !steer_slot_eligible(s))
+			continue;
+		key = steer_entry_key(t, e, s, wire_at ? wire_at(wctx, e->slot) : 0, now);
+		if (!best->found || key < best->key) {
+			best->found = 1;
+			best->key = key;
+			best->score = steer_key_wait(key, t->flags, now);
+			best->pos = i;
+			best->slot = e->slot;
+			best->ip6[0] = e->ip6[0];
+			best->ip6[1] = e->ip6[1];
+			best->ip6[2] = e->ip6[2];
+			best->ip6[3] = e->ip6[3];
+			best->port = e->port;
+		}
+	}
+}
+
 /*
  * Stale-table fallback: the next backend round-robin from cursor, skipping
  * drained ones. Returns the table position or STEER_NO_PICK.
@@ -648,15 +807,16 @@ static __always_inline void steer_tree_fix(struct steer_svc_tree *tr, __u32 pos)
 }
 
 /*
- * Build the tree from table t and the live counters: leaf p is entry p when
- * its slot resolves and is eligible, scored with its work (steer_slot_work).
- * With wire_at, each slot's accounting also learns where its leaf is
- * (cache_*), so that a message can re-score it later. Sets tgen and epoch.
+ * Build the tree from table t and the live counters at time now: leaf p is
+ * entry p when its slot resolves and is eligible, keyed steer_entry_key() at
+ * now. With wire_at, each slot's accounting also learns where its leaf is and
+ * what its entry says (cache_*), so that a message can re-key it later. Sets
+ * tgen and epoch. (now = 0 gives lower bounds of the keys at any time.)
  */
-static __always_inline void steer_tree_build_wire(struct steer_svc_tree *tr,
-						  const struct steer_table *t,
-						  steer_slot_fn slot_at, void *ctx,
-						  steer_wire_fn wire_at, void *wctx, __u64 epoch)
+static __always_inline void steer_tree_build_at(struct steer_svc_tree *tr,
+						const struct steer_table *t, steer_slot_fn slot_at,
+						void *ctx, steer_wire_fn wire_at, void *wctx,
+						__u64 epoch, __u64 now)
 {
 	__u32 n = t->n, i, bpt = steer_bytes_per_token(t->bytes_per_token);
 
@@ -676,13 +836,12 @@ static __always_inline void steer_tree_build_wire(struct steer_svc_tree *tr,
 			w->cache_pos = (__u16)i;
 			w->cache_bpt = (__u16)bpt;
 			w->cache_credit = t->credit_tokens;
+			w->cache_peers = e->peers ? e->peers : 1;
+			w->cache_flags = t->flags;
 		}
 		if (!s || !steer_slot_eligible(s))
 			continue;
-		tr->score[i] = steer_score(e->base_wait_ns,
-					   steer_work_tokens(steer_slot_inflight(s),
-							     w ? steer_wire_pending(w) : 0, bpt),
-					   e->ns_per_token);
+		tr->score[i] = steer_entry_key(t, e, s, w, now);
 		tr->win[STEER_TREE_LEAF0 + i] = (__u16)i;
 	}
 	for (i = 0; i < STEER_TREE_LEAF0; i++) {
@@ -693,6 +852,14 @@ static __always_inline void steer_tree_build_wire(struct steer_svc_tree *tr,
 	tr->n = n;
 	tr->tgen = t->generation;
 	tr->epoch = epoch;
+}
+
+static __always_inline void steer_tree_build_wire(struct steer_svc_tree *tr,
+						  const struct steer_table *t,
+						  steer_slot_fn slot_at, void *ctx,
+						  steer_wire_fn wire_at, void *wctx, __u64 epoch)
+{
+	steer_tree_build_at(tr, t, slot_at, ctx, wire_at, wctx, epoch, 0);
 }
 
 static __always_inline void steer_tree_build(struct steer_svc_tree *tr, const struct steer_table *t,
@@ -736,6 +903,69 @@ static __always_inline void steer_tree_rescore(struct steer_svc_tree *tr,
 		return;
 	tr->score[pos] = steer_score(w->cache_base_ns, work, w->cache_npt);
 	steer_tree_fix(tr, pos);
+}
+
+/* Leaf pos now holds key: re-play its matches. */
+static __always_inline void steer_tree_set(struct steer_svc_tree *tr, __u32 pos, __u64 key)
+{
+	tr->score[pos & (STEER_MAX_BACKENDS - 1)] = key;
+	steer_tree_fix(tr, pos);
+}
+
+/* Re-key the leaf of a slot whose work changed between connects (a request
+ * sent, answered or abandoned), at now, from its cache (see
+ * steer_tree_rescore for when there is a leaf). */
+static __always_inline void steer_tree_rekey(struct steer_svc_tree *tr, const struct steer_slot *s,
+					     const struct steer_wire *w, __u64 now)
+{
+	__u32 pos = w->cache_pos & (STEER_MAX_BACKENDS - 1);
+
+	if (w->cache_tgen != tr->tgen || !tr->tgen || tr->win[STEER_TREE_LEAF0 + pos] != pos)
+		return;
+	steer_tree_set(tr, pos,
+		       steer_key(w->cache_base_ns, w->cache_npt, steer_slot_inflight(s), w,
+				 steer_bytes_per_token(w->cache_bpt), w->cache_flags, now));
+}
+
+/* Leaves re-keyed at most per connect before the tree is rebuilt instead. */
+#define STEER_TREE_REFRESH 16
+
+/*
+ * The tree's pick at time now, exactly steer_select_at()'s at now. Every
+ * cached key is a lower bound of its key now (a fluid key only grows with
+ * time; everything that lowers a key re-keys its leaf or bumps the epoch), so
+ * the root is the answer once its own key is current: re-key the root at now
+ * and re-play its path until it is (docs/algorithm.md 4.3). After
+ * STEER_TREE_REFRESH leaves, or when the table, the epoch or the root's
+ * eligibility changed, rebuild at now instead.
+ */
+static __always_inline __u32 steer_tree_pick_at(struct steer_svc_tree *tr,
+						const struct steer_table *t, steer_slot_fn slot_at,
+						void *ctx, steer_wire_fn wire_at, void *wctx,
+						__u64 epoch, __u64 now)
+{
+	int built = tr->tgen == t->generation && tr->epoch == epoch;
+	__u32 pos = steer_tree_pick(tr), i;
+
+	for (i = 0; built && i < STEER_TREE_REFRESH; i++) {
+		const struct steer_entry *e;
+		struct steer_slot *s;
+		__u64 key;
+
+		if (pos >= STEER_MAX_BACKENDS)
+			return STEER_NO_PICK;
+		e = &t->e[pos & (STEER_MAX_BACKENDS - 1)];
+		s = slot_at(ctx, e->slot);
+		if (!s || !steer_slot_eligible(s))
+			break; /* a drain or an ejection ahead of its epoch bump */
+		key = steer_entry_key(t, e, s, wire_at ? wire_at(wctx, e->slot) : 0, now);
+		if (key == tr->score[pos & (STEER_MAX_BACKENDS - 1)])
+			return pos;
+		steer_tree_set(tr, pos, key);
+		pos = steer_tree_pick(tr);
+	}
+	steer_tree_build_at(tr, t, slot_at, ctx, wire_at, wctx, epoch, now);
+	return steer_tree_pick(tr);
 }
 
 #endif /* STEER_COMMON_H */
