@@ -179,9 +179,16 @@ $(O)/obj/testenv.o: tests/testenv.c tests/testenv.h
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS_ALL) -Itests -c $< -o $@
 
+$(O)/obj/wire_lib.o: tests/wire_lib.c tests/wire_lib.h $(HDRS)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_ALL) -Itests -c $< -o $@
+
+# The request-accounting tests share their responders and client.
+$(O)/tests/test_wire $(O)/tests/test_wire_fluid: $(O)/obj/wire_lib.o
+
 $(O)/tests/%: tests/%.c $(wildcard tests/*.h) $(O)/obj/testenv.o $(LIB_OBJS) $(HDRS)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS_ALL) -Itests -Itools/sim $< $(O)/obj/testenv.o $(LIB_OBJS) -o $@ $(LDFLAGS_SAN) $(LDLIBS_ALL) -lcmocka
+	$(CC) $(CFLAGS_ALL) -Itests -Itools/sim $< $(filter %.o,$^) -o $@ $(LDFLAGS_SAN) $(LDLIBS_ALL) -lcmocka
 
 test: deps deps-test
 	@$(MAKE) --no-print-directory O=build/san SAN=1 build-all
