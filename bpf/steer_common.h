@@ -658,7 +658,7 @@ static __always_inline void steer_busy_cap(struct steer_wire *w, __u64 now)
  *                     = its expected wait + now
  *   STEER_TBL_PENDING: base + (inflight + pending tokens) x npt  (no time)
  * All saturating. A fluid key only grows with now, so a key computed at an
- * earlier time is a lower bound of the key now (docs/algorithm.md 4.3).
+ * earlier time is a lower bound of the key now (docs/algorithm.md 4.2).
  */
 static __always_inline __u64 steer_key(__u64 base_wait_ns, __u64 ns_per_token, __u64 inflight,
 				       const struct steer_wire *w, __u32 bytes_per_token,
@@ -935,7 +935,7 @@ static __always_inline void steer_tree_rekey(struct steer_svc_tree *tr, const st
  * cached key is a lower bound of its key now (a fluid key only grows with
  * time; everything that lowers a key re-keys its leaf or bumps the epoch), so
  * the root is the answer once its own key is current: re-key the root at now
- * and re-play its path until it is (docs/algorithm.md 4.3). After
+ * and re-play its path until it is (docs/algorithm.md 4.2). After
  * STEER_TREE_REFRESH leaves, or when the table, the epoch or the root's
  * eligibility changed, rebuild at now instead.
  */
