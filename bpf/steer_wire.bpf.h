@@ -101,12 +101,18 @@ static __always_inline void wire_sent(struct steer_sock *r, __u64 cookie, __u64 
 	before = steer_wire_pending(ref.w);
 	ref.w->sent_bytes += add;
 	steer_busy_sent(ref.w, now, before, before + add);
+	/* A send only raises the slot's key (more busy time, more pending), so
+	 * the leaf's cached key stays a lower bound and may be left as it is:
+	 * the next connect re-keys it if it comes to the root (docs/algorithm.md
+	 * 4.2). A first send that takes its connect's credit back may lower it:
+	 * that one re-keys the leaf at once. */
 	if (!(r->flags & STEER_SOCK_SENT)) {
 		r->flags |= STEER_SOCK_SENT;
-		if ((r->flags & STEER_SOCK_CREDITED) && r->drain_seq == (__u32)ref.w->drain_seq)
+		if ((r->flags & STEER_SOCK_CREDITED) && r->drain_seq == (__u32)ref.w->drain_seq) {
 			wire_withdraw(ref.s, ref.w);
+			wire_rescore(&ref, now);
+		}
 	}
-	wire_rescore(&ref, now);
 out:
 	bpf_spin_unlock(&ref.tr->lock);
 }

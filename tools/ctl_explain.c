@@ -250,8 +250,9 @@ static void explain_inputs_text(const struct steer_bk_info *info)
 	printf("    queued tokens:  %llu%s\n", (unsigned long long)info->queued_tokens,
 	       queued_note(info));
 	if (info->queued_pending)
-		printf("                    (reported %llu, less %u this node had sent and not yet "
-		       "seen answered when the poll left: the pending term counts those)\n",
+		printf("                    (reported %llu, less %u: this node's own unserved "
+		       "request tokens when the poll left, which the kernel's busy term (pending "
+		       "term, with the ablation) counts)\n",
 		       (unsigned long long)info->queued_tokens + info->queued_pending,
 		       info->queued_pending);
 	printf("    throughput:     %.1f tokens/s\n", (double)info->throughput_mtps / 1000.0);

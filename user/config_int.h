@@ -89,6 +89,7 @@ enum opt {
 	OPT_METRICS,
 	OPT_DNS_INTERVAL,
 	OPT_DNS_SERVER,
+	OPT_WIRE_ESTIMATOR,
 	N_OPTS,
 };
 
@@ -117,7 +118,7 @@ struct setting {
 };
 
 /* Every option that is both a flag and a top-level key, in --help order. */
-#define CFG_N_SETTINGS 17
+#define CFG_N_SETTINGS 18
 extern const struct setting cfg_settings[CFG_N_SETTINGS];
 
 /* ---- One service being assembled ------------------------------------------- */
