@@ -42,13 +42,18 @@ LDLIBS_GRPC := -lgrpc -lgpr -lprotobuf-c
 LDLIBS_ALL := $(LDLIBS_BPF) $(LDLIBS_GRPC) -lyaml -lmicrohttpd -ljson-c -lcurl -lcares -lseccomp -lcap -lpthread -lm
 
 BPF_OBJ := $(O)/steer.bpf.o
+# Ablation only (issue 10): the data plane without the release hook, loaded by
+# bench/norelbench and tests/test_norel, never by smg-steerd.
+NOREL_OBJ := $(O)/steer_norel.bpf.o
 SKEL := $(O)/steer.skel.h
+# XDP ingress and the backends' decap: skeletons linked into the same modules.
+XDP_SKELS := $(O)/steer_xdp.skel.h $(O)/steer_decap.skel.h
 # Request accounting on steered sockets: a second object sharing the maps by pin.
 WIRE_OBJ := $(O)/steer_wire.bpf.o
 WIRE_SKEL := $(O)/steer_wire.skel.h
 # The rejected mechanism (sockops + sockhash + sk_msg/sk_skb), kept for the bench only.
 WIRE_MSG_OBJ := $(O)/steer_wire_msg.bpf.o
-BPF_HDRS := bpf/steer_common.h bpf/steer_maps.bpf.h bpf/steer_choose.bpf.h bpf/steer_wire.bpf.h
+BPF_HDRS := bpf/steer_common.h bpf/steer_select.h bpf/steer_maps.bpf.h bpf/steer_choose.bpf.h bpf/steer_wire.bpf.h
 VMLINUX := $(O)/vmlinux.h
 # Every proto/*.proto: the GetLoads subsets of the engines' services.
 PROTO_NAMES := $(patsubst proto/%.proto,%,$(wildcard proto/*.proto))
@@ -92,7 +97,7 @@ FUZZ_RUNS ?=
 all: deps
 	@$(MAKE) --no-print-directory build-all
 
-build-all: $(SKEL) $(WIRE_SKEL) $(WIRE_MSG_OBJ) $(LIB_OBJS) $(PROGRAMS) tests $(PY_PROTO)
+build-all: $(SKEL) $(WIRE_SKEL) $(WIRE_MSG_OBJ) $(XDP_SKELS) $(NOREL_OBJ) $(LIB_OBJS) $(PROGRAMS) tests $(PY_PROTO)
 
 deps:
 	@tools/deps.sh build
@@ -114,9 +119,20 @@ $(O)/%.bpf.o: bpf/%.bpf.c $(BPF_HDRS) $(VMLINUX)
 	@mkdir -p $(@D)
 	$(CLANG) -g -O2 -target bpf -mcpu=v3 -D__TARGET_ARCH_$(ARCH) -Wall -Werror -I$(O) -Ibpf -c $< -o $@
 
+$(NOREL_OBJ): bpf/steer_norel.bpf.c bpf/steer.bpf.c $(BPF_HDRS) $(VMLINUX)
+	@mkdir -p $(@D)
+	$(CLANG) -g -O2 -target bpf -mcpu=v3 -D__TARGET_ARCH_$(ARCH) -Wall -Werror -I$(O) -Ibpf -c $< -o $@
+
 # Test fixtures: the BPF object of layout 0, as an older smg-steerd pinned it
 # (tests/test_upgrade.c), with and without steer_bk_info.source.
 LAYOUT0_OBJS := $(O)/layout0/steer.bpf.o $(O)/layout0/steer_nosource.bpf.o
+
+# Test fixture: an XDP_PASS program for the peer of a veth that XDP_TX sends into.
+XDP_PASS_OBJ := $(O)/tests/xdp_pass.bpf.o
+
+$(XDP_PASS_OBJ): tests/data/xdp_pass.bpf.c
+	@mkdir -p $(@D)
+	$(CLANG) -g -O2 -target bpf -I/usr/include/$(shell uname -m)-linux-gnu -Wall -Werror -c $< -o $@
 
 $(O)/layout0/steer.bpf.o: tests/data/layout0/steer.bpf.c tests/data/layout0/steer_common.h $(VMLINUX)
 	@mkdir -p $(@D)
@@ -129,8 +145,9 @@ $(O)/layout0/steer_nosource.bpf.o: tests/data/layout0/steer.bpf.c tests/data/lay
 $(SKEL): $(BPF_OBJ)
 	$(BPFTOOL) gen skeleton $< name steer_bpf > $@.tmp && mv $@.tmp $@
 
-$(WIRE_SKEL): $(WIRE_OBJ)
-	$(BPFTOOL) gen skeleton $< name steer_wire_bpf > $@.tmp && mv $@.tmp $@
+# The other objects' skeletons (wire, XDP, decap): named after the object.
+$(O)/%.skel.h: $(O)/%.bpf.o
+	$(BPFTOOL) gen skeleton $< name $*_bpf > $@.tmp && mv $@.tmp $@
 
 # ---- protobuf ------------------------------------------------------------------
 
@@ -145,11 +162,15 @@ $(O)/py/%_pb2.py: proto/%.proto
 
 # ---- user space -----------------------------------------------------------------
 
-HDRS := $(wildcard user/*.h) bpf/steer_common.h
+HDRS := $(wildcard user/*.h) bpf/steer_common.h bpf/steer_select.h
 
 $(O)/obj/%.o: user/%.c $(SKEL) $(WIRE_SKEL) $(PROTO_H) $(HDRS)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS_ALL) -c $< -o $@
+
+# The loaders of XDP ingress and of the decap include their skeletons.
+$(O)/obj/xdp.o: $(O)/steer_xdp.skel.h
+$(O)/obj/decap.o: $(O)/steer_decap.skel.h
 
 $(O)/obj/%.pb-c.o: $(O)/proto/%.pb-c.c $(PROTO_H)
 	@mkdir -p $(@D)
@@ -168,7 +189,7 @@ $(O)/steer-sim: $(SIM_SRCS) $(wildcard tools/sim/*.h) $(O)/obj/policy.o $(HDRS)
 
 # ---- tests ----------------------------------------------------------------------
 
-tests: $(TEST_BINS) $(LAYOUT0_OBJS)
+tests: $(TEST_BINS) $(LAYOUT0_OBJS) $(XDP_PASS_OBJ)
 
 # The simulator's test links the simulator's modules (all but its main).
 $(O)/tests/test_sim: tests/test_sim.c tests/tap.h $(SIM_LIB_SRCS) $(wildcard tools/sim/*.h) $(O)/obj/policy.o $(HDRS)

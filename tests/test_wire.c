@@ -33,8 +33,8 @@
 
 /* ---- 1. keep-alive: every request counted when sent, answered at its first byte ---- */
 
-static struct steer_addr vip_ka, vip_sse, vip_big, vip_close, vip_dead, vip_reopen, vip_bpt;
-static struct responder r_ka, r_sse, r_big[2], r_close, r_reopen, r_bpt;
+static struct steer_addr vip_ka, vip_sse, vip_big, vip_close, vip_dead, vip_reopen, vip_bpt, vip_v6;
+static struct responder r_ka, r_sse, r_big[2], r_close, r_reopen, r_bpt, r_v6;
 
 static void test_keepalive_requests_are_counted_when_sent(void)
 {
@@ -434,6 +434,33 @@ static void test_wire_off_counts_nothing_and_on_again_counts(void)
 	close(fd);
 }
 
+/* ---- 11. IPv6 ------------------------------------------------------------------------ */
+
+static void test_ipv6_requests_are_counted_too(void)
+{
+	struct responder *be[1] = { &r_v6 };
+	uint32_t s;
+	struct wire_now w;
+	int fd, k;
+
+	CHECK(publish(&vip_v6, be, 1, 0) == 0, "publish: %s", err);
+	s = slot_of(&vip_v6, &r_v6);
+	fd = client_connect(&vip_v6);
+	CHECK(fd >= 0, "connect: %s", strerror(-fd));
+	for (k = 1; k <= 3; k++) {
+		CHECK(send_request(fd, &r_v6, 3000) == 0, "request not received");
+		w = wire_now(s);
+		CHECK(w.pending == 3000 && w.sent == 3000ULL * k && w.requests == (uint64_t)k,
+		      "request %d: pending %llu sent %llu", k, (unsigned long long)w.pending,
+		      (unsigned long long)w.sent);
+		allow_chunk(&r_v6);
+		CHECK(read_some(fd) > 0, "no response");
+		CHECK(steer_dp_pending_bytes(dp, s) == 0, "pending %llu after the answer",
+		      (unsigned long long)steer_dp_pending_bytes(dp, s));
+	}
+	close(fd);
+}
+
 static int setup(void)
 {
 	if (testenv_init("wire") != 0)
@@ -444,7 +471,8 @@ static int setup(void)
 	    responder_start(&r_big[1], "127.0.5.4:9504", RESP_JSON) != 0 ||
 	    responder_start(&r_close, "127.0.5.5:9505", RESP_JSON) != 0 ||
 	    responder_start(&r_reopen, "127.0.5.6:9506", RESP_JSON) != 0 ||
-	    responder_start(&r_bpt, "127.0.5.7:9507", RESP_JSON) != 0)
+	    responder_start(&r_bpt, "127.0.5.7:9507", RESP_JSON) != 0 ||
+	    responder_start(&r_v6, "[::1]:9508", RESP_JSON) != 0)
 		return -1;
 	steer_addr_parse("127.0.0.121:8201", &vip_ka, err, sizeof(err));
 	steer_addr_parse("127.0.0.121:8202", &vip_sse, err, sizeof(err));
@@ -453,6 +481,7 @@ static int setup(void)
 	steer_addr_parse("127.0.0.121:8205", &vip_dead, err, sizeof(err));
 	steer_addr_parse("127.0.0.121:8206", &vip_reopen, err, sizeof(err));
 	steer_addr_parse("127.0.0.121:8207", &vip_bpt, err, sizeof(err));
+	steer_addr_parse("[2001:db8::121]:8208", &vip_v6, err, sizeof(err));
 	dp_opts.pin_dir = testenv_pin_dir();
 	dp_opts.cgroup = testenv_cgroup();
 	dp_opts.own = true;
@@ -465,9 +494,8 @@ static int setup(void)
 
 int main(void)
 {
-	struct responder *all[] = {
-		&r_ka, &r_sse, &r_big[0], &r_big[1], &r_close, &r_reopen, &r_bpt
-	};
+	struct responder *all[] = { &r_ka,    &r_sse,	 &r_big[0], &r_big[1],
+				    &r_close, &r_reopen, &r_bpt,    &r_v6 };
 	size_t i;
 
 	if (setup() != 0)
@@ -482,6 +510,7 @@ int main(void)
 	TAP_RUN(test_an_unsteered_socket_is_not_counted);
 	TAP_RUN(test_pins_from_before_the_wire_map_are_taken_over);
 	TAP_RUN(test_wire_off_counts_nothing_and_on_again_counts);
+	TAP_RUN(test_ipv6_requests_are_counted_too);
 	if (dp) {
 		steer_dp_detach(dp, err, sizeof(err));
 		steer_dp_close(dp);

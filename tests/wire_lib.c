@@ -222,17 +222,28 @@ bool finish_abandoned(struct responder *r)
 
 /* ---- the client ------------------------------------------------------------------ */
 
-/* Connect to a steer_addr (IPv4) with TCP_NODELAY; fd or -errno. */
+/* Connect to a steer_addr with TCP_NODELAY; fd or -errno. */
 int client_connect(const struct steer_addr *a)
 {
-	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = a->port };
-	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), one = 1;
+	struct sockaddr_storage ss = { 0 };
+	struct sockaddr_in *sa = (struct sockaddr_in *)&ss;
+	struct sockaddr_in6 *sa6 = (struct sockaddr_in6 *)&ss;
+	bool v4 = steer_addr_is_v4(a);
+	int fd = socket(v4 ? AF_INET : AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0), one = 1;
 
-	sa.sin_addr.s_addr = a->ip6[3];
+	if (v4) {
+		sa->sin_family = AF_INET;
+		sa->sin_port = a->port;
+		sa->sin_addr.s_addr = a->ip6[3];
+	} else {
+		sa6->sin6_family = AF_INET6;
+		sa6->sin6_port = a->port;
+		memcpy(&sa6->sin6_addr, a->ip6, sizeof(a->ip6));
+	}
 	if (fd < 0)
 		return -errno;
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
+	if (connect(fd, (struct sockaddr *)&ss, v4 ? sizeof(*sa) : sizeof(*sa6)) != 0) {
 		int e = errno;
 
 		close(fd);

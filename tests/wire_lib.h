@@ -63,7 +63,7 @@ void announce(struct responder *r, long bytes);
 /* Let the responder write one more chunk of its answer. */
 void allow_chunk(struct responder *r);
 bool finish_abandoned(struct responder *r);
-/* Connect to a steer_addr (IPv4) with TCP_NODELAY; fd or -errno. */
+/* Connect to a steer_addr with TCP_NODELAY; fd or -errno. */
 int client_connect(const struct steer_addr *a);
 char *http_request(size_t total);
 int send_all(int fd, const char *p, size_t n);

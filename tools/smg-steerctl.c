@@ -30,6 +30,8 @@
 #include "privs.h"
 #include "steer_common.h"
 #include "uninstall.h"
+#include "xdp.h"
+#include "xdp_report.h"
 
 #include "ctl.h"
 
@@ -45,6 +47,7 @@ static void usage(FILE *f)
 		"       %s [--pin-path DIR] drain ADDR:PORT\n"
 		"       %s [--pin-path DIR] undrain ADDR:PORT\n"
 		"       %s [--pin-path DIR] uninstall\n"
+		"       %s decap attach|detach IFACE [--pin-dir DIR] | decap status\n"
 		"       %s --help | --version\n"
 		"\n"
 		"Inspect and steer smg-steer's kernel data plane through its pinned BPF maps;\n"
@@ -61,15 +64,20 @@ static void usage(FILE *f)
 		"                   make a drained backend eligible again\n"
 		"  uninstall        detach every program and remove every pin (smg-steerd\n"
 		"                   must be stopped); prints what it removed; idempotent\n"
+		"  decap ...        on a backend of XDP ingress: attach the IPIP/IP6IP6 decap\n"
+		"                   to IFACE's tc ingress (pins nothing unless --pin-dir),\n"
+		"                   detach it, or list where it is attached, with counters\n"
 		"\n"
 		"Options:\n"
 		"  -p, --pin-path DIR   pin directory of the data plane (default %s)\n"
 		"  -o, --output FMT     text (default) or json, for status and explain\n"
 		"  -h, --help           this help\n"
 		"  -V, --version        print the version\n"
+		"  --pin-dir DIR        decap attach/detach: pin the decap under DIR (default: "
+		"no pin)\n"
 		"\n"
 		"Exit status: 0 ok, 1 error (nothing pinned, unknown VIP, not root), 2 usage.\n",
-		prog, prog, prog, prog, prog, prog, STEER_DEFAULT_PIN_DIR);
+		prog, prog, prog, prog, prog, prog, prog, STEER_DEFAULT_PIN_DIR);
 }
 
 static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -429,6 +437,7 @@ static void status_text(const struct ctl *c, const struct steer_dp *dp, const st
 		printf("\n");
 		print_service_text(dp, v, &v->services[i]);
 	}
+	steer_xdp_report_text(stdout, steer_dp_pin_dir(dp), v);
 	(void)c;
 }
 
@@ -566,6 +575,7 @@ static int status_json(const struct steer_dp *dp, const struct steer_view *v)
 	for (i = 0; i < v->n_services; i++)
 		json_object_array_add(svcs, json_service_status(dp, v, &v->services[i]));
 	jadd(root, "services", svcs);
+	jadd(root, "xdp", steer_xdp_report_json(steer_dp_pin_dir(dp), v));
 	return json_print_and_free(root);
 }
 
@@ -715,6 +725,9 @@ int main(int argc, char *argv[])
 	struct steer_dp *dp = NULL;
 	int rc;
 
+	/* The backends' decap has arguments of its own and needs no data plane. */
+	if (argc > 1 && !strcmp(argv[1], "decap"))
+		return steer_decap_cli(argc - 1, argv + 1, prog);
 	rc = parse_args(&c, argc, argv);
 	if (rc >= 0)
 		return rc;

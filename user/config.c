@@ -30,6 +30,7 @@ static void defaults_set(struct steer_config *cfg)
 	cfg->log_level = STEER_LOG_INFO;
 	cfg->metrics_enabled = true;
 	cfg->dns_interval_ns = CFG_DNS_INTERVAL_DEFAULT_NS;
+	cfg_parse_xdp_encap_src(STEER_XDP_ENCAP_SRC_DEFAULT, cfg, NULL, 0);
 	snprintf(cfg->metrics_listen, sizeof(cfg->metrics_listen), "%s", DEFAULT_METRICS_LISTEN);
 	steer_addr_parse(DEFAULT_METRICS_LISTEN, &cfg->metrics_addr, NULL, 0);
 }

@@ -18,6 +18,7 @@
 
 #include "dataplane.h"
 #include "policy.h"
+#include "xdp.h"
 
 enum steer_log_level {
 	STEER_LOG_ERROR = 0,
@@ -117,6 +118,14 @@ struct steer_config {
 	 * TTL) after its last answer (see docs/operations.md). */
 	uint64_t dns_interval_ns;		 /* --dns-interval, default 5 s */
 	char dns_servers[STEER_DNS_SERVERS_MAX]; /* --dns-server; "": /etc/resolv.conf */
+
+	/* XDP ingress (user/xdp.h): --xdp-dev (repeatable; none: no XDP),
+	 * --xdp-mode, --xdp-encap-src (as given, and parsed). */
+	char xdp_devs[STEER_XDP_DEVS_MAX][STEER_IFNAME_LEN];
+	size_t n_xdp_devs;
+	enum steer_xdp_mode xdp_mode;
+	char xdp_encap_src[128];
+	struct steer_xdp_cfg xdp_encap;
 
 	char config_path[PATH_MAX]; /* --config, empty when none */
 	bool check_only;	    /* --check-config: validate, report, exit */

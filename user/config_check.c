@@ -496,6 +496,9 @@ const struct setting cfg_settings[] = {
 	{ "metrics-listen", OPT_METRICS, -1, parse_metrics },
 	{ "dns-interval", OPT_DNS_INTERVAL, -1, parse_dns_interval },
 	{ "dns-server", OPT_DNS_SERVER, -1, parse_dns_server },
+	{ "xdp-dev", OPT_XDP_DEV, -1, cfg_parse_xdp_dev },
+	{ "xdp-mode", OPT_XDP_MODE, -1, cfg_parse_xdp_mode },
+	{ "xdp-encap-src", OPT_XDP_ENCAP_SRC, -1, cfg_parse_xdp_encap_src },
 };
 
 const struct setting *cfg_setting_find(const char *name)
@@ -551,6 +554,7 @@ void cfg_layer_apply(struct steer_config *dst, const struct layer *l)
 		dst->dns_interval_ns = v->dns_interval_ns;
 	if (l->set[OPT_DNS_SERVER])
 		memcpy(dst->dns_servers, v->dns_servers, sizeof(dst->dns_servers));
+	cfg_xdp_apply(dst, l);
 	if (l->set[OPT_METRICS]) {
 		dst->metrics_enabled = v->metrics_enabled;
 		dst->metrics_addr = v->metrics_addr;

@@ -90,6 +90,9 @@ enum opt {
 	OPT_DNS_INTERVAL,
 	OPT_DNS_SERVER,
 	OPT_WIRE_ESTIMATOR,
+	OPT_XDP_DEV,
+	OPT_XDP_MODE,
+	OPT_XDP_ENCAP_SRC,
 	N_OPTS,
 };
 
@@ -118,8 +121,15 @@ struct setting {
 };
 
 /* Every option that is both a flag and a top-level key, in --help order. */
-#define CFG_N_SETTINGS 18
+#define CFG_N_SETTINGS 21
 extern const struct setting cfg_settings[CFG_N_SETTINGS];
+
+/* ---- XDP ingress options (config_xdp.c) ---------------------------------------- */
+
+int cfg_parse_xdp_dev(const char *v, struct steer_config *dst, char *why, size_t whylen);
+int cfg_parse_xdp_mode(const char *v, struct steer_config *dst, char *why, size_t whylen);
+int cfg_parse_xdp_encap_src(const char *v, struct steer_config *dst, char *why, size_t whylen);
+void cfg_xdp_apply(struct steer_config *dst, const struct layer *l);
 
 /* ---- One service being assembled ------------------------------------------- */
 

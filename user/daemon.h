@@ -104,6 +104,8 @@ struct service {
 struct daemon {
 	struct steer_config cfg;
 	struct steer_dp *dp;
+	struct steer_xdp *xdp;		 /* XDP ingress (--xdp-dev), or NULL */
+	struct steer_xdp_stats *xdp_ctr; /* its counters, for /metrics; NULL without */
 	struct steer_loads *loads;
 	struct steer_metrics *metrics;
 	struct steer_reload *reload;  /* SIGHUP's parse, on its own thread */

@@ -331,6 +331,16 @@ static void fill_metrics_backend(struct daemon *d, const struct service *s, cons
 	mb->steered_total = ctr ? ctr->steered + ctr->fallbacks : 0;
 	memcpy(mb->polls_total, b->polls, sizeof(mb->polls_total));
 	mb->source = (int)b->source;
+	if (d->xdp_ctr && b->slot != NO_SLOT) {
+		struct steer_xdp_ctr x;
+
+		if (steer_xdp_stats_backend(d->xdp_ctr, b->slot, &x) == 0) {
+			mb->xdp_packets_total = x.packets;
+			mb->xdp_bytes_total = x.bytes;
+			mb->xdp_new_flows_total = x.new_flows;
+			mb->xdp_ended_total = x.ended;
+		}
+	}
 	if (ctr) {
 		mb->pending_bytes = steer_dp_pending_bytes(d->dp, b->slot);
 		mb->pending_tokens = steer_policy_wire_tokens(&s->policy, mb->pending_bytes);
@@ -351,6 +361,20 @@ static void fill_metrics_backend(struct daemon *d, const struct service *s, cons
 		mb->throughput = b->score.throughput;
 		mb->kv_usage = b->score.kv;
 	}
+}
+
+static void fill_metrics_xdp(struct daemon *d, const struct service *s,
+			     struct steer_metrics_service *ms)
+{
+	int id = d->xdp_ctr ? steer_dp_service_id(d->dp, &s->vip) : -1;
+	struct steer_xdp_ctr x;
+
+	if (id < 0 || steer_xdp_stats_vip(d->xdp_ctr, (uint32_t)id, &x) != 0)
+		return;
+	ms->xdp_packets_total = x.packets;
+	ms->xdp_bytes_total = x.bytes;
+	ms->xdp_new_flows_total = x.new_flows;
+	ms->xdp_lru_miss_total = x.lru_miss;
 }
 
 void update_metrics(struct daemon *d)
@@ -381,6 +405,7 @@ void update_metrics(struct daemon *d)
 			ms->fallback_connections_total = st.fallbacks;
 			ms->refused_connections_total = st.refused;
 		}
+		fill_metrics_xdp(d, s, ms);
 		for (j = 0; j < s->n; j++)
 			fill_metrics_backend(d, s, s->b[j], &snap.backends[snap.n_backends++]);
 	}
@@ -388,6 +413,7 @@ void update_metrics(struct daemon *d)
 	snap.last_cycle_s = d->last_cycle_s;
 	snap.last_publish_s = d->last_publish_s;
 	snap.healthy_within_ns = 3 * d->cfg.interval_ns;
+	snap.xdp = d->xdp_ctr != NULL;
 	steer_discovery_metrics(d->disc, &snap);
 	steer_metrics_update(d->metrics, &snap);
 out:

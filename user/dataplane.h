@@ -216,6 +216,8 @@ int steer_dp_view(const struct steer_dp *dp, struct steer_view *out, char *err, 
 int steer_dp_service_stats(const struct steer_dp *dp, const struct steer_addr *vip,
 			   struct steer_svc_stats *out);
 void steer_view_free(struct steer_view *v);
+/* A registered service's id (the index of its per-service counters), or -ENOENT. */
+int steer_dp_service_id(const struct steer_dp *dp, const struct steer_addr *vip);
 
 /* ---- Addresses and helpers ----------------------------------------------- */
 

@@ -364,3 +364,8 @@ int steer_dp_sockets_tracked(const struct steer_dp *dp, size_t *out)
 	munmap(p, len);
 	return 0;
 }
+
+int steer_dp_service_id(const struct steer_dp *dp, const struct steer_addr *vip)
+{
+	return dp_svc_id_of(dp, vip);
+}

@@ -151,6 +151,35 @@ static const struct service_family service_families[] = {
 	  SVC_FIELD(bytes_per_token) },
 };
 
+/* XDP ingress (bpf/steer_xdp.bpf.c), rendered only while it runs. */
+static const struct service_family xdp_service_families[] = {
+	{ "smg_steer_xdp_packets_total", "counter",
+	  "Packets to the VIP steered by XDP ingress (encapsulated towards a backend).",
+	  SVC_FIELD(xdp_packets_total) },
+	{ "smg_steer_xdp_bytes_total", "counter",
+	  "Bytes of those packets, from the Ethernet header.", SVC_FIELD(xdp_bytes_total) },
+	{ "smg_steer_xdp_new_flows_total", "counter",
+	  "TCP flows to the VIP that XDP ingress placed (SYNs credited like a connect).",
+	  SVC_FIELD(xdp_new_flows_total) },
+	{ "smg_steer_xdp_lru_misses_total", "counter",
+	  "Non-SYN packets to the VIP of no flow XDP ingress knows: dropped.",
+	  SVC_FIELD(xdp_lru_miss_total) },
+};
+
+static const struct backend_family xdp_backend_families[] = {
+	{ "smg_steer_xdp_backend_packets_total", "counter",
+	  "Packets XDP ingress sent to the backend.", BK_FIELD(xdp_packets_total), VALUE_U64 },
+	{ "smg_steer_xdp_backend_bytes_total", "counter",
+	  "Bytes XDP ingress sent to the backend, before encapsulation.", BK_FIELD(xdp_bytes_total),
+	  VALUE_U64 },
+	{ "smg_steer_xdp_backend_new_flows_total", "counter",
+	  "TCP flows XDP ingress placed on the backend.", BK_FIELD(xdp_new_flows_total),
+	  VALUE_U64 },
+	{ "smg_steer_xdp_backend_ended_flows_total", "counter",
+	  "Flows to the backend whose client sent FIN or RST (off its live count).",
+	  BK_FIELD(xdp_ended_total), VALUE_U64 },
+};
+
 #define POLLS_NAME "smg_steer_polls_total"
 #define POLLS_HELP "Load polls of the backend by outcome."
 #define SOURCE_NAME "smg_steer_backend_load_source"
@@ -482,6 +511,12 @@ char *steer_metrics_render(const struct steer_metrics_snapshot *snap)
 	write_poll_histogram(f, snap);
 	write_cycle_gauges(f, snap);
 	write_dns_families(f, snap);
+	for (i = 0; snap->xdp && i < sizeof(xdp_service_families) / sizeof(xdp_service_families[0]);
+	     i++)
+		write_service_family(f, snap, &xdp_service_families[i]);
+	for (i = 0; snap->xdp && i < sizeof(xdp_backend_families) / sizeof(xdp_backend_families[0]);
+	     i++)
+		write_backend_family(f, snap, &xdp_backend_families[i]);
 	/* A stream that ran out of memory loses output silently until here. */
 	failed = ferror(f);
 	if (fclose(f) != 0 || failed) {
@@ -552,6 +587,7 @@ static int snapshot_copy(struct steer_metrics_snapshot *dst,
 	dst->last_cycle_s = src->last_cycle_s;
 	dst->last_publish_s = src->last_publish_s;
 	dst->healthy_within_ns = src->healthy_within_ns;
+	dst->xdp = src->xdp;
 	return 0;
 }
 

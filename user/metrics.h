@@ -33,6 +33,8 @@ struct steer_metrics_backend {
 	uint64_t steered_total;			/* connections placed by score + fallbacks */
 	uint64_t polls_total[STEER_POLL_KINDS]; /* by enum steer_poll_kind; NONE unused */
 	int source;				/* enum steer_source: where the load is read */
+	/* XDP ingress (snapshot.xdp): the backend's counters, summed over CPUs. */
+	uint64_t xdp_packets_total, xdp_bytes_total, xdp_new_flows_total, xdp_ended_total;
 	/* Request bytes on this node's steered connections (issue 11), as read
 	 * from the kernel's counters at the last publish. */
 	uint64_t pending_bytes;	      /* sent and not answered yet */
@@ -52,6 +54,8 @@ struct steer_metrics_service {
 	uint64_t poll_buckets[STEER_POLL_BUCKETS]; /* cumulative counts per bound */
 	uint64_t poll_count;
 	double poll_sum_s;
+	/* XDP ingress (snapshot.xdp): the VIP's counters, summed over CPUs. */
+	uint64_t xdp_packets_total, xdp_bytes_total, xdp_new_flows_total, xdp_lru_miss_total;
 };
 
 /* DNS discovery (discovery.h): one per name looked up. */
@@ -90,6 +94,7 @@ struct steer_metrics_snapshot {
 	size_t n_dns_names;
 	struct steer_metrics_dns_entry *dns_entries;
 	size_t n_dns_entries;
+	bool xdp; /* XDP ingress runs: its families are rendered */
 };
 
 struct steer_metrics;

@@ -84,6 +84,11 @@ static void reload(struct daemon *d)
 	}
 	if (strcmp(next.pin_path, d->cfg.pin_path) || strcmp(next.cgroup, d->cfg.cgroup))
 		log_warn("reload: --pin-path and --cgroup changes need a restart; ignored");
+	if (next.n_xdp_devs != d->cfg.n_xdp_devs ||
+	    memcmp(next.xdp_devs, d->cfg.xdp_devs, sizeof(next.xdp_devs)) ||
+	    next.xdp_mode != d->cfg.xdp_mode || strcmp(next.xdp_encap_src, d->cfg.xdp_encap_src))
+		log_warn("reload: --xdp-dev, --xdp-mode and --xdp-encap-src changes need a "
+			 "restart; ignored");
 	if (strcmp(next.metrics_listen, d->cfg.metrics_listen) ||
 	    next.metrics_enabled != d->cfg.metrics_enabled)
 		log_warn("reload: a --metrics-listen change needs a restart; ignored");
@@ -99,6 +104,11 @@ static void reload(struct daemon *d)
 	snprintf(next.cgroup, sizeof(next.cgroup), "%s", d->cfg.cgroup);
 	snprintf(next.metrics_listen, sizeof(next.metrics_listen), "%s", d->cfg.metrics_listen);
 	next.metrics_enabled = d->cfg.metrics_enabled;
+	memcpy(next.xdp_devs, d->cfg.xdp_devs, sizeof(next.xdp_devs));
+	next.n_xdp_devs = d->cfg.n_xdp_devs;
+	next.xdp_mode = d->cfg.xdp_mode;
+	next.xdp_encap = d->cfg.xdp_encap;
+	memcpy(next.xdp_encap_src, d->cfg.xdp_encap_src, sizeof(next.xdp_encap_src));
 	steer_config_free(&d->cfg);
 	d->cfg = next;
 	steer_log_set_level(d->cfg.log_level);
@@ -130,6 +140,37 @@ static void idle(struct daemon *d, uint64_t next_tick)
 }
 
 /*
+ * XDP ingress on the --xdp-dev interfaces, sharing the data plane's pins;
+ * without --xdp-dev, XDP links an earlier run left pinned are removed.
+ */
+static int start_xdp(struct daemon *d, char *err, size_t errlen)
+{
+	struct steer_xdp_opts o = { .pin_dir = steer_dp_pin_dir(d->dp),
+				    .n_devs = d->cfg.n_xdp_devs,
+				    .mode = d->cfg.xdp_mode,
+				    .encap = d->cfg.xdp_encap };
+	size_t i;
+
+	if (!d->cfg.n_xdp_devs)
+		return steer_xdp_detach_all(o.pin_dir, err, errlen);
+	memcpy(o.devs, d->cfg.xdp_devs, sizeof(o.devs));
+	for (i = 0; i < d->cfg.n_services; i++) {
+		if (steer_addr_is_v4(&d->cfg.services[i].vip))
+			o.v4 = true;
+		else
+			o.v6 = true;
+	}
+	if (steer_xdp_attach(&o, &d->xdp, err, errlen))
+		return -1;
+	if (steer_xdp_stats_open(o.pin_dir, &d->xdp_ctr) != 0)
+		log_warn("cannot open the XDP counters; /metrics will not show them");
+	for (i = 0; i < d->cfg.n_xdp_devs; i++)
+		log_info("XDP ingress on %s (%s mode)", d->cfg.xdp_devs[i],
+			 d->cfg.xdp_mode == STEER_XDP_GENERIC ? "generic" : "native");
+	return 0;
+}
+
+/*
  * What can fail for local reasons (the metrics port) comes before the data
  * plane is touched, so that a daemon that cannot start leaves a running data
  * plane alone. Privileges are dropped once the data plane is open and before
@@ -150,6 +191,8 @@ static int start(struct daemon *d)
 		return 1;
 	}
 	rc = steer_dp_open(&o, &d->dp, err, sizeof(err));
+	if (rc == 0)
+		rc = start_xdp(d, err, sizeof(err));
 	if (rc) {
 		log_error("%s", err);
 		return 1;
@@ -201,12 +244,15 @@ static int shutdown_daemon(struct daemon *d)
 		} else if (!d->started && steer_dp_adopted(d->dp)) {
 			log_info("exiting; the adopted data plane at %s is left as it was",
 				 steer_dp_pin_dir(d->dp));
-		} else if (steer_dp_detach(d->dp, err, sizeof(err)) != 0) {
+		} else if (steer_xdp_detach_all(steer_dp_pin_dir(d->dp), err, sizeof(err)) != 0 ||
+			   steer_dp_detach(d->dp, err, sizeof(err)) != 0) {
 			log_error("detach: %s", err);
 			rc = 1;
 		} else {
 			log_info("exiting; detached and unpinned");
 		}
+		steer_xdp_stats_close(d->xdp_ctr);
+		steer_xdp_close(d->xdp);
 		steer_dp_close(d->dp);
 	}
 	steer_config_free(&d->cfg);

@@ -18,7 +18,11 @@
 #   4. the load sources: smg-steerd's CPU per poll at 256 backends for each
 #      source it reads (gRPC SGLang/vLLM/TokenSpeed against bench/fastworker,
 #      HTTP /v1/loads and /metrics against nginx, TCP liveness), interleaved;
-#   5. request accounting on steered sockets (wirecost): no accounting, the
+#   5. issue 10's ablation without the release hook (norelbench): BPF time per
+#      connection today and without release, interleaved, with the floor of
+#      each hook type; the per-poll walk that replaces the hook at 1k, 10k and
+#      100k sockets and the lag of the live counts; socket()+close() wall time.
+#   6. request accounting on steered sockets (wirecost): no accounting, the
 #      shipped cgroup_skb programs and the card's sockops/sk_msg/sk_skb
 #      ablation, interleaved: BPF ns per message and per packet next to the
 #      empty-program floor, keep-alive request/response latency, and upload
@@ -33,8 +37,9 @@
 # BENCH_DEC_CONNECTS (5000), BENCH_CTL_SCALES (100,1000,5000), BENCH_CTL_ROUNDS
 # (2), BENCH_CTL_PY_SCALES (100,1000: the same against the Python fake worker,
 # one round), BENCH_SRC_ROUNDS (3), BENCH_SRC_BACKENDS (256),
+# BENCH_NOREL_SCALES (1000,10000,100000), BENCH_NOREL_POLLS (5),
 # BENCH_WIRE_MESSAGES (5000 round trips per phase), BENCH_WIRE_BULK_MB (32),
-# BENCH_PARTS ("conn wrk dec ctl src wire"). The machine is shared and noisy: many
+# BENCH_PARTS ("conn wrk dec ctl src norel wire"). The machine is shared and noisy: many
 # short interleaved rounds and their medians beat a few long ones.
 set -euo pipefail
 
@@ -55,19 +60,22 @@ CTL_ROUNDS=${BENCH_CTL_ROUNDS:-2}
 CTL_PY_SCALES=${BENCH_CTL_PY_SCALES:-100,1000}
 SRC_ROUNDS=${BENCH_SRC_ROUNDS:-3}
 SRC_BACKENDS=${BENCH_SRC_BACKENDS:-256}
+NOREL_SCALES=${BENCH_NOREL_SCALES:-1000,10000,100000}
+NOREL_POLLS=${BENCH_NOREL_POLLS:-5}
 WIRE_MESSAGES=${BENCH_WIRE_MESSAGES:-5000}
 WIRE_BULK_MB=${BENCH_WIRE_BULK_MB:-32}
-PARTS=${BENCH_PARTS:-conn wrk dec ctl src wire}
+PARTS=${BENCH_PARTS:-conn wrk dec ctl src norel wire}
 
 if [ "$(id -u)" != 0 ]; then
 	echo "bench: must run as root (it loads BPF programs and creates a network namespace)" >&2
 	exit 1
 fi
-for b in onebyte connbench vipctl deccost grpcmem fastworker wirecost; do
+for b in onebyte connbench vipctl deccost grpcmem fastworker norelbench wirecost; do
 	[ -x "$BIN/$b" ] || { echo "bench: $BIN/$b missing; run 'make bench'" >&2; exit 1; }
 done
 [ -r "$BUILD/steer_wire_msg.bpf.o" ] || { echo "bench: $BUILD/steer_wire_msg.bpf.o missing" >&2; exit 1; }
 [ -x "$BUILD/smg-steerd" ] || { echo "bench: $BUILD/smg-steerd missing" >&2; exit 1; }
+[ -r "$BUILD/steer_norel.bpf.o" ] || { echo "bench: $BUILD/steer_norel.bpf.o missing" >&2; exit 1; }
 
 # A private network namespace: nothing here can reach beyond this machine's
 # loopback, and everything bound here disappears with it.
@@ -88,6 +96,10 @@ CG_DEC="$cgroot/$tag-dec" # deccost
 CG_CTL="$cgroot/$tag-ctl" # the control-plane daemons (nobody connects from it)
 CG_CLI="$cgroot/$tag-cli" # the client on the unsteered paths (no programs)
 CG_SRV="$cgroot/$tag-srv" # backends and proxies: their CPU time is read from cpu.stat
+CG_NA="$cgroot/$tag-na"   # norelbench: the data plane as shipped
+CG_NB="$cgroot/$tag-nb"   # norelbench: without the release hook
+CG_NC="$cgroot/$tag-nc"   # norelbench: the release hook cut to its cookie test
+CG_NN="$cgroot/$tag-nn"   # norelbench: no program at all
 CG_WIRE="$cgroot/$tag-wire" # wirecost's client (its server stays outside)
 PIN="/sys/fs/bpf/$tag"    # prefix: $PIN-dp, $PIN-dec, $PIN-ctl-*
 TMP=$(mktemp -d "/tmp/$tag.XXXXXX")
@@ -110,7 +122,7 @@ cleanup() {
 	done
 	# Pinned links keep programs attached: removing the pins releases them.
 	rm -rf "$PIN"-* 2>/dev/null || true
-	for cg in "$CG_DP" "$CG_DEC" "$CG_CTL" "$CG_CLI" "$CG_SRV" "$CG_WIRE"; do
+	for cg in "$CG_DP" "$CG_DEC" "$CG_CTL" "$CG_CLI" "$CG_SRV" "$CG_NA" "$CG_NB" "$CG_NC" "$CG_NN" "$CG_WIRE"; do
 		[ -d "$cg" ] && rmdir "$cg" 2>/dev/null || true
 	done
 	rm -rf "$TMP"
@@ -119,7 +131,7 @@ trap cleanup EXIT
 trap 'echo "bench: interrupted" >&2; exit 130' INT
 trap 'exit 143' TERM
 
-mkdir -p "$RES" "$CG_DP" "$CG_DEC" "$CG_CTL" "$CG_CLI" "$CG_SRV" "$CG_WIRE"
+mkdir -p "$RES" "$CG_DP" "$CG_DEC" "$CG_CTL" "$CG_CLI" "$CG_SRV" "$CG_NA" "$CG_NB" "$CG_NC" "$CG_NN" "$CG_WIRE"
 
 log() { printf '[%s] %s\n' "$(date +%T)" "$*"; }
 
@@ -459,7 +471,33 @@ src_part() {
 	loadavg "load sources end"
 }
 
-# ---- 5. request accounting on steered sockets ----------------------------------------------------
+# ---- 5. issue 10 ablation: no release hook ------------------------------------------------------
+
+norel_part() {
+	local nb=("$BIN/norelbench" --pin "$PIN-norel" --cgroup-a "$CG_NA" --cgroup-b "$CG_NB"
+		--cgroup-c "$CG_NC" --cgroup-none "$CG_NN" --obj "$BUILD/steer_norel.bpf.o"
+		--first 127.0.3.1:9000 --header)
+	log "issue 10 ablation: today against no release hook, $ROUNDS rounds; walk at $NOREL_SCALES sockets"
+	loadavg "norel start"
+	# Part walk holds up to 100,000 sockets in the listeners' backlogs (this namespace only).
+	sysctl -qw net.core.somaxconn=65535
+	# The walk first, on a namespace with no other TCP socket ...
+	fg_wait "${nb[@]}" --part walk --scales "$NOREL_SCALES" --polls "$NOREL_POLLS" --netns-check \
+		>"$RES/norel_walk.csv"
+	bg "$BIN/onebyte" --base 127.0.3.1 --port 9000 --count 256 >"$TMP/onebyte-norel.out" 2>&1
+	local ob=${PIDS[-1]}
+	wait_ready "$TMP/onebyte-norel.out" "onebyte (256)"
+	fg_wait "${nb[@]}" --part bpf --backends 256 --connects "$DEC_CONNECTS" --rounds "$ROUNDS" \
+		>"$RES/norel_bpf.csv"
+	stop_pid "$ob"
+	# ... and again right after the short connections above: with their
+	# TIME_WAIT sockets in the table, as on a node that makes many.
+	fg_wait "${nb[@]}" --part walk --scales 1000 --polls "$NOREL_POLLS" >"$RES/norel_walk_tw.csv"
+	fg_wait "${nb[@]}" --part wall --rounds $((2 * ROUNDS)) --wall-ops 20000 >"$RES/norel_wall.csv"
+	loadavg "norel end"
+}
+
+# ---- 6. request accounting on steered sockets ----------------------------------------------------
 
 wire_part() {
 	log "request accounting: off / cgroup_skb (shipped) / sockops+sk_msg+sk_skb (card), $ROUNDS rounds"
@@ -491,6 +529,10 @@ machine >"$RES/machine.md"
 	echo "ctlplane.py --scales $CTL_SCALES --rounds $CTL_ROUNDS --worker fast   # smg-steerd --config ... vs fastworker --many"
 	echo "ctlplane.py --scales $CTL_PY_SCALES --rounds 1 --worker python     # vs tests/fake_worker.py --many"
 	echo "sources.py --backends $SRC_BACKENDS --rounds $SRC_ROUNDS   # CPU per poll by load source (fastworker --engine, nginx)"
+	echo "norelbench --pin PIN --cgroup-a CG --cgroup-b CG --cgroup-c CG --cgroup-none CG --obj steer_norel.bpf.o --first 127.0.3.1:9000 --part walk --scales $NOREL_SCALES --polls $NOREL_POLLS --netns-check   # sysctl net.core.somaxconn=65535"
+	echo "norelbench ... --part bpf --backends 256 --connects $DEC_CONNECTS --rounds $ROUNDS"
+	echo "norelbench ... --part walk --scales 1000 --polls $NOREL_POLLS   # again, with the TIME_WAIT sockets of --part bpf"
+	echo "norelbench ... --part wall --rounds $((2 * ROUNDS)) --wall-ops 20000"
 	echo "wirecost --pin PIN --cgroup CG --msg-obj steer_wire_msg.bpf.o --rounds $ROUNDS --messages $WIRE_MESSAGES --bulk-mb $WIRE_BULK_MB   # 512 B requests, 256 B responses"
 	echo '```'
 } >>"$RES/machine.md"
@@ -507,6 +549,7 @@ esac
 case " $PARTS " in *" dec "*) dec_part ;; esac
 case " $PARTS " in *" ctl "*) ctl_part ;; esac
 case " $PARTS " in *" src "*) src_part ;; esac
+case " $PARTS " in *" norel "*) norel_part ;; esac
 case " $PARTS " in *" wire "*) wire_part ;; esac
 
 log "done in $(($(date +%s) - t_start)) s; writing $RESULTS/summary.md"
