@@ -272,6 +272,12 @@ with t.case("after the poll that sees the request queued, nothing counted twice"
     # and this explain (twice would be 100 s more).
     total, want = a["base_wait_ns"] + a["busy_ns"], (tokens + 5000) * NPT
     t.check(want - 30 * 10**9 < total <= want + NPT, f"base + busy {total}, want {want}")
+    # /metrics has the busy time left as of a publish: under the request's 100 s.
+    lab = (("backend", A), ("vip", VIP))
+    L.wait_for(lambda: (d.metrics().get(("smg_steer_backend_busy_seconds", lab)) or 0) > 50, 30,
+               "the busy time in /metrics")
+    busy_s = d.metrics().get(("smg_steer_backend_busy_seconds", lab))
+    t.check(50 < busy_s <= 100, f"smg_steer_backend_busy_seconds {busy_s}")
     release("big")
     read_answer(s)
     L.wait_for(lambda: backend(explain(), A)["pending_bytes"] == 0, 30, "answered")
