@@ -199,9 +199,12 @@ static __always_inline void steer_busy_sent(struct steer_wire *w, __u64 now, __u
  * busy_until = min(busy_until, now + P x unit), P the pending tokens left. */
 static __always_inline void steer_busy_cap(struct steer_wire *w, __u64 now)
 {
-	__u64 p = steer_wire_pending(w) / steer_bytes_per_token(w->cache_bpt);
-	__u64 cap = steer_sat_add(now, steer_sat_mul(p, steer_busy_unit(w)));
+	__u64 pending = steer_wire_pending(w), cap = now;
 
+	/* Nothing left pending (the usual answer): idle from now, no division. */
+	if (pending)
+		cap = steer_sat_add(now, steer_sat_mul(pending / steer_bytes_per_token(w->cache_bpt),
+						       steer_busy_unit(w)));
 	if (w->busy_until_ns > cap)
 		w->busy_until_ns = cap;
 }

@@ -21,7 +21,6 @@ struct wire_ref {
 	struct steer_wire *w;
 	struct steer_svc_tree *tr;
 	struct steer_svc_stats *st;
-	__u64 clock; /* bpf_ktime_get_coarse_ns() before the lock */
 };
 
 /* The record's slot, its accounting and its service's tree. False when the
@@ -41,7 +40,6 @@ static __always_inline bool wire_ref(const struct steer_sock *r, struct wire_ref
 		ref->tr = 0;
 		return false;
 	}
-	ref->clock = bpf_ktime_get_coarse_ns();
 	ref->s = slot_in(all, r->slot);
 	ref->w = wire_in(wall, r->slot);
 	return ref->s->gen == r->slot_gen;
@@ -84,12 +82,13 @@ static __always_inline void wire_sent(struct steer_sock *r, __u64 cookie, __u64 
 {
 	struct wire_ref ref;
 	__u32 room, add;
-	__u64 now, before;
+	__u64 now, before, clock;
 
 	if (!bytes || !wire_ref(r, &ref))
 		return;
+	clock = bpf_ktime_get_coarse_ns(); /* no helper runs under the lock */
 	bpf_spin_lock(&ref.tr->lock);
-	now = key_clock(ref.st, ref.clock);
+	now = key_clock(ref.st, clock);
 	/* Released (or reconnected) meanwhile: its bytes are not the slot's. */
 	if (r->cookie != cookie || !(r->flags & STEER_SOCK_LIVE))
 		goto out;
@@ -136,12 +135,14 @@ static __always_inline __u64 wire_settle(struct steer_sock *r, struct steer_wire
 static __always_inline void wire_answered(struct steer_sock *r, __u64 cookie)
 {
 	struct wire_ref ref;
+	__u64 clock;
 
 	if (!r->unanswered || !wire_ref(r, &ref))
 		return;
+	clock = bpf_ktime_get_coarse_ns();
 	bpf_spin_lock(&ref.tr->lock);
 	if (r->cookie == cookie && (r->flags & STEER_SOCK_LIVE) && r->unanswered) {
-		__u64 now = key_clock(ref.st, ref.clock);
+		__u64 now = key_clock(ref.st, clock);
 		/* The engine has the request: its real size is in flight from now
 		 * on, as a connect's credit is, until the daemon drains it. */
 		__u64 tokens = wire_settle(r, ref.w) / steer_bytes_per_token(ref.w->cache_bpt);
@@ -164,6 +165,9 @@ static __always_inline __u16 wire_close(struct steer_sock *r)
 {
 	struct wire_ref ref;
 	bool same = wire_ref(r, &ref);
+	/* The clock only when there is something to settle: most sockets close
+	 * answered, and the release of every steered socket runs this. */
+	__u64 clock = same && r->unanswered ? bpf_ktime_get_coarse_ns() : 0;
 	__u16 flags;
 
 	if (!ref.tr) {
@@ -175,7 +179,7 @@ static __always_inline __u16 wire_close(struct steer_sock *r)
 	flags = r->flags;
 	r->flags = flags & ~STEER_SOCK_LIVE;
 	if (same && r->unanswered) {
-		__u64 now = key_clock(ref.st, ref.clock);
+		__u64 now = key_clock(ref.st, clock);
 
 		wire_settle(r, ref.w);
 		steer_busy_cap(ref.w, now);
