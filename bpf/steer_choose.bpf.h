@@ -43,7 +43,8 @@ static __always_inline __u32 pick_least_wait(struct steer_table *t, struct steer
 					     struct steer_svc_stats *st, struct steer_svc_tree *tr,
 					     __u64 now)
 {
-	return steer_tree_pick_at(tr, t, slot_in, all, wire_in, wall, st->epoch, now);
+	return steer_tree_pick_at(tr, t, slot_in, all, wire_in, wall, st->epoch, now,
+				  &st->tree_clock);
 }
 
 /*
@@ -93,7 +94,8 @@ static __always_inline enum choice choose(struct steer_table *t, struct steer_de
 		s->inflight_tokens += t->credit_tokens;
 		s->steered++;
 		st->steered++;
-		steer_tree_set(tr, pos, steer_entry_key(t, e, s, w, now));
+		steer_tree_key_leaf(tr, pos, steer_entry_key(t, e, s, w, st->tree_clock.ref_ns),
+				    w->busy_until_ns, &st->tree_clock);
 	}
 	if (tracked)
 		s->live++;

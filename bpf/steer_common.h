@@ -284,6 +284,19 @@ static __always_inline __u32 steer_bytes_per_token(__u16 table_value)
 	return table_value ? table_value : STEER_DEFAULT_BYTES_PER_TOKEN;
 }
 
+/*
+ * The reference time of a service's tree (busy-until, docs/algorithm.md 4.2):
+ * every leaf is keyed at ref_ns, the time of the tree's last full build, not
+ * at the time of the write, so that idle backends keep their order as time
+ * passes; busy_min is at most the key of every leaf keyed busy (busy_until >
+ * ref_ns), so that a connect knows when a busy backend may have come to the
+ * front. Both written under the tree's lock.
+ */
+struct steer_tree_clock {
+	__u64 ref_ns;	/* ns, CLOCK_MONOTONIC coarse; 0: never built */
+	__u64 busy_min; /* a key; STEER_U64_MAX (all ones): no leaf keyed busy */
+};
+
 /* Per-service counters (steer_svcst), one cache line each. */
 struct steer_svc_stats {
 	__u64 steered;	 /* connections placed by score */
@@ -297,12 +310,10 @@ struct steer_svc_stats {
 	 */
 	__u64 epoch;
 	__u64 untracked; /* steered connects that found no free socket record */
-	/* ns, CLOCK_MONOTONIC coarse: the latest time the service's tree keys
-	 * were computed at (kernel, under the tree's lock). Each writer keys at
-	 * max(its clock read, this), so the times under the lock never go back
-	 * (a clock read before the lock may be older than a later holder's). */
-	__u64 key_clock_ns;
-	__u64 reserved[1];
+	/* The time the service's tree keys are computed at (issue 11,
+	 * docs/algorithm.md 4.2; kernel, under the tree's lock): the 16 bytes that
+	 * were reserved. */
+	struct steer_tree_clock tree_clock;
 };
 
 /* How the daemon scored a backend (steer_bk_info.mode). */

@@ -221,14 +221,12 @@ static __always_inline void svc_touch(__u16 svc_id)
 		__sync_fetch_and_add(&st->epoch, 1);
 }
 
-/* Under the service's lock: the time to key at, never before a time the
- * service's keys were already computed at (steer_svc_stats.key_clock_ns). */
+/* Under the service's lock: the time now, never before the time the
+ * service's tree was built at (a clock read before the lock may be older than
+ * a later holder's). */
 static __always_inline __u64 key_clock(struct steer_svc_stats *st, __u64 read_ns)
 {
-	if (read_ns < st->key_clock_ns)
-		return st->key_clock_ns;
-	st->key_clock_ns = read_ns;
-	return read_ns;
+	return read_ns < st->tree_clock.ref_ns ? st->tree_clock.ref_ns : read_ns;
 }
 
 #endif /* STEER_MAPS_BPF_H */

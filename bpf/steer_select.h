@@ -203,8 +203,9 @@ static __always_inline void steer_busy_cap(struct steer_wire *w, __u64 now)
 
 	/* Nothing left pending (the usual answer): idle from now, no division. */
 	if (pending)
-		cap = steer_sat_add(now, steer_sat_mul(pending / steer_bytes_per_token(w->cache_bpt),
-						       steer_busy_unit(w)));
+		cap = steer_sat_add(now,
+				    steer_sat_mul(pending / steer_bytes_per_token(w->cache_bpt),
+						  steer_busy_unit(w)));
 	if (w->busy_until_ns > cap)
 		w->busy_until_ns = cap;
 }
@@ -373,9 +374,17 @@ static __always_inline void steer_tree_fix(struct steer_svc_tree *tr, __u32 pos)
 static __always_inline void steer_tree_build_at(struct steer_svc_tree *tr,
 						const struct steer_table *t, steer_slot_fn slot_at,
 						void *ctx, steer_wire_fn wire_at, void *wctx,
-						__u64 epoch, __u64 now)
+						__u64 epoch, __u64 now, struct steer_tree_clock *ck)
 {
 	__u32 n = t->n, i, bpt = steer_bytes_per_token(t->bytes_per_token);
+
+	/* In the clock's memory, not in a register: a register that is a
+	 * constant on some paths and not on others would keep the verifier
+	 * from pruning the loop's states. */
+	if (ck) {
+		ck->ref_ns = now;
+		ck->busy_min = STEER_U64_MAX;
+	}
 
 	/* Three plain loops rather than one with an "i < n" test inside: the
 	 * verifier then walks each once, instead of once per value of n. */
@@ -400,6 +409,8 @@ static __always_inline void steer_tree_build_at(struct steer_svc_tree *tr,
 			continue;
 		tr->score[i] = steer_entry_key(t, e, s, w, now);
 		tr->win[STEER_TREE_LEAF0 + i] = (__u16)i;
+		if (ck && w && w->busy_until_ns > now && tr->score[i] < ck->busy_min)
+			ck->busy_min = tr->score[i];
 	}
 	for (i = 0; i < STEER_TREE_LEAF0; i++) {
 		__u32 node = STEER_TREE_LEAF0 - 1 - i;
@@ -416,7 +427,7 @@ static __always_inline void steer_tree_build_wire(struct steer_svc_tree *tr,
 						  steer_slot_fn slot_at, void *ctx,
 						  steer_wire_fn wire_at, void *wctx, __u64 epoch)
 {
-	steer_tree_build_at(tr, t, slot_at, ctx, wire_at, wctx, epoch, 0);
+	steer_tree_build_at(tr, t, slot_at, ctx, wire_at, wctx, epoch, 0, 0);
 }
 
 static __always_inline void steer_tree_build(struct steer_svc_tree *tr, const struct steer_table *t,
@@ -469,45 +480,86 @@ static __always_inline void steer_tree_set(struct steer_svc_tree *tr, __u32 pos,
 	steer_tree_fix(tr, pos);
 }
 
+/* Leaf pos now holds key, computed at the tree's reference time with the
+ * slot's busy_until busy: re-play its matches, and lower busy_min when the
+ * leaf is keyed busy (busy > ck->ref_ns). */
+static __always_inline void steer_tree_key_leaf(struct steer_svc_tree *tr, __u32 pos, __u64 key,
+						__u64 busy, struct steer_tree_clock *ck)
+{
+	if (busy > ck->ref_ns && key < ck->busy_min)
+		ck->busy_min = key;
+	steer_tree_set(tr, pos, key);
+}
+
 /* Re-key the leaf of a slot whose work changed between connects (a request
- * sent, answered or abandoned), at now, from its cache (see
- * steer_tree_rescore for when there is a leaf). */
+ * answered or abandoned, a credit withdrawn), from its cache, at the tree's
+ * reference time (see steer_tree_rescore for when there is a leaf). */
 static __always_inline void steer_tree_rekey(struct steer_svc_tree *tr, const struct steer_slot *s,
-					     const struct steer_wire *w, __u64 now)
+					     const struct steer_wire *w,
+					     struct steer_tree_clock *ck)
 {
 	__u32 pos = w->cache_pos & (STEER_MAX_BACKENDS - 1);
 
 	if (w->cache_tgen != tr->tgen || !tr->tgen || tr->win[STEER_TREE_LEAF0 + pos] != pos)
 		return;
-	steer_tree_set(tr, pos,
-		       steer_key(w->cache_base_ns, w->cache_npt, steer_slot_inflight(s), w,
-				 steer_bytes_per_token(w->cache_bpt), w->cache_flags, now));
+	steer_tree_key_leaf(tr, pos,
+			    steer_key(w->cache_base_ns, w->cache_npt, steer_slot_inflight(s), w,
+				      steer_bytes_per_token(w->cache_bpt), w->cache_flags,
+				      ck->ref_ns),
+			    w->busy_until_ns, ck);
 }
 
+/*
+ * A copy of x that the BPF verifier does not link to x: comparing the copy
+ * narrows the copy's range only, so that x reaches a later join with the same
+ * range on every path and the verifier's states there can be pruned. A no-op
+ * elsewhere.
+ */
+#ifdef __bpf__
+#define STEER_UNLINKED(x)                            \
+	({                                           \
+		__u64 __c = (x);                     \
+		asm volatile("%0 ^= 0" : "+r"(__c)); \
+		__c;                                 \
+	})
+#else
+#define STEER_UNLINKED(x) (x)
+#endif
+
 /* Leaves re-keyed at most per connect before the tree is rebuilt instead. */
-#define STEER_TREE_REFRESH 16
+#define STEER_TREE_REFRESH 4
 
 /*
- * The tree's pick at time now, exactly steer_select_at()'s at now. Every
- * cached key is a lower bound of its key now (a fluid key only grows with
- * time; everything that lowers a key re-keys its leaf or bumps the epoch), so
- * the root is the answer once its own key is current: re-key the root at now
- * and re-play its path until it is (docs/algorithm.md 4.2). After
- * STEER_TREE_REFRESH leaves, or when the table, the epoch or the root's
- * eligibility changed, rebuild at now instead.
+ * The tree's pick at time now (>= ck->ref_ns), exactly steer_select_at()'s at
+ * now (docs/algorithm.md 4.2). Every leaf's cached key is its key at the
+ * reference time ref, or lower (a send raises a key lazily). The root r is
+ * re-keyed at ref until its cached key is current; then it is the answer when
+ *  - the key has no time in it (the pending ablation) or is saturated;
+ *  - r is keyed busy (busy_until > ref) and still busy at now: its key is
+ *    exact, and every other key can only have grown since ref;
+ *  - r is keyed idle: idle leaves keep their order as time passes, and r's
+ *    key at now (its time-free part + now) is below busy_min, under every
+ *    leaf keyed busy.
+ * Otherwise (a busy root whose time ran out, a busy leaf that may have come
+ * to the front, STEER_TREE_REFRESH re-keys, a new table or epoch, a root no
+ * longer eligible) the tree is rebuilt at now, which makes every key exact.
+ * So idle backends cost nothing as time passes: a rebuild happens only when
+ * the order may really have changed.
  */
 static __always_inline __u32 steer_tree_pick_at(struct steer_svc_tree *tr,
 						const struct steer_table *t, steer_slot_fn slot_at,
 						void *ctx, steer_wire_fn wire_at, void *wctx,
-						__u64 epoch, __u64 now)
+						__u64 epoch, __u64 now, struct steer_tree_clock *ck)
 {
 	int built = tr->tgen == t->generation && tr->epoch == epoch;
 	__u32 pos = steer_tree_pick(tr), i;
+	__u64 at = STEER_UNLINKED(now); /* compared below; now itself is for the build */
 
 	for (i = 0; built && i < STEER_TREE_REFRESH; i++) {
 		const struct steer_entry *e;
+		const struct steer_wire *w;
 		struct steer_slot *s;
-		__u64 key;
+		__u64 key, busy, work;
 
 		if (pos >= STEER_MAX_BACKENDS)
 			return STEER_NO_PICK;
@@ -515,13 +567,31 @@ static __always_inline __u32 steer_tree_pick_at(struct steer_svc_tree *tr,
 		s = slot_at(ctx, e->slot);
 		if (!s || !steer_slot_eligible(s))
 			break; /* a drain or an ejection ahead of its epoch bump */
-		key = steer_entry_key(t, e, s, wire_at ? wire_at(wctx, e->slot) : 0, now);
-		if (key == tr->score[pos & (STEER_MAX_BACKENDS - 1)])
+		w = wire_at ? wire_at(wctx, e->slot) : 0;
+		busy = w ? w->busy_until_ns : 0;
+		/* steer_key, with its time-free part kept for the idle test */
+		work = steer_score(e->base_wait_ns, steer_slot_inflight(s), e->ns_per_token);
+		if (t->flags & STEER_TBL_PENDING)
+			key = steer_entry_key(t, e, s, w, ck->ref_ns);
+		else
+			key = steer_sat_add(work, steer_max_u64(busy, ck->ref_ns));
+		if (key != tr->score[pos & (STEER_MAX_BACKENDS - 1)]) {
+			steer_tree_key_leaf(tr, pos, key, busy, ck);
+			pos = steer_tree_pick(tr);
+			continue;
+		}
+		if ((t->flags & STEER_TBL_PENDING) || key == STEER_U64_MAX)
 			return pos;
-		steer_tree_set(tr, pos, key);
-		pos = steer_tree_pick(tr);
+		if (busy > ck->ref_ns) {
+			if (busy >= at)
+				return pos;
+			break; /* its busy time ran out: the order may have changed */
+		}
+		if (steer_sat_add(work, at) < ck->busy_min)
+			return pos;
+		break; /* a backend keyed busy may be ahead by now */
 	}
-	steer_tree_build_at(tr, t, slot_at, ctx, wire_at, wctx, epoch, now);
+	steer_tree_build_at(tr, t, slot_at, ctx, wire_at, wctx, epoch, now, ck);
 	return steer_tree_pick(tr);
 }
 

@@ -45,10 +45,11 @@ static __always_inline bool wire_ref(const struct steer_sock *r, struct wire_ref
 	return ref->s->gen == r->slot_gen;
 }
 
-/* Under the lock: the slot's leaf re-keyed with its work as it is at now. */
-static __always_inline void wire_rescore(struct wire_ref *ref, __u64 now)
+/* Under the lock: the slot's leaf re-keyed with its work as it is now (at the
+ * tree's reference time, docs/algorithm.md 4.2). */
+static __always_inline void wire_rescore(struct wire_ref *ref)
 {
-	steer_tree_rekey(ref->tr, ref->s, ref->w, now);
+	steer_tree_rekey(ref->tr, ref->s, ref->w, &ref->st->tree_clock);
 }
 
 /*
@@ -109,7 +110,7 @@ static __always_inline void wire_sent(struct steer_sock *r, __u64 cookie, __u64 
 		r->flags |= STEER_SOCK_SENT;
 		if ((r->flags & STEER_SOCK_CREDITED) && r->drain_seq == (__u32)ref.w->drain_seq) {
 			wire_withdraw(ref.s, ref.w);
-			wire_rescore(&ref, now);
+			wire_rescore(&ref);
 		}
 	}
 out:
@@ -150,7 +151,7 @@ static __always_inline void wire_answered(struct steer_sock *r, __u64 cookie)
 		ref.s->inflight_tokens += tokens;
 		ref.w->answered_tokens += tokens;
 		steer_busy_cap(ref.w, now);
-		wire_rescore(&ref, now);
+		wire_rescore(&ref);
 	}
 	bpf_spin_unlock(&ref.tr->lock);
 }
@@ -166,8 +167,11 @@ static __always_inline __u16 wire_close(struct steer_sock *r)
 	struct wire_ref ref;
 	bool same = wire_ref(r, &ref);
 	/* The clock only when there is something to settle: most sockets close
-	 * answered, and the release of every steered socket runs this. */
-	__u64 clock = same && r->unanswered ? bpf_ktime_get_coarse_ns() : 0;
+	 * answered, and the release of every steered socket runs this. The
+	 * precise read: tracing programs (the norel ablation) may not read the
+	 * coarse one; the same CLOCK_MONOTONIC, less than a tick ahead, and it
+	 * only caps busy_until (keys are computed at the tree's reference time). */
+	__u64 clock = same && r->unanswered ? bpf_ktime_get_ns() : 0;
 	__u16 flags;
 
 	if (!ref.tr) {
@@ -183,7 +187,7 @@ static __always_inline __u16 wire_close(struct steer_sock *r)
 
 		wire_settle(r, ref.w);
 		steer_busy_cap(ref.w, now);
-		wire_rescore(&ref, now);
+		wire_rescore(&ref);
 	}
 	r->unanswered = 0;
 	bpf_spin_unlock(&ref.tr->lock);

@@ -569,6 +569,7 @@ static void test_tree_with_busy_until_picks_what_steer_select_at_picks(void)
 		__u32 n = round % 50 == 0 ? STEER_MAX_BACKENDS
 					  : 1 + (__u32)(rnd() % STEER_MAX_BACKENDS);
 		uint64_t now = 1000000000ULL + rnd() % 1000000000000ULL, epoch = 7;
+		struct steer_tree_clock ck = { 0, STEER_U64_MAX };
 		__u32 i, bpt;
 
 		random_table(&t, n, round % 5 == 0);
@@ -596,7 +597,7 @@ static void test_tree_with_busy_until_picks_what_steer_select_at_picks(void)
 				if (tr.tgen != t.generation || tr.epoch != epoch)
 					rebuilds++;
 				got = steer_tree_pick_at(&tr, &t, slot_at, NULL, wire_at, NULL,
-							 epoch, now);
+							 epoch, now, &ck);
 				connects++;
 				steer_select_at(&t, slot_at, NULL, wire_at, NULL, now, 0, &want);
 				steer_select_at(&t, slot_at, NULL, wire_at, NULL, now, 1, &early);
@@ -619,9 +620,11 @@ static void test_tree_with_busy_until_picks_what_steer_select_at_picks(void)
 					break;
 				}
 				slots[t.e[got].slot].inflight_tokens += t.credit_tokens;
-				steer_tree_set(&tr, got,
-					       steer_entry_key(&t, &t.e[got], &slots[t.e[got].slot],
-							       &wires[t.e[got].slot], now));
+				steer_tree_key_leaf(
+					&tr, got,
+					steer_entry_key(&t, &t.e[got], &slots[t.e[got].slot],
+							&wires[t.e[got].slot], ck.ref_ns),
+					wires[t.e[got].slot].busy_until_ns, &ck);
 				break;
 			case 2: /* request bytes sent at now */
 				before = steer_wire_pending(w);
@@ -633,7 +636,7 @@ static void test_tree_with_busy_until_picks_what_steer_select_at_picks(void)
 				 * kernel does (its key only rose). */
 				if (rnd() % 2 && steer_slot_inflight(sl) >= t.credit_tokens) {
 					sl->drained_tokens += t.credit_tokens;
-					steer_tree_rekey(&tr, sl, w, now);
+					steer_tree_rekey(&tr, sl, w, &ck);
 				}
 				break;
 			case 3: /* an answer, or an abandoned request */
@@ -642,7 +645,7 @@ static void test_tree_with_busy_until_picks_what_steer_select_at_picks(void)
 				if (rnd() % 2)
 					sl->inflight_tokens += x / bpt;
 				steer_busy_cap(w, now);
-				steer_tree_rekey(&tr, sl, w, now);
+				steer_tree_rekey(&tr, sl, w, &ck);
 				break;
 			case 4: /* the daemon drains credits: bumps the epoch */
 				sl->drained_tokens += upto(steer_slot_inflight(sl));
@@ -667,6 +670,73 @@ static void test_tree_with_busy_until_picks_what_steer_select_at_picks(void)
 	printf("# %ld connects compared, %ld of them on a stale tree\n", connects, rebuilds);
 }
 
+/*
+ * What busy-until costs a connect when nothing is busy (issue 11): with every
+ * backend idle and equal, connects one clock tick apart must never rebuild
+ * the tree (the reference time stays where the first build put it), and a
+ * busy backend must cost one rebuild when it comes back to the front, not one
+ * per tick.
+ */
+static void test_idle_backends_cost_no_rebuild_as_time_passes(void)
+{
+	static struct steer_table t;
+	static struct steer_svc_tree tr;
+	struct steer_tree_clock ck = { 0, STEER_U64_MAX };
+	uint64_t now = 5000000000ULL, built_at;
+	struct steer_pick want;
+	int k, rebuilds = 0;
+	__u32 i, got;
+
+	memset(&t, 0, sizeof(t));
+	memset(&tr, 0, sizeof(tr));
+	t.n = 256;
+	t.credit_tokens = 1024;
+	t.generation = 1;
+	for (i = 0; i < t.n; i++) {
+		t.e[i].slot = i;
+		t.e[i].ns_per_token = 500000;
+	}
+	got = steer_tree_pick_at(&tr, &t, slot_at, NULL, wire_at, NULL, 1, now, &ck);
+	built_at = ck.ref_ns;
+	for (k = 0; k < 3000; k++) {
+		now += 4000000; /* one coarse tick */
+		got = steer_tree_pick_at(&tr, &t, slot_at, NULL, wire_at, NULL, 1, now, &ck);
+		steer_select_at(&t, slot_at, NULL, wire_at, NULL, now, 0, &want);
+		CHECK(got == want.pos, "connect %d: tree %u, reference %u", k, got, want.pos);
+		slots[got].inflight_tokens += t.credit_tokens;
+		steer_tree_key_leaf(
+			&tr, got,
+			steer_entry_key(&t, &t.e[got], &slots[got], &wires[got], ck.ref_ns),
+			wires[got].busy_until_ns, &ck);
+	}
+	CHECK(ck.ref_ns == built_at, "idle backends rebuilt the tree (reference time moved)");
+	/* Backend 0 gets a request worth 10 s; connects go elsewhere until its
+	 * busy time comes close to the others' credits, then back to it. */
+	wires[0].busy_until_ns = now + 10000000000ULL;
+	wires[0].sent_bytes = 1; /* a send: lazy, as the kernel leaves it */
+	for (k = 0; k < 3000; k++) {
+		uint64_t ref = ck.ref_ns;
+
+		now += 4000000;
+		got = steer_tree_pick_at(&tr, &t, slot_at, NULL, wire_at, NULL, 1, now, &ck);
+		rebuilds += ck.ref_ns != ref;
+		steer_select_at(&t, slot_at, NULL, wire_at, NULL, now, 0, &want);
+		CHECK(got == want.pos, "busy phase, connect %d: tree %u, reference %u", k, got,
+		      want.pos);
+		slots[got].inflight_tokens += t.credit_tokens;
+		steer_tree_key_leaf(
+			&tr, got,
+			steer_entry_key(&t, &t.e[got], &slots[got], &wires[got], ck.ref_ns),
+			wires[got].busy_until_ns, &ck);
+	}
+	printf("# 3,000 connects a tick apart at 256 idle backends: 0 rebuilds; with one busy: "
+	       "%d\n",
+	       rebuilds);
+	CHECK(rebuilds <= 64, "%d rebuilds in 3,000 connects with one busy backend", rebuilds);
+	memset(slots, 0, sizeof(slots));
+	memset(wires, 0, sizeof(wires));
+}
+
 int main(void)
 {
 	TAP_RUN(test_saturating_add_matches_128bit);
@@ -682,5 +752,6 @@ int main(void)
 	TAP_RUN(test_tree_with_request_bytes_picks_what_steer_select_wire_picks);
 	TAP_RUN(test_busy_until_rule);
 	TAP_RUN(test_tree_with_busy_until_picks_what_steer_select_at_picks);
+	TAP_RUN(test_idle_backends_cost_no_rebuild_as_time_passes);
 	return tap_done();
 }
