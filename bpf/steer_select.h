@@ -457,8 +457,9 @@ steer_tree_credit(struct steer_svc_tree *tr, const struct steer_table *t, __u32 
 }
 
 /*
- * Re-score the leaf of a slot whose work changed between connects (a request
- * sent or answered): w's cache says where the leaf is, valid while the tree
+ * Re-score the leaf of a slot whose work changed between connects, with a
+ * time-free score (the pending ablation's; the kernel uses steer_tree_rekey):
+ * w's cache says where the leaf is, valid while the tree
  * is built from the table the cache is from. A slot not in that tree (not in
  * its table, or not eligible) has no leaf to fix: the next build scores it.
  */
