@@ -53,7 +53,7 @@ WIRE_OBJ := $(O)/steer_wire.bpf.o
 WIRE_SKEL := $(O)/steer_wire.skel.h
 # The rejected mechanism (sockops + sockhash + sk_msg/sk_skb), kept for the bench only.
 WIRE_MSG_OBJ := $(O)/steer_wire_msg.bpf.o
-BPF_HDRS := bpf/steer_common.h bpf/steer_maps.bpf.h bpf/steer_choose.bpf.h bpf/steer_wire.bpf.h
+BPF_HDRS := bpf/steer_common.h bpf/steer_select.h bpf/steer_maps.bpf.h bpf/steer_choose.bpf.h bpf/steer_wire.bpf.h
 VMLINUX := $(O)/vmlinux.h
 # Every proto/*.proto: the GetLoads subsets of the engines' services.
 PROTO_NAMES := $(patsubst proto/%.proto,%,$(wildcard proto/*.proto))
@@ -162,7 +162,7 @@ $(O)/py/%_pb2.py: proto/%.proto
 
 # ---- user space -----------------------------------------------------------------
 
-HDRS := $(wildcard user/*.h) bpf/steer_common.h
+HDRS := $(wildcard user/*.h) bpf/steer_common.h bpf/steer_select.h
 
 $(O)/obj/%.o: user/%.c $(SKEL) $(WIRE_SKEL) $(PROTO_H) $(HDRS)
 	@mkdir -p $(@D)
@@ -200,9 +200,16 @@ $(O)/obj/testenv.o: tests/testenv.c tests/testenv.h
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS_ALL) -Itests -c $< -o $@
 
+$(O)/obj/wire_lib.o: tests/wire_lib.c tests/wire_lib.h $(HDRS)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_ALL) -Itests -c $< -o $@
+
+# The request-accounting tests share their responders and client.
+$(O)/tests/test_wire $(O)/tests/test_wire_fluid: $(O)/obj/wire_lib.o
+
 $(O)/tests/%: tests/%.c $(wildcard tests/*.h) $(O)/obj/testenv.o $(LIB_OBJS) $(HDRS)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS_ALL) -Itests -Itools/sim $< $(O)/obj/testenv.o $(LIB_OBJS) -o $@ $(LDFLAGS_SAN) $(LDLIBS_ALL) -lcmocka
+	$(CC) $(CFLAGS_ALL) -Itests -Itools/sim $< $(filter %.o,$^) -o $@ $(LDFLAGS_SAN) $(LDLIBS_ALL) -lcmocka
 
 test: deps deps-test
 	@$(MAKE) --no-print-directory O=build/san SAN=1 build-all

@@ -34,23 +34,17 @@ static __always_inline __u32 pick_round_robin(struct steer_table *t, struct stee
 }
 
 /*
- * Fresh table: the root of the service's tree, rebuilt first when the table
- * or anything it caches changed. A winner that is no longer eligible means a
- * drain or an ejection landed just before its epoch bump: rebuild with the
- * slots as they are now.
+ * Fresh table: the root of the service's tree at time now, re-keyed until it
+ * is current, or the tree rebuilt when the table or anything it caches
+ * changed (steer_tree_pick_at).
  */
 static __always_inline __u32 pick_least_wait(struct steer_table *t, struct steer_slot_array *all,
 					     struct steer_wire_array *wall,
-					     struct steer_svc_stats *st, struct steer_svc_tree *tr)
+					     struct steer_svc_stats *st, struct steer_svc_tree *tr,
+					     __u64 now)
 {
-	__u32 pos = steer_tree_pick(tr);
-	bool out = pos < STEER_MAX_BACKENDS && !steer_slot_eligible(slot_in(all, t->e[pos].slot));
-
-	if (tr->tgen != t->generation || tr->epoch != st->epoch || out) {
-		steer_tree_build_wire(tr, t, slot_in, all, wire_in, wall, st->epoch);
-		pos = steer_tree_pick(tr);
-	}
-	return pos;
+	return steer_tree_pick_at(tr, t, slot_in, all, wire_in, wall, st->epoch, now,
+				  &st->tree_clock);
 }
 
 /*
@@ -65,8 +59,10 @@ static __always_inline enum choice choose(struct steer_table *t, struct steer_de
 {
 	__u32 svc_id = t->svc_id & (STEER_SVC_IDS - 1), pos;
 	/* The coarse read of CLOCK_MONOTONIC (one tick of resolution) costs a
-	 * fraction of a precise one; expiry is seconds away from any tick. */
-	bool stale = bpf_ktime_get_coarse_ns() > t->expires_ns;
+	 * fraction of a precise one; expiry is seconds away from any tick, and
+	 * busy-until times are read on the same clock everywhere. */
+	__u64 clock = bpf_ktime_get_coarse_ns(), now;
+	bool stale = clock > t->expires_ns;
 	struct steer_slot_array *all = slots_all();
 	struct steer_wire_array *wall = wire_all();
 	struct steer_svc_stats *st = bpf_map_lookup_elem(&steer_svcst, &svc_id);
@@ -79,7 +75,8 @@ static __always_inline enum choice choose(struct steer_table *t, struct steer_de
 	if (!all || !wall || !st || !tr)
 		return CHOICE_REFUSED;
 	bpf_spin_lock(&tr->lock);
-	pos = stale ? pick_round_robin(t, all, st) : pick_least_wait(t, all, wall, st, tr);
+	now = key_clock(st, clock);
+	pos = stale ? pick_round_robin(t, all, st) : pick_least_wait(t, all, wall, st, tr, now);
 	if (pos >= STEER_MAX_BACKENDS) {
 		st->refused++;
 		bpf_spin_unlock(&tr->lock);
@@ -97,9 +94,8 @@ static __always_inline enum choice choose(struct steer_table *t, struct steer_de
 		s->inflight_tokens += t->credit_tokens;
 		s->steered++;
 		st->steered++;
-		steer_tree_credit(tr, t, pos,
-				  steer_work_tokens(steer_slot_inflight(s), steer_wire_pending(w),
-						    steer_bytes_per_token(t->bytes_per_token)));
+		steer_tree_key_leaf(tr, pos, steer_entry_key(t, e, s, w, st->tree_clock.ref_ns),
+				    w->busy_until_ns, &st->tree_clock);
 	}
 	if (tracked)
 		s->live++;

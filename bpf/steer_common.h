@@ -126,7 +126,8 @@ struct steer_entry {
 	__u64 ns_per_token; /* ns per token; 1e9 / throughput */
 	__u32 ip6[4];	    /* traffic address, network byte order, IPv4 v4-mapped */
 	__u16 port;	    /* traffic port, network byte order */
-	__u16 reserved;	    /* zero */
+	__u16 peers;	    /* routers sharing the backend (--peer-routers): a request's tokens
+			     * keep it busy peers x ns_per_token each (busy_until); 0: 1 */
 	__u32 slot;	    /* index into steer_slots */
 };
 
@@ -151,6 +152,10 @@ struct steer_table {
 };
 
 #define STEER_TBL_FAIL_OPEN 0x1 /* every backend was ejected; published for spreading */
+/* Ablation (issue 11): score a backend's unanswered requests by their pending
+ * tokens (until the first response byte) instead of by its busy-until time
+ * (the default, "fluid"). The kernel reads it when it builds the tree. */
+#define STEER_TBL_PENDING 0x2
 
 /* ---- Per-backend counters (steer_slots) --------------------------------- */
 
@@ -254,6 +259,14 @@ struct steer_wire {
 	__u64 answered_tokens; /* tokens; answered requests' real sizes, credited to
 				* steer_slot.inflight_tokens at their first response byte
 				* (kernel, statistic) */
+	/* The fluid estimate (issue 11, docs/algorithm.md 6.6): until when the
+	 * backend is busy with this router's unanswered requests, served FIFO at
+	 * peers x ns_per_token per token and never longer than the pending tokens
+	 * take (steer_busy_sent, steer_busy_cap). CLOCK_MONOTONIC, read coarse
+	 * (bpf_ktime_get_coarse_ns = CLOCK_MONOTONIC_COARSE). */
+	__u64 busy_until_ns; /* ns, CLOCK_MONOTONIC coarse (kernel) */
+	__u32 cache_peers;   /* that entry's peers, resolved >= 1 (kernel) */
+	__u32 cache_flags;   /* that table's flags (STEER_TBL_PENDING) (kernel) */
 };
 
 /* Every slot's accounting in one map value, reachable under a service lock. 2.5 MiB. */
@@ -271,6 +284,19 @@ static __always_inline __u32 steer_bytes_per_token(__u16 table_value)
 	return table_value ? table_value : STEER_DEFAULT_BYTES_PER_TOKEN;
 }
 
+/*
+ * The reference time of a service's tree (busy-until, docs/algorithm.md 4.2):
+ * every leaf is keyed at ref_ns, the time of the tree's last full build, not
+ * at the time of the write, so that idle backends keep their order as time
+ * passes; busy_min is at most the key of every leaf keyed busy (busy_until >
+ * ref_ns), so that a connect knows when a busy backend may have come to the
+ * front. Both written under the tree's lock.
+ */
+struct steer_tree_clock {
+	__u64 ref_ns;	/* ns, CLOCK_MONOTONIC coarse; 0: never built */
+	__u64 busy_min; /* a key; STEER_U64_MAX (all ones): no leaf keyed busy */
+};
+
 /* Per-service counters (steer_svcst), one cache line each. */
 struct steer_svc_stats {
 	__u64 steered;	 /* connections placed by score */
@@ -284,7 +310,10 @@ struct steer_svc_stats {
 	 */
 	__u64 epoch;
 	__u64 untracked; /* steered connects that found no free socket record */
-	__u64 reserved[2];
+	/* The time the service's tree keys are computed at (issue 11,
+	 * docs/algorithm.md 4.2; kernel, under the tree's lock): the 16 bytes that
+	 * were reserved. */
+	struct steer_tree_clock tree_clock;
 };
 
 /* How the daemon scored a backend (steer_bk_info.mode). */
@@ -437,307 +466,6 @@ struct steer_sk {
 #define __always_inline inline __attribute__((always_inline))
 #endif
 
-static __always_inline __u64 steer_sat_add(__u64 a, __u64 b)
-{
-	__u64 s = a + b;
-
-	return s < a ? STEER_U64_MAX : s;
-}
-
-static __always_inline __u64 steer_sat_mul(__u64 a, __u64 b)
-{
-	__u64 a_hi = a >> 32, b_hi = b >> 32, small, big_hi, cross;
-
-	/* Fast path: two 32-bit operands cannot overflow 64 bits. */
-	if ((a_hi | b_hi) == 0)
-		return a * b;
-	if (a_hi && b_hi)
-		return STEER_U64_MAX; /* both >= 2^32 */
-	/* Exactly one operand has high bits: (hi*2^32 + lo) * small, with
-	 * small < 2^32. Written without division or 128-bit products, which
-	 * the BPF target does not have. */
-	if (a_hi) {
-		small = b;
-		big_hi = a_hi;
-		cross = (a & 0xffffffffULL) * small;
-	} else {
-		small = a;
-		big_hi = b_hi;
-		cross = (b & 0xffffffffULL) * small;
-	}
-	big_hi *= small; /* < 2^64: both factors < 2^32 */
-	if (big_hi >> 32)
-		return STEER_U64_MAX;
-	return steer_sat_add(big_hi << 32, cross);
-}
-
-/* Expected wait of one backend for the next connection, ns, saturating. */
-static __always_inline __u64 steer_score(__u64 base_wait_ns, __u64 inflight_tokens,
-					 __u64 ns_per_token)
-{
-	return steer_sat_add(base_wait_ns, steer_sat_mul(inflight_tokens, ns_per_token));
-}
-
-/* Tokens of work a backend has beyond its base: the connect credits in flight
- * plus the request bytes sent and not yet answered, in tokens. */
-static __always_inline __u64 steer_work_tokens(__u64 inflight_tokens, __u64 pending_bytes,
-					       __u32 bytes_per_token)
-{
-	return steer_sat_add(inflight_tokens, pending_bytes / bytes_per_token);
-}
-
-/* Resolves a slot number to its request accounting, or NULL (no pending work). */
-typedef struct steer_wire *(*steer_wire_fn)(void *wctx, __u32 slot);
-
-/* A slot's work in tokens: its in-flight credits, plus its pending request
- * bytes when wire_at is given. */
-static __always_inline __u64 steer_slot_work(const struct steer_slot *s, steer_wire_fn wire_at,
-					     void *wctx, __u32 slot, __u32 bytes_per_token)
-{
-	const struct steer_wire *w = wire_at ? wire_at(wctx, slot) : 0;
-
-	return steer_work_tokens(steer_slot_inflight(s), w ? steer_wire_pending(w) : 0,
-				 bytes_per_token);
-}
-
-/* The outcome of one selection. */
-struct steer_pick {
-	__u64 score;   /* ns; the chosen backend's score */
-	__u32 found;   /* 1 when a backend was chosen */
-	__u32 pos;     /* its table position (not read by the kernel, see below) */
-	__u32 slot;    /* its slot */
-	__u32 ip6[4];  /* its traffic address, network order */
-	__u16 port;    /* its traffic port, network order */
-	__u16 scanned; /* entries examined before the early exit */
-};
-
-/*
- * Resolves a slot number to its counters, or NULL when out of range. The
- * kernel passes a function that looks into steer_slots; user space passes one
- * that indexes an array. Always inlined, so BPF sees a direct access.
- */
-typedef struct steer_slot *(*steer_slot_fn)(void *ctx, __u32 slot);
-
-/*
- * Least expected wait over a table sorted by base_wait_ns ascending:
- * score_b = base_wait_ns_b + work_b * ns_per_token_b, argmin, where work_b is
- * the slot's in-flight credits plus, when wire_at is given, its pending
- * request bytes / the table's bytes_per_token (steer_slot_work),
- * ties to the earlier position. In-flight work only adds to base_wait_ns, so
- * once the next entry's base_wait_ns reaches the best score no later entry can
- * win, not even a tie: the scan stops there and the answer is exact.
- * Drained backends are skipped. With early_exit false the whole table is
- * scanned (tests compare the two). The result is left in *best.
- *
- * Why *best is caller memory and the winner's fields are copied out as it
- * improves: in the kernel, best points into a per-CPU map value, which the
- * verifier does not track by value. Kept in registers or on the stack, a best
- * score that is a known constant on some paths (initial, saturated) and a
- * position that differs on every path would stop the verifier from pruning
- * states, and its work would grow exponentially with the table size.
- */
-static __always_inline void steer_select_wire(const struct steer_table *t, steer_slot_fn slot_at,
-					      void *ctx, steer_wire_fn wire_at, void *wctx,
-					      int early_exit, struct steer_pick *best)
-{
-	__u32 n = t->n, bpt = steer_bytes_per_token(t->bytes_per_token);
-	__u32 i;
-
-	best->score = STEER_U64_MAX;
-	best->found = 0;
-	best->pos = STEER_NO_PICK;
-	best->slot = 0;
-	best->ip6[0] = best->ip6[1] = best->ip6[2] = best->ip6[3] = 0;
-	best->port = 0;
-	best->scanned = 0;
-	for (i = 0; i < STEER_MAX_BACKENDS; i++) {
-		const struct steer_entry *e;
-		struct steer_slot *s;
-		__u64 score;
-
-		if (i >= n)
-			break;
-		e = &t->e[i];
-		if (early_exit && best->found && e->base_wait_ns >= best->score)
-			break;
-		best->scanned = (__u16)(i + 1);
-		s = slot_at(ctx, e->slot);
-		if (!s || !steer_slot_eligible(s))
-			continue;
-		score = steer_score(e->base_wait_ns,
-				    steer_slot_work(s, wire_at, wctx, e->slot, bpt),
-				    e->ns_per_token);
-		if (!best->found || score < best->score) {
-			best->found = 1;
-			best->score = score;
-			best->pos = i;
-			best->slot = e->slot;
-			best->ip6[0] = e->ip6[0];
-			best->ip6[1] = e->ip6[1];
-			best->ip6[2] = e->ip6[2];
-			best->ip6[3] = e->ip6[3];
-			best->port = e->port;
-		}
-	}
-}
-
-/* The same without pending request bytes (credits only). */
-static __always_inline void steer_select(const struct steer_table *t, steer_slot_fn slot_at,
-					 void *ctx, int early_exit, struct steer_pick *best)
-{
-	steer_select_wire(t, slot_at, ctx, 0, 0, early_exit, best);
-}
-
-/*
- * Stale-table fallback: the next backend round-robin from cursor, skipping
- * drained ones. Returns the table position or STEER_NO_PICK.
- */
-static __always_inline __u32 steer_round_robin(const struct steer_table *t, steer_slot_fn slot_at,
-					       void *ctx, __u64 cursor)
-{
-	__u32 n = t->n;
-	__u32 start, i;
-
-	if (n == 0 || n > STEER_MAX_BACKENDS)
-		return STEER_NO_PICK;
-	start = (__u32)(cursor % n);
-	for (i = 0; i < STEER_MAX_BACKENDS; i++) {
-		__u32 pos;
-		struct steer_slot *s;
-
-		if (i >= n)
-			break;
-		pos = start + i;
-		if (pos >= n)
-			pos -= n;
-		if (pos >= STEER_MAX_BACKENDS)
-			break;
-		s = slot_at(ctx, t->e[pos].slot);
-		if (s && steer_slot_eligible(s))
-			return pos;
-	}
-	return STEER_NO_PICK;
-}
-
-/* ---- The selection tree (steer_svc_tree), shared verbatim too ------------ */
-
-/* The better of two tree nodes' winners: a is from the left (lower positions),
- * so a tie keeps a, as steer_select's strict < keeps the earlier position. */
-static __always_inline __u16 steer_tree_better(const struct steer_svc_tree *tr, __u16 a, __u16 b)
-{
-	if (b == STEER_TREE_NONE)
-		return a;
-	if (a == STEER_TREE_NONE)
-		return b;
-	return tr->score[b & (STEER_MAX_BACKENDS - 1)] < tr->score[a & (STEER_MAX_BACKENDS - 1)]
-		       ? b
-		       : a;
-}
-
-/* Re-play the matches above leaf pos, after its score changed. */
-static __always_inline void steer_tree_fix(struct steer_svc_tree *tr, __u32 pos)
-{
-	__u32 node = STEER_TREE_LEAF0 + (pos & (STEER_MAX_BACKENDS - 1)), i;
-
-	for (i = 0; i < STEER_TREE_DEPTH; i++) {
-		node = (node - 1) >> 1;
-		tr->win[node & (2 * STEER_MAX_BACKENDS - 1)] = steer_tree_better(
-			tr, tr->win[(2 * node + 1) & (2 * STEER_MAX_BACKENDS - 1)],
-			tr->win[(2 * node + 2) & (2 * STEER_MAX_BACKENDS - 1)]);
-	}
-}
-
-/*
- * Build the tree from table t and the live counters: leaf p is entry p when
- * its slot resolves and is eligible, scored with its work (steer_slot_work).
- * With wire_at, each slot's accounting also learns where its leaf is
- * (cache_*), so that a message can re-score it later. Sets tgen and epoch.
- */
-static __always_inline void steer_tree_build_wire(struct steer_svc_tree *tr,
-						  const struct steer_table *t,
-						  steer_slot_fn slot_at, void *ctx,
-						  steer_wire_fn wire_at, void *wctx, __u64 epoch)
-{
-	__u32 n = t->n, i, bpt = steer_bytes_per_token(t->bytes_per_token);
-
-	/* Three plain loops rather than one with an "i < n" test inside: the
-	 * verifier then walks each once, instead of once per value of n. */
-	for (i = 0; i < STEER_MAX_BACKENDS; i++)
-		tr->win[STEER_TREE_LEAF0 + i] = STEER_TREE_NONE;
-	for (i = 0; i < n && i < STEER_MAX_BACKENDS; i++) {
-		const struct steer_entry *e = &t->e[i];
-		struct steer_slot *s = slot_at(ctx, e->slot);
-		struct steer_wire *w = wire_at ? wire_at(wctx, e->slot) : 0;
-
-		if (w) {
-			w->cache_tgen = t->generation;
-			w->cache_base_ns = e->base_wait_ns;
-			w->cache_npt = e->ns_per_token;
-			w->cache_pos = (__u16)i;
-			w->cache_bpt = (__u16)bpt;
-			w->cache_credit = t->credit_tokens;
-		}
-		if (!s || !steer_slot_eligible(s))
-			continue;
-		tr->score[i] = steer_score(e->base_wait_ns,
-					   steer_work_tokens(steer_slot_inflight(s),
-							     w ? steer_wire_pending(w) : 0, bpt),
-					   e->ns_per_token);
-		tr->win[STEER_TREE_LEAF0 + i] = (__u16)i;
-	}
-	for (i = 0; i < STEER_TREE_LEAF0; i++) {
-		__u32 node = STEER_TREE_LEAF0 - 1 - i;
-
-		tr->win[node] = steer_tree_better(tr, tr->win[2 * node + 1], tr->win[2 * node + 2]);
-	}
-	tr->n = n;
-	tr->tgen = t->generation;
-	tr->epoch = epoch;
-}
-
-static __always_inline void steer_tree_build(struct steer_svc_tree *tr, const struct steer_table *t,
-					     steer_slot_fn slot_at, void *ctx, __u64 epoch)
-{
-	steer_tree_build_wire(tr, t, slot_at, ctx, 0, 0, epoch);
-}
-
-/* The table position the tree picks, or STEER_NO_PICK. */
-static __always_inline __u32 steer_tree_pick(const struct steer_svc_tree *tr)
-{
-	__u16 w = tr->win[0];
-
-	return w == STEER_TREE_NONE ? STEER_NO_PICK : w;
-}
-
-/* Record that position pos's slot now has work tokens of work
- * (steer_slot_work: credits in flight, plus pending request bytes). */
-static __always_inline void
-steer_tree_credit(struct steer_svc_tree *tr, const struct steer_table *t, __u32 pos, __u64 inflight)
-{
-	const struct steer_entry *e = &t->e[pos & (STEER_MAX_BACKENDS - 1)];
-
-	tr->score[pos & (STEER_MAX_BACKENDS - 1)] =
-		steer_score(e->base_wait_ns, inflight, e->ns_per_token);
-	steer_tree_fix(tr, pos);
-}
-
-/*
- * Re-score the leaf of a slot whose work changed between connects (a request
- * sent or answered): w's cache says where the leaf is, valid while the tree
- * is built from the table the cache is from. A slot not in that tree (not in
- * its table, or not eligible) has no leaf to fix: the next build scores it.
- */
-static __always_inline void steer_tree_rescore(struct steer_svc_tree *tr,
-					       const struct steer_wire *w, __u64 work)
-{
-	__u32 pos = w->cache_pos & (STEER_MAX_BACKENDS - 1);
-
-	if (w->cache_tgen != tr->tgen || !tr->tgen || tr->win[STEER_TREE_LEAF0 + pos] != pos)
-		return;
-	tr->score[pos] = steer_score(w->cache_base_ns, work, w->cache_npt);
-	steer_tree_fix(tr, pos);
-}
-
 /* ---- XDP ingress (bpf/steer_xdp.bpf.c) and backend decap (steer_decap.bpf.c) ----
  *
  * The XDP program shares every map above (same pin root) and chooses new
@@ -815,5 +543,10 @@ struct steer_decap_ctr {
 	__u64 failed; /* a tunnel packet the kernel would not shrink: passed as is */
 	__u64 reserved;
 };
+
+/* The selection math (saturating scores, the reference argmins, the busy-until
+ * estimate and the kernel's tree), in its own file for size; part of this
+ * contract all the same. */
+#include "steer_select.h"
 
 #endif /* STEER_COMMON_H */

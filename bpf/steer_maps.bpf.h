@@ -221,4 +221,12 @@ static __always_inline void svc_touch(__u16 svc_id)
 		__sync_fetch_and_add(&st->epoch, 1);
 }
 
+/* Under the service's lock: the time now, never before the time the
+ * service's tree was built at (a clock read before the lock may be older than
+ * a later holder's). */
+static __always_inline __u64 key_clock(struct steer_svc_stats *st, __u64 read_ns)
+{
+	return read_ns < st->tree_clock.ref_ns ? st->tree_clock.ref_ns : read_ns;
+}
+
 #endif /* STEER_MAPS_BPF_H */

@@ -20,6 +20,7 @@ struct wire_ref {
 	struct steer_slot *s;
 	struct steer_wire *w;
 	struct steer_svc_tree *tr;
+	struct steer_svc_stats *st;
 };
 
 /* The record's slot, its accounting and its service's tree. False when the
@@ -34,20 +35,21 @@ static __always_inline bool wire_ref(const struct steer_sock *r, struct wire_ref
 	if (!all || !wall)
 		return false;
 	ref->tr = bpf_map_lookup_elem(&steer_tree, &id);
-	if (!ref->tr)
+	ref->st = bpf_map_lookup_elem(&steer_svcst, &id);
+	if (!ref->tr || !ref->st) {
+		ref->tr = 0;
 		return false;
+	}
 	ref->s = slot_in(all, r->slot);
 	ref->w = wire_in(wall, r->slot);
 	return ref->s->gen == r->slot_gen;
 }
 
-/* Under the lock: the slot's leaf re-scored with its work as it is now. */
-static __always_inline void wire_rescore(struct steer_svc_tree *tr, struct steer_slot *s,
-					 struct steer_wire *w)
+/* Under the lock: the slot's leaf re-keyed with its work as it is now (at the
+ * tree's reference time, docs/algorithm.md 4.2). */
+static __always_inline void wire_rescore(struct wire_ref *ref)
 {
-	steer_tree_rescore(tr, w,
-			   steer_work_tokens(steer_slot_inflight(s), steer_wire_pending(w),
-					     steer_bytes_per_token(w->cache_bpt)));
+	steer_tree_rekey(ref->tr, ref->s, ref->w, &ref->st->tree_clock);
 }
 
 /*
@@ -81,10 +83,13 @@ static __always_inline void wire_sent(struct steer_sock *r, __u64 cookie, __u64 
 {
 	struct wire_ref ref;
 	__u32 room, add;
+	__u64 now, before, clock;
 
 	if (!bytes || !wire_ref(r, &ref))
 		return;
+	clock = bpf_ktime_get_coarse_ns(); /* no helper runs under the lock */
 	bpf_spin_lock(&ref.tr->lock);
+	now = key_clock(ref.st, clock);
 	/* Released (or reconnected) meanwhile: its bytes are not the slot's. */
 	if (r->cookie != cookie || !(r->flags & STEER_SOCK_LIVE))
 		goto out;
@@ -93,13 +98,21 @@ static __always_inline void wire_sent(struct steer_sock *r, __u64 cookie, __u64 
 	if (!r->unanswered)
 		ref.w->requests++; /* the first send after a response: a new request */
 	r->unanswered += add;
+	before = steer_wire_pending(ref.w);
 	ref.w->sent_bytes += add;
+	steer_busy_sent(ref.w, now, before, before + add);
+	/* A send only raises the slot's key (more busy time, more pending), so
+	 * the leaf's cached key stays a lower bound and may be left as it is:
+	 * the next connect re-keys it if it comes to the root (docs/algorithm.md
+	 * 4.2). A first send that takes its connect's credit back may lower it:
+	 * that one re-keys the leaf at once. */
 	if (!(r->flags & STEER_SOCK_SENT)) {
 		r->flags |= STEER_SOCK_SENT;
-		if ((r->flags & STEER_SOCK_CREDITED) && r->drain_seq == (__u32)ref.w->drain_seq)
+		if ((r->flags & STEER_SOCK_CREDITED) && r->drain_seq == (__u32)ref.w->drain_seq) {
 			wire_withdraw(ref.s, ref.w);
+			wire_rescore(&ref);
+		}
 	}
-	wire_rescore(ref.tr, ref.s, ref.w);
 out:
 	bpf_spin_unlock(&ref.tr->lock);
 }
@@ -123,18 +136,22 @@ static __always_inline __u64 wire_settle(struct steer_sock *r, struct steer_wire
 static __always_inline void wire_answered(struct steer_sock *r, __u64 cookie)
 {
 	struct wire_ref ref;
+	__u64 clock;
 
 	if (!r->unanswered || !wire_ref(r, &ref))
 		return;
+	clock = bpf_ktime_get_coarse_ns();
 	bpf_spin_lock(&ref.tr->lock);
 	if (r->cookie == cookie && (r->flags & STEER_SOCK_LIVE) && r->unanswered) {
+		__u64 now = key_clock(ref.st, clock);
 		/* The engine has the request: its real size is in flight from now
 		 * on, as a connect's credit is, until the daemon drains it. */
 		__u64 tokens = wire_settle(r, ref.w) / steer_bytes_per_token(ref.w->cache_bpt);
 
 		ref.s->inflight_tokens += tokens;
 		ref.w->answered_tokens += tokens;
-		wire_rescore(ref.tr, ref.s, ref.w);
+		steer_busy_cap(ref.w, now);
+		wire_rescore(&ref);
 	}
 	bpf_spin_unlock(&ref.tr->lock);
 }
@@ -149,6 +166,12 @@ static __always_inline __u16 wire_close(struct steer_sock *r)
 {
 	struct wire_ref ref;
 	bool same = wire_ref(r, &ref);
+	/* The clock only when there is something to settle: most sockets close
+	 * answered, and the release of every steered socket runs this. The
+	 * precise read: tracing programs (the norel ablation) may not read the
+	 * coarse one; the same CLOCK_MONOTONIC, less than a tick ahead, and it
+	 * only caps busy_until (keys are computed at the tree's reference time). */
+	__u64 clock = same && r->unanswered ? bpf_ktime_get_ns() : 0;
 	__u16 flags;
 
 	if (!ref.tr) {
@@ -160,8 +183,11 @@ static __always_inline __u16 wire_close(struct steer_sock *r)
 	flags = r->flags;
 	r->flags = flags & ~STEER_SOCK_LIVE;
 	if (same && r->unanswered) {
+		__u64 now = key_clock(ref.st, clock);
+
 		wire_settle(r, ref.w);
-		wire_rescore(ref.tr, ref.s, ref.w);
+		steer_busy_cap(ref.w, now);
+		wire_rescore(&ref);
 	}
 	r->unanswered = 0;
 	bpf_spin_unlock(&ref.tr->lock);

@@ -68,9 +68,11 @@ static void test_every_flag(void)
 		      "--least-load-kv-pressure-weight", "0.5",
 		      "--least-load-default-throughput=1e4", "--least-load-mean-prefill-tokens",
 		      "2048", "--peer-routers=4", "--unhealthy-after", "5", "--healthy-after=7",
-		      "--log-level", "debug", "--metrics-listen=[::1]:9999");
+		      "--log-level", "debug", "--metrics-listen=[::1]:9999", "--wire-estimator",
+		      "pending");
 
 	CHECK(rc == STEER_CONFIG_OK, "rc=%d err=%s", rc, err);
+	CHECK(c.wire_pending, "--wire-estimator pending");
 	CHECK(!strcmp(c.cgroup, cgroup_root()) && !strcmp(c.pin_path, "/sys/fs/bpf/t"),
 	      "cgroup '%s' pin '%s'", c.cgroup, c.pin_path);
 	CHECK(c.keep_pinned, "keep_pinned");
@@ -103,6 +105,7 @@ static void test_every_flag(void)
 	CHECK(!c.metrics_enabled, "metrics off");
 	CHECK(c.log_level == STEER_LOG_WARN, "the last --log-level wins: %d", c.log_level);
 	CHECK(c.cgroup[0] == 0, "empty cgroup is the root");
+	CHECK(!c.wire_pending, "busy-until (fluid) is the default");
 	steer_config_free(&c);
 }
 
@@ -367,6 +370,7 @@ static void test_help_version(void)
 		"--least-load-mean-prefill-tokens",
 		"--peer-routers",
 		"--bytes-per-token",
+		"--wire-estimator",
 		"--unhealthy-after",
 		"--healthy-after",
 		"--log-level",

@@ -269,6 +269,8 @@ static const struct refusal out_of_bounds[] = {
 	  { "--bytes-per-token: must be an integer from 1 to 1024 (request bytes per token), "
 	    "got '1025'" } },
 	{ { BASE, "--bytes-per-token", "0" }, { "--bytes-per-token: ", "from 1 to 1024", "'0'" } },
+	{ { BASE, "--wire-estimator", "sum" },
+	  { "--wire-estimator: must be fluid or pending, got 'sum'" } },
 	{ { BASE, "--bytes-per-token", "3.5" },
 	  { "--bytes-per-token: ", "from 1 to 1024", "'3.5'" } },
 	{ { BASE, "--bytes-per-token", "-3" },

@@ -397,7 +397,9 @@ static void test_explain_shows_every_term(void)
 	CHECK(strstr(out, "20000.0 tokens/s"), "no throughput:\n%s", out);
 	CHECK(strstr(out, "KV barrier term 37.500 ms"), "no barrier term:\n%s", out);
 	CHECK(strstr(out, "work term:      20.000 ms"), "no work term:\n%s", out);
-	CHECK(strstr(out, "0 tokens x 50000 ns/token = 0.000 ms"), "no in-flight term:\n%s", out);
+	CHECK(strstr(out, "0 credited x 50000 ns/token + 0.000 ms busy = 0.000 ms"),
+	      "no in-flight term:\n%s", out);
+	CHECK(strstr(out, "busy until:     0.000 ms left"), "no busy time:\n%s", out);
 	CHECK(strstr(out, "not in the table"), "ejected b3 not explained:\n%s", out);
 	{
 		char want[256];

@@ -397,6 +397,7 @@ static void test_tree_with_request_bytes_picks_what_steer_select_wire_picks(void
 
 		random_table(&t, n, round % 5 == 0);
 		t.credit_tokens = 1024;
+		t.flags = STEER_TBL_PENDING; /* the pending ablation: no time */
 		t.bytes_per_token = (__u16)(round % 3 == 0 ? 0 : 1 + rnd() % 8);
 		bpt = steer_bytes_per_token(t.bytes_per_token);
 		t.generation = (__u64)round + 1;
@@ -464,6 +465,278 @@ static void test_tree_with_request_bytes_picks_what_steer_select_wire_picks(void
 	CHECK(!bad, "see above");
 }
 
+/* ---- The fluid estimate: busy-until (issue 11) ------------------------------ */
+
+/* An independent reference: argmin over eligible entries of
+ * base + inflight x npt + max(busy_until, now), in 128 bits, saturated at the
+ * end (the sum of saturated non-negative terms saturates the same). */
+static __u32 ref_fluid_pick(const struct steer_table *t, uint64_t now)
+{
+	unsigned __int128 best = 0;
+	__u32 i, pos = STEER_NO_PICK;
+
+	for (i = 0; i < t->n; i++) {
+		const struct steer_entry *e = &t->e[i];
+		const struct steer_slot *s = &slots[e->slot];
+		uint64_t busy = wires[e->slot].busy_until_ns;
+		unsigned __int128 k;
+
+		if (!steer_slot_eligible(s))
+			continue;
+		k = (unsigned __int128)e->base_wait_ns +
+		    (unsigned __int128)steer_slot_inflight(s) * e->ns_per_token +
+		    (busy > now ? busy : now);
+		if (k > STEER_U64_MAX)
+			k = STEER_U64_MAX;
+		if (pos == STEER_NO_PICK || k < best) {
+			best = k;
+			pos = i;
+		}
+	}
+	return pos;
+}
+
+/* Uniform in [0, x]. */
+static uint64_t upto(uint64_t x)
+{
+	return x == STEER_U64_MAX ? rnd() : rnd() % (x + 1);
+}
+
+/* The busy-until rule on one slot, by hand: requests queue behind each other
+ * at peers x ns_per_token per token, never beyond the pending tokens' time,
+ * and an answer caps it at what is still pending. */
+static void test_busy_until_rule(void)
+{
+	struct steer_wire w = { .cache_npt = 1000, .cache_bpt = 4, .cache_peers = 2 };
+	uint64_t t0 = 5000000000ULL;
+
+	/* 400 bytes = 100 tokens at an idle backend: 100 x 2 x 1000 ns. */
+	w.sent_bytes = 400;
+	steer_busy_sent(&w, t0, 0, 400);
+	CHECK(w.busy_until_ns == t0 + 200000, "idle: %llu", (unsigned long long)w.busy_until_ns);
+	CHECK(steer_busy_left(&w, t0 + 50000) == 150000, "drains in time");
+	/* 50 tokens more, 100 us later: they queue behind the first (100 us
+	 * left) -> t0 + 100 us + 100 us + 100 us; the cap (150 pending tokens
+	 * from now = 300 us) is not reached. */
+	w.sent_bytes = 600;
+	steer_busy_sent(&w, t0 + 100000, 400, 600);
+	CHECK(w.busy_until_ns == t0 + 300000, "queued: %llu",
+	      (unsigned long long)(w.busy_until_ns - t0));
+	/* The first request answered (100 tokens): 50 pending -> at most 100 us. */
+	w.answered_bytes = 400;
+	steer_busy_cap(&w, t0 + 150000);
+	CHECK(w.busy_until_ns == t0 + 250000, "capped at the answer: %llu",
+	      (unsigned long long)(w.busy_until_ns - t0));
+	/* Everything answered: idle at once. */
+	w.answered_bytes = 600;
+	steer_busy_cap(&w, t0 + 160000);
+	CHECK(steer_busy_left(&w, t0 + 160000) == 0, "idle when all is answered");
+	/* A request sent long after the backend went idle starts from now; the
+	 * send's own cap is its pending tokens. Segments of any size add the
+	 * request's tokens exactly (the change in pending tokens). */
+	w.sent_bytes = 601;
+	steer_busy_sent(&w, t0 + 10000000, 0, 1);
+	w.sent_bytes = 603;
+	steer_busy_sent(&w, t0 + 10000000, 1, 3);
+	w.sent_bytes = 605;
+	steer_busy_sent(&w, t0 + 10000000, 3, 5);
+	CHECK(w.busy_until_ns == t0 + 10000000 + 2000, "5 bytes = 1 token: %llu",
+	      (unsigned long long)(w.busy_until_ns - t0 - 10000000));
+	/* The score's key: base + credits x npt + max(busy, now). */
+	CHECK(steer_key(7, 3, 2, &w, 4, 0, t0 + 10000000) == 7 + 6 + t0 + 10002000, "key busy");
+	CHECK(steer_key(7, 3, 2, &w, 4, 0, t0 + 20000000) == 7 + 6 + t0 + 20000000, "key idle");
+	CHECK(steer_key(7, 3, 2, &w, 4, STEER_TBL_PENDING, t0) == 7 + (2 + 1) * 3, "key pending");
+	CHECK(steer_key_wait(7 + 6 + t0 + 10002000, 0, t0 + 10000000) == 7 + 6 + 2000, "wait");
+}
+
+/*
+ * The tree against the reference with time (issue 11): random connects
+ * (re-key the root until current, steer_tree_pick_at, then credit), request
+ * bytes sent (busy_until grows, the leaf re-keyed at that time), answers and
+ * abandons (busy_until capped, the real size credited), daemon drains and
+ * drain flags (epoch bumps), and time steps that let busy-until times pass
+ * each other. At every connect the tree's pick must be steer_select_at's at
+ * the same now, full scan and early exit, and the 128-bit reference's.
+ */
+static void test_tree_with_busy_until_picks_what_steer_select_at_picks(void)
+{
+	static struct steer_table t;
+	static struct steer_svc_tree tr;
+	int round, step, bad = 0;
+	long rebuilds = 0, connects = 0;
+
+	for (round = 0; round < 300 && !bad; round++) {
+		__u32 n = round % 50 == 0 ? STEER_MAX_BACKENDS
+					  : 1 + (__u32)(rnd() % STEER_MAX_BACKENDS);
+		uint64_t now = 1000000000ULL + rnd() % 1000000000000ULL, epoch = 7;
+		struct steer_tree_clock ck = { 0, STEER_U64_MAX };
+		__u32 i, bpt;
+
+		random_table(&t, n, round % 5 == 0);
+		for (i = 0; i < n; i++) {
+			t.e[i].ns_per_token = rnd() % 16 ? 1 + rnd() % 20000 : edgy();
+			t.e[i].peers = (__u16)(rnd() % 4);
+			slots[i].inflight_tokens = rnd() % 3 ? rnd() % 1000 : edgy();
+		}
+		t.credit_tokens = 1024;
+		t.bytes_per_token = (__u16)(round % 3 == 0 ? 0 : 1 + rnd() % 8);
+		bpt = steer_bytes_per_token(t.bytes_per_token);
+		t.generation = (__u64)round + 1;
+		memset(&tr, 0xa5, sizeof(tr));
+		tr.tgen = 0;
+		for (step = 0; step < 600 && !bad; step++) {
+			__u32 k = (__u32)(rnd() % n), got, want_ref;
+			struct steer_wire *w = &wires[t.e[k].slot];
+			struct steer_slot *sl = &slots[t.e[k].slot];
+			struct steer_pick want, early;
+			__u64 before, x;
+
+			switch (rnd() % 8) {
+			case 0:
+			case 1: /* a connect at now */
+				if (tr.tgen != t.generation || tr.epoch != epoch)
+					rebuilds++;
+				got = steer_tree_pick_at(&tr, &t, slot_at, NULL, wire_at, NULL,
+							 epoch, now, &ck);
+				connects++;
+				steer_select_at(&t, slot_at, NULL, wire_at, NULL, now, 0, &want);
+				steer_select_at(&t, slot_at, NULL, wire_at, NULL, now, 1, &early);
+				want_ref = ref_fluid_pick(&t, now);
+				if ((want.found ? want.pos : STEER_NO_PICK) != got ||
+				    early.found != want.found || early.pos != want.pos ||
+				    want_ref != got) {
+					bad = 1;
+					CHECK(0,
+					      "round %d step %d n=%u: tree %u, full %u, early %u, "
+					      "128-bit %u",
+					      round, step, n, got,
+					      want.found ? want.pos : STEER_NO_PICK,
+					      early.found ? early.pos : STEER_NO_PICK, want_ref);
+					break;
+				}
+				if (got == STEER_NO_PICK) {
+					sl->flags = 0;
+					epoch++;
+					break;
+				}
+				slots[t.e[got].slot].inflight_tokens += t.credit_tokens;
+				steer_tree_key_leaf(
+					&tr, got,
+					steer_entry_key(&t, &t.e[got], &slots[t.e[got].slot],
+							&wires[t.e[got].slot], ck.ref_ns),
+					wires[t.e[got].slot].busy_until_ns, &ck);
+				break;
+			case 2: /* request bytes sent at now */
+				before = steer_wire_pending(w);
+				x = rnd() % 8 ? rnd() % 20000 : rnd() % 4000000;
+				w->sent_bytes += x;
+				steer_busy_sent(w, now, before, before + x);
+				/* Only a first send that withdraws its credit re-keys
+				 * the leaf; any other send leaves it lazy, as the
+				 * kernel does (its key only rose). */
+				if (rnd() % 2 && steer_slot_inflight(sl) >= t.credit_tokens) {
+					sl->drained_tokens += t.credit_tokens;
+					steer_tree_rekey(&tr, sl, w, &ck);
+				}
+				break;
+			case 3: /* an answer, or an abandoned request */
+				x = upto(steer_wire_pending(w));
+				w->answered_bytes += x;
+				if (rnd() % 2)
+					sl->inflight_tokens += x / bpt;
+				steer_busy_cap(w, now);
+				steer_tree_rekey(&tr, sl, w, &ck);
+				break;
+			case 4: /* the daemon drains credits: bumps the epoch */
+				sl->drained_tokens += upto(steer_slot_inflight(sl));
+				epoch++;
+				break;
+			case 5: /* an operator drain flag flips: bumps the epoch */
+				if (rnd() % 4 == 0) {
+					sl->flags ^= STEER_SLOT_DRAINED;
+					epoch++;
+				}
+				break;
+			default: /* time passes */
+				now += rnd() % 4 ? rnd() % 3000000 : rnd() % 300000000;
+				(void)bpt;
+			}
+		}
+		memset(slots, 0, sizeof(slots));
+		memset(wires, 0, sizeof(wires));
+	}
+	CHECK(!bad, "see above");
+	CHECK(connects > 10000, "%ld connects checked", connects);
+	printf("# %ld connects compared, %ld of them on a stale tree\n", connects, rebuilds);
+}
+
+/*
+ * What busy-until costs a connect when nothing is busy (issue 11): with every
+ * backend idle and equal, connects one clock tick apart must never rebuild
+ * the tree (the reference time stays where the first build put it), and a
+ * busy backend must cost one rebuild when it comes back to the front, not one
+ * per tick.
+ */
+static void test_idle_backends_cost_no_rebuild_as_time_passes(void)
+{
+	static struct steer_table t;
+	static struct steer_svc_tree tr;
+	struct steer_tree_clock ck = { 0, STEER_U64_MAX };
+	uint64_t now = 5000000000ULL, built_at;
+	struct steer_pick want;
+	int k, rebuilds = 0;
+	__u32 i, got;
+
+	memset(&t, 0, sizeof(t));
+	memset(&tr, 0, sizeof(tr));
+	t.n = 256;
+	t.credit_tokens = 1024;
+	t.generation = 1;
+	for (i = 0; i < t.n; i++) {
+		t.e[i].slot = i;
+		t.e[i].ns_per_token = 500000;
+	}
+	got = steer_tree_pick_at(&tr, &t, slot_at, NULL, wire_at, NULL, 1, now, &ck);
+	built_at = ck.ref_ns;
+	for (k = 0; k < 3000; k++) {
+		now += 4000000; /* one coarse tick */
+		got = steer_tree_pick_at(&tr, &t, slot_at, NULL, wire_at, NULL, 1, now, &ck);
+		steer_select_at(&t, slot_at, NULL, wire_at, NULL, now, 0, &want);
+		CHECK(got == want.pos, "connect %d: tree %u, reference %u", k, got, want.pos);
+		slots[got].inflight_tokens += t.credit_tokens;
+		steer_tree_key_leaf(
+			&tr, got,
+			steer_entry_key(&t, &t.e[got], &slots[got], &wires[got], ck.ref_ns),
+			wires[got].busy_until_ns, &ck);
+	}
+	CHECK(ck.ref_ns == built_at, "idle backends rebuilt the tree (reference time moved)");
+	/* Backend 0 gets a request worth 10 s; connects go elsewhere until its
+	 * busy time comes close to the others' credits, then back to it. */
+	wires[0].busy_until_ns = now + 10000000000ULL;
+	wires[0].sent_bytes = 1; /* a send: lazy, as the kernel leaves it */
+	for (k = 0; k < 3000; k++) {
+		uint64_t ref = ck.ref_ns;
+
+		now += 4000000;
+		got = steer_tree_pick_at(&tr, &t, slot_at, NULL, wire_at, NULL, 1, now, &ck);
+		rebuilds += ck.ref_ns != ref;
+		steer_select_at(&t, slot_at, NULL, wire_at, NULL, now, 0, &want);
+		CHECK(got == want.pos, "busy phase, connect %d: tree %u, reference %u", k, got,
+		      want.pos);
+		slots[got].inflight_tokens += t.credit_tokens;
+		steer_tree_key_leaf(
+			&tr, got,
+			steer_entry_key(&t, &t.e[got], &slots[got], &wires[got], ck.ref_ns),
+			wires[got].busy_until_ns, &ck);
+	}
+	printf("# 3,000 connects a tick apart at 256 idle backends: 0 rebuilds; with one busy: "
+	       "%d\n",
+	       rebuilds);
+	CHECK(rebuilds <= 64, "%d rebuilds in 3,000 connects with one busy backend", rebuilds);
+	memset(slots, 0, sizeof(slots));
+	memset(wires, 0, sizeof(wires));
+}
+
 int main(void)
 {
 	TAP_RUN(test_saturating_add_matches_128bit);
@@ -477,5 +750,8 @@ int main(void)
 	TAP_RUN(test_water_filling_matches_reference);
 	TAP_RUN(test_tree_picks_what_steer_select_picks);
 	TAP_RUN(test_tree_with_request_bytes_picks_what_steer_select_wire_picks);
+	TAP_RUN(test_busy_until_rule);
+	TAP_RUN(test_tree_with_busy_until_picks_what_steer_select_at_picks);
+	TAP_RUN(test_idle_backends_cost_no_rebuild_as_time_passes);
 	return tap_done();
 }

@@ -14,8 +14,8 @@ the VIP with requests of known sizes. Asserted, with exact numbers:
 - a large request on an existing connection to worker A sends the next new
   connection to B at once, with no poll in between;
 - after the poll that sees that request in A's queue, the daemon's published
-  base holds the queue without it (nothing counted twice), and the kernel's
-  score is that base plus the pending work;
+  base holds the queue without A's busy time left at the poll (nothing counted
+  twice), and the kernel's score is that base plus the busy time left now;
 - a socket closed mid-request leaves nothing pending;
 - a daemon restart (--keep-pinned) leaves every counter where it was;
 - SIGHUP applies a changed bytes-per-token from the file.
@@ -255,12 +255,29 @@ with t.case("after the poll that sees the request queued, nothing counted twice"
                "a snapshot with the request in A's queue")
     e = explain()
     a = backend(e, A)
-    t.check(a["queued_pending_tokens"] == tokens, f"taken off: {a['queued_pending_tokens']}")
-    t.check(a["queued_tokens"] == 5000, f"queued as scored {a['queued_tokens']}")
-    t.check(a["base_wait_ns"] == 5000 * NPT, f"base {a['base_wait_ns']}")
+    # Taken off: A's busy time left when the poll was sent (the busy-until
+    # estimate, E_poll), which the kernel's busy term counts instead. The
+    # request's 100 s at 1,000 tokens/s had drained for the seconds since it
+    # was sent, so E_poll is a little under its 100,000 tokens.
+    taken = a["queued_pending_tokens"]
+    t.check(tokens - 30000 < taken <= tokens, f"taken off: {taken}")
+    t.check(a["queued_tokens"] + taken == tokens + 5000, f"queued as scored {a['queued_tokens']}")
+    t.check(a["base_wait_ns"] == a["queued_tokens"] * NPT, f"base {a['base_wait_ns']}")
     t.check(a["pending_tokens"] == tokens, f"pending {a['pending_tokens']}")
-    t.check(a["score_ns"] == (5000 + a["inflight_tokens"] + tokens) * NPT,
+    t.check(e["estimator"] == "fluid" and 0 < a["busy_ns"] <= tokens * NPT, f"busy {a}")
+    t.check(a["score_ns"] == a["base_wait_ns"] + a["inflight_tokens"] * NPT + a["busy_ns"],
             f"score {a['score_ns']}, inflight {a['inflight_tokens']}")
+    # Nothing counted twice: the base and the busy time left add up to the
+    # 105,000 tokens' time, less only what drained between the poll's send
+    # and this explain (twice would be 100 s more).
+    total, want = a["base_wait_ns"] + a["busy_ns"], (tokens + 5000) * NPT
+    t.check(want - 30 * 10**9 < total <= want + NPT, f"base + busy {total}, want {want}")
+    # /metrics has the busy time left as of a publish: under the request's 100 s.
+    lab = (("backend", A), ("vip", VIP))
+    L.wait_for(lambda: (d.metrics().get(("smg_steer_backend_busy_seconds", lab)) or 0) > 50, 30,
+               "the busy time in /metrics")
+    busy_s = d.metrics().get(("smg_steer_backend_busy_seconds", lab))
+    t.check(50 < busy_s <= 100, f"smg_steer_backend_busy_seconds {busy_s}")
     release("big")
     read_answer(s)
     L.wait_for(lambda: backend(explain(), A)["pending_bytes"] == 0, 30, "answered")

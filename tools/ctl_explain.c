@@ -59,6 +59,27 @@ static struct steer_wire *view_wire_at(void *ctx, __u32 slot)
 	return NULL;
 }
 
+/* The time the whole explanation is computed at: the kernel's clock
+ * (CLOCK_MONOTONIC_COARSE), read once when the view is read. */
+static uint64_t explain_now;
+
+static bool svc_fluid(const struct steer_view_service *s)
+{
+	return !(s->table_flags & STEER_TBL_PENDING);
+}
+
+/* The backend's work term in ns at explain_now, as the kernel scores it:
+ * credits x ns/token plus the remaining busy time (fluid), or (credits +
+ * pending tokens) x ns/token (the pending ablation). */
+static uint64_t backend_term_ns(const struct steer_view_service *s,
+				const struct steer_view_backend *b)
+{
+	if (!svc_fluid(s))
+		return steer_sat_mul(backend_work_tokens(s, b), b->ns_per_token);
+	return steer_sat_add(steer_sat_mul(b->ctr.inflight_tokens, b->ns_per_token),
+			     steer_busy_left(&b->wire, explain_now));
+}
+
 /* The published table as the kernel holds it, rebuilt from the view's rows. */
 static struct steer_table *rebuild_table(const struct steer_view_service *s)
 {
@@ -98,10 +119,9 @@ static struct steer_table *rebuild_table(const struct steer_view_service *s)
 static uint64_t entry_score(struct steer_view_service *s, const struct steer_table *t, uint32_t pos,
 			    struct steer_slot *ctr)
 {
-	return steer_score(t->e[pos].base_wait_ns,
-			   steer_slot_work(ctr, view_wire_at, s, t->e[pos].slot,
-					   steer_bytes_per_token(t->bytes_per_token)),
-			   t->e[pos].ns_per_token);
+	return steer_key_wait(
+		steer_entry_key(t, &t->e[pos], ctr, view_wire_at(s, t->e[pos].slot), explain_now),
+		t->flags, explain_now);
 }
 
 /* The runner-up over the whole table (the kernel may not have looked). */
@@ -144,7 +164,8 @@ static int decide(const struct steer_view *v, struct steer_view_service *s, stru
 		d->rr_pos = steer_round_robin(d->table, view_slot_at, s, s->stats.rr_cursor);
 		d->kind = d->rr_pos == STEER_NO_PICK ? DECIDE_REFUSED : DECIDE_ROUND_ROBIN;
 	} else {
-		steer_select_wire(d->table, view_slot_at, s, view_wire_at, s, 1, &d->pick);
+		steer_select_at(d->table, view_slot_at, s, view_wire_at, s, explain_now, 1,
+				&d->pick);
 		d->kind = d->pick.found ? DECIDE_SCORE : DECIDE_REFUSED;
 	}
 	find_next_best(s, d);
@@ -229,8 +250,9 @@ static void explain_inputs_text(const struct steer_bk_info *info)
 	printf("    queued tokens:  %llu%s\n", (unsigned long long)info->queued_tokens,
 	       queued_note(info));
 	if (info->queued_pending)
-		printf("                    (reported %llu, less %u this node had sent and not yet "
-		       "seen answered when the poll left: the pending term counts those)\n",
+		printf("                    (reported %llu, less %u: this node's own unserved "
+		       "request tokens when the poll left, which the kernel's busy term (pending "
+		       "term, with the ablation) counts)\n",
 		       (unsigned long long)info->queued_tokens + info->queued_pending,
 		       info->queued_pending);
 	printf("    throughput:     %.1f tokens/s\n", (double)info->throughput_mtps / 1000.0);
@@ -253,6 +275,13 @@ static void explain_wire_text(const struct steer_view_service *s,
 	       (unsigned long long)b->pending_bytes,
 	       (unsigned long long)backend_pending_tokens(s, b),
 	       steer_bytes_per_token((__u16)s->bytes_per_token));
+	if (svc_fluid(s))
+		printf("    busy until:     %.3f ms left (this node's unanswered requests at the "
+		       "backend's rate; the score's busy term)\n",
+		       (double)steer_busy_left(&b->wire, explain_now) / 1e6);
+	else
+		printf("    busy until:     %.3f ms left (not scored: the pending ablation)\n",
+		       (double)steer_busy_left(&b->wire, explain_now) / 1e6);
 }
 
 static void explain_backend_text(const struct steer_dp *dp, const struct steer_view_service *s,
@@ -261,6 +290,7 @@ static void explain_backend_text(const struct steer_dp *dp, const struct steer_v
 	const struct steer_bk_info *info = bk_info(dp, b);
 	char a[STEER_ADDR_STRLEN], h[32], t1[32], t2[32], t3[32];
 	uint64_t inflight_ns, score, work = backend_work_tokens(s, b);
+	uint64_t busy_ns = steer_busy_left(&b->wire, explain_now);
 
 	health_text(b, info, h, sizeof(h));
 	printf("  %s  slot %u, %s, ", steer_addr_format(&b->addr, a, sizeof(a)), b->slot, h);
@@ -273,13 +303,19 @@ static void explain_backend_text(const struct steer_dp *dp, const struct steer_v
 	printf("    base wait:      %s (published: work + barrier + phase)\n",
 	       fmt_ms(b->base_wait_ns, t1, sizeof(t1)));
 	explain_wire_text(s, b);
-	inflight_ns = steer_sat_mul(work, b->ns_per_token);
-	printf("    in-flight term: %llu credited + %llu pending = %llu tokens x %llu ns/token = "
-	       "%s\n",
-	       (unsigned long long)b->ctr.inflight_tokens,
-	       (unsigned long long)backend_pending_tokens(s, b), (unsigned long long)work,
-	       (unsigned long long)b->ns_per_token, fmt_ms(inflight_ns, t2, sizeof(t2)));
-	score = steer_score(b->base_wait_ns, work, b->ns_per_token);
+	inflight_ns = backend_term_ns(s, b);
+	if (svc_fluid(s))
+		printf("    in-flight term: %llu credited x %llu ns/token + %.3f ms busy = %s\n",
+		       (unsigned long long)b->ctr.inflight_tokens,
+		       (unsigned long long)b->ns_per_token, (double)busy_ns / 1e6,
+		       fmt_ms(inflight_ns, t2, sizeof(t2)));
+	else
+		printf("    in-flight term: %llu credited + %llu pending = %llu tokens x %llu "
+		       "ns/token = %s\n",
+		       (unsigned long long)b->ctr.inflight_tokens,
+		       (unsigned long long)backend_pending_tokens(s, b), (unsigned long long)work,
+		       (unsigned long long)b->ns_per_token, fmt_ms(inflight_ns, t2, sizeof(t2)));
+	score = steer_sat_add(b->base_wait_ns, inflight_ns);
 	printf("    score:          %s (= %s + %s)\n", fmt_ms(score, t3, sizeof(t3)),
 	       fmt_ms(b->base_wait_ns, t1, sizeof(t1)), fmt_ms(inflight_ns, t2, sizeof(t2)));
 }
@@ -354,8 +390,13 @@ static void explain_text(const struct steer_dp *dp, const struct steer_view *v,
 
 	printf("service %s\n", steer_addr_format(&s->vip, vip, sizeof(vip)));
 	print_table_state(v, s);
-	printf("  score = base wait (queued work + KV barrier) + (credited + pending tokens) x ns "
-	       "per token\n\n");
+	if (svc_fluid(s))
+		printf("  score = base wait (queued work + KV barrier) + credited tokens x ns per "
+		       "token + busy time left (busy-until estimate)\n\n");
+	else
+		printf("  score = base wait (queued work + KV barrier) + (credited + pending "
+		       "tokens) "
+		       "x ns per token (pending ablation)\n\n");
 	for (i = 0; i < s->n_backends; i++)
 		explain_backend_text(dp, s, &s->backends[i]);
 	if (s->n_backends == 0)
@@ -373,8 +414,8 @@ static struct json_object *json_backend_explain(const struct steer_dp *dp,
 	const struct steer_bk_info *info = bk_info(dp, b);
 	struct json_object *o = json_backend_status(dp, s, b);
 	bool ranked = b->rank >= 0;
-	uint64_t work = backend_work_tokens(s, b);
-	uint64_t inflight_ns = steer_sat_mul(work, b->ns_per_token);
+	uint64_t work = svc_fluid(s) ? b->ctr.inflight_tokens : backend_work_tokens(s, b);
+	uint64_t inflight_ns = backend_term_ns(s, b);
 
 	jadd_u64(o, "queued_tokens", info->queued_tokens);
 	jadd_bool(o, "queued_estimated", info->queued_estimated != 0);
@@ -389,9 +430,9 @@ static struct json_object *json_backend_explain(const struct steer_dp *dp,
 	jadd_u64(o, "dp_ranks", info->dp_ranks);
 	jadd(o, "inflight_ns", ranked ? json_object_new_uint64(inflight_ns) : NULL);
 	jadd_u64(o, "work_tokens", work);
+	jadd_u64(o, "busy_ns", steer_busy_left(&b->wire, explain_now));
 	jadd(o, "score_ns",
-	     ranked ? json_object_new_uint64(steer_score(b->base_wait_ns, work, b->ns_per_token))
-		    : NULL);
+	     ranked ? json_object_new_uint64(steer_sat_add(b->base_wait_ns, inflight_ns)) : NULL);
 	return o;
 }
 
@@ -449,6 +490,8 @@ static int explain_json(const struct steer_dp *dp, const struct steer_view *v,
 	jadd_u64(root, "svc_id", s->svc_id);
 	json_table_state(root, v, s);
 	jadd_u64(root, "rr_cursor", s->stats.rr_cursor);
+	jadd_str(root, "estimator", svc_fluid(s) ? "fluid" : "pending");
+	jadd_u64(root, "now_ns", explain_now);
 	for (i = 0; i < s->n_backends; i++)
 		json_object_array_add(bks, json_backend_explain(dp, s, &s->backends[i]));
 	jadd(root, "backends", bks);
@@ -497,6 +540,7 @@ int cmd_explain(const struct ctl *c, struct steer_dp *dp)
 
 	if (read_view(dp, &v) != 0)
 		return EXIT_ERROR;
+	explain_now = steer_dp_clock_ns();
 	s = find_service(&v, &c->target);
 	if (!s) {
 		fprintf(stderr, "%s: %s is not a virtual address of any service at %s\n", prog,

@@ -94,6 +94,9 @@ struct steer_config {
 	char cgroup[PATH_MAX];
 	char pin_path[PATH_MAX];
 	bool keep_pinned;
+	/* --wire-estimator pending: score unanswered requests by their pending
+	 * tokens (the ablation) instead of busy-until (fluid, the default). */
+	bool wire_pending;
 
 	/* Polling, nanoseconds. */
 	uint64_t interval_ns; /* --load-check-interval, default 1 s */

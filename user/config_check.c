@@ -421,6 +421,15 @@ static int parse_log_level(const char *v, struct steer_config *dst, char *why, s
 	return cfg_why(why, whylen, "must be one of error, warn, info, debug, got '%s'", v);
 }
 
+static int parse_wire_estimator(const char *v, struct steer_config *dst, char *why, size_t whylen)
+{
+	if (!strcmp(v, "fluid") || !strcmp(v, "pending")) {
+		dst->wire_pending = v[0] == 'p';
+		return 0;
+	}
+	return cfg_why(why, whylen, "must be fluid or pending, got '%s'", v);
+}
+
 /*
  * "[192.0.2.10]:9464" -> "192.0.2.10:9464" in buf; anything else is returned
  * as is. A DaemonSet writes --metrics-listen=[$(NODE_IP)]:PORT, one form that
@@ -480,6 +489,7 @@ const struct setting cfg_settings[] = {
 	{ "least-load-mean-prefill-tokens", N_OPTS, KNOB_PREFILL, NULL },
 	{ "peer-routers", N_OPTS, KNOB_PEERS, NULL },
 	{ "bytes-per-token", N_OPTS, KNOB_BYTES_PER_TOKEN, NULL },
+	{ "wire-estimator", OPT_WIRE_ESTIMATOR, -1, parse_wire_estimator },
 	{ "unhealthy-after", OPT_UNHEALTHY, -1, parse_unhealthy },
 	{ "healthy-after", OPT_HEALTHY, -1, parse_healthy },
 	{ "log-level", OPT_LOG_LEVEL, -1, parse_log_level },
@@ -538,6 +548,8 @@ void cfg_layer_apply(struct steer_config *dst, const struct layer *l)
 		dst->healthy_after = v->healthy_after;
 	if (l->set[OPT_LOG_LEVEL])
 		dst->log_level = v->log_level;
+	if (l->set[OPT_WIRE_ESTIMATOR])
+		dst->wire_pending = v->wire_pending;
 	if (l->set[OPT_DNS_INTERVAL])
 		dst->dns_interval_ns = v->dns_interval_ns;
 	if (l->set[OPT_DNS_SERVER])

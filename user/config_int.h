@@ -89,6 +89,7 @@ enum opt {
 	OPT_METRICS,
 	OPT_DNS_INTERVAL,
 	OPT_DNS_SERVER,
+	OPT_WIRE_ESTIMATOR,
 	OPT_XDP_DEV,
 	OPT_XDP_MODE,
 	OPT_XDP_ENCAP_SRC,
@@ -120,7 +121,7 @@ struct setting {
 };
 
 /* Every option that is both a flag and a top-level key, in --help order. */
-#define CFG_N_SETTINGS 20
+#define CFG_N_SETTINGS 21
 extern const struct setting cfg_settings[CFG_N_SETTINGS];
 
 /* ---- XDP ingress options (config_xdp.c) ---------------------------------------- */

@@ -116,7 +116,10 @@ static void score_service(struct daemon *d, struct service *s, struct backend **
 		in[k].has_snapshot = snapshot_fresh(d, b, now);
 		in[k].load = b->snap;
 		in[k].reports_uncached = b->reports_uncached;
-		in[k].wire_pending_at_poll = steer_policy_wire_tokens(&s->policy, b->wire_at_snap);
+		in[k].wire_pending_at_poll =
+			s->policy.wire_pending
+				? steer_policy_wire_tokens(&s->policy, b->wire_at_snap)
+				: b->busy_at_snap;
 		if (!in[k].has_snapshot && b->slot != NO_SLOT) {
 			/* Read the credits first: the live count read after them
 			 * already holds those connections. */
@@ -248,7 +251,9 @@ void publish(struct daemon *d)
 			.bytes_per_token = steer_policy_bytes_per_token(&s->policy),
 			.ttl_ns = d->cfg.max_age_ns,
 			.allow_empty = true, /* every backend drained: refuse */
-			.flags = s->fail_open ? STEER_TBL_FAIL_OPEN : 0,
+			.flags = (s->fail_open ? STEER_TBL_FAIL_OPEN : 0) |
+				 (s->policy.wire_pending ? STEER_TBL_PENDING : 0),
+			.peers = s->policy.peer_routers,
 		};
 	}
 	if (steer_dp_publish(d->dp, specs, d->n_svcs, err, sizeof(err)) != 0) {
@@ -341,12 +346,17 @@ static void fill_metrics_backend(struct daemon *d, const struct service *s, cons
 		mb->pending_tokens = steer_policy_wire_tokens(&s->policy, mb->pending_bytes);
 		mb->sent_bytes_total = steer_dp_sent_bytes(d->dp, b->slot);
 		mb->requests_total = steer_dp_requests(d->dp, b->slot);
+		mb->busy_left_s =
+			(double)steer_dp_busy_left_ns(d->dp, b->slot, steer_dp_clock_ns()) / 1e9;
 	}
 	if (b->in_table) {
 		mb->queued_pending_tokens = b->score.wire_subtracted;
-		/* As the kernel scores: credits and pending request tokens. */
-		mb->score_s =
-			steer_policy_total_s(&b->score, inflight + (double)mb->pending_tokens);
+		/* As the kernel scores: credits, and the remaining busy time
+		 * (or the pending request tokens with the ablation). */
+		mb->score_s = s->policy.wire_pending
+				      ? steer_policy_total_s(&b->score,
+							     inflight + (double)mb->pending_tokens)
+				      : steer_policy_total_s(&b->score, inflight) + mb->busy_left_s;
 		mb->queued_tokens = b->score.queued_tokens;
 		mb->throughput = b->score.throughput;
 		mb->kv_usage = b->score.kv;

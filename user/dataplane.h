@@ -79,7 +79,9 @@ struct steer_dp_service {
 				   * at most STEER_MAX_BYTES_PER_TOKEN */
 	uint64_t ttl_ns;	  /* the table expires this long after publish */
 	bool allow_empty;	  /* n_table == 0 is legal: the kernel refuses connects */
-	uint32_t flags;		  /* STEER_TBL_* */
+	uint32_t flags;		  /* STEER_TBL_* (STEER_TBL_PENDING: the pending ablation) */
+	uint32_t peers;		  /* routers sharing the backends (busy-until drain factor);
+				   * 0: 1; at most 65535 */
 };
 
 /*
@@ -140,6 +142,16 @@ uint64_t steer_dp_requests(const struct steer_dp *dp, uint32_t slot);
 uint64_t steer_dp_withdrawn_tokens(const struct steer_dp *dp, uint32_t slot);
 /* Bytes sent and not yet answered: sent - answered. */
 uint64_t steer_dp_pending_bytes(const struct steer_dp *dp, uint32_t slot);
+/* The kernel's clock for busy-until: CLOCK_MONOTONIC_COARSE, ns (what
+ * bpf_ktime_get_coarse_ns reads). */
+uint64_t steer_dp_clock_ns(void);
+/* The slot's remaining busy time at now_ns (steer_wire.busy_until_ns - now,
+ * or 0): this router's unanswered requests still unserved at the backend's
+ * published rate x peers (the fluid estimate, issue 11). */
+uint64_t steer_dp_busy_left_ns(const struct steer_dp *dp, uint32_t slot, uint64_t now_ns);
+/* The same in tokens of the backend's last tree-cached ns_per_token
+ * (E = busy left / ns_per_token); 0 when none is cached. */
+uint64_t steer_dp_busy_left_tokens(const struct steer_dp *dp, uint32_t slot, uint64_t now_ns);
 /* Direct view of a slot's accounting (mmap of steer_wire), or NULL. */
 const struct steer_wire *steer_dp_wire_counters(const struct steer_dp *dp, uint32_t slot);
 /*

@@ -186,6 +186,9 @@ static int validate_service(const struct steer_dp_service *s, char *err, size_t 
 		return steer_seterr(err, errlen, EINVAL,
 				    "service %s: bytes_per_token %u is above %d", a,
 				    s->bytes_per_token, STEER_MAX_BYTES_PER_TOKEN);
+	if (s->peers > 65535)
+		return steer_seterr(err, errlen, EINVAL, "service %s: peers %u is above 65535", a,
+				    s->peers);
 	if (s->n_table == 0 && !s->allow_empty)
 		return steer_seterr(err, errlen, EINVAL, "service %s: no backends to publish", a);
 	for (i = 0; i < s->n_configured; i++) {
@@ -325,6 +328,7 @@ static int plan_service(struct steer_dp *dp, struct plan *p, const struct steer_
 		memcpy(e->ip6, s->table[k].addr.ip6, sizeof(e->ip6));
 		e->port = s->table[k].addr.port;
 		e->slot = cfg_slot[j];
+		e->peers = (__u16)(s->peers ? s->peers : 1);
 		items[k].order = k;
 	}
 	qsort(items, s->n_table, sizeof(*items), sort_cmp);

@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <bpf/bpf.h>
@@ -245,6 +246,28 @@ uint64_t steer_dp_pending_bytes(const struct steer_dp *dp, uint32_t slot)
 	uint64_t answered = steer_dp_answered_bytes(dp, slot);
 
 	return steer_dp_sent_bytes(dp, slot) - answered;
+}
+
+uint64_t steer_dp_clock_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+uint64_t steer_dp_busy_left_ns(const struct steer_dp *dp, uint32_t slot, uint64_t now_ns)
+{
+	uint64_t until = wire_load(dp, slot, offsetof(struct steer_wire, busy_until_ns));
+
+	return until > now_ns ? until - now_ns : 0;
+}
+
+uint64_t steer_dp_busy_left_tokens(const struct steer_dp *dp, uint32_t slot, uint64_t now_ns)
+{
+	uint64_t npt = wire_load(dp, slot, offsetof(struct steer_wire, cache_npt));
+
+	return npt ? steer_dp_busy_left_ns(dp, slot, now_ns) / npt : 0;
 }
 
 /* The slot accessor for steer_select_wire over the mmap (read only). */

@@ -110,9 +110,15 @@ static const struct backend_family backend_families[] = {
 	  "Request bytes sent to the backend on steered connections and not answered yet.",
 	  BK_FIELD(pending_bytes), VALUE_U64 },
 	{ "smg_steer_backend_queued_pending_tokens", "gauge",
-	  "Tokens taken off the backend's reported queue as scored: this node's requests "
-	  "pending when the poll was sent, which the pending tokens count instead.",
+	  "Tokens taken off the backend's reported queue as scored: this node's own work "
+	  "when the poll was sent (its busy-until estimate, or its pending tokens with the "
+	  "pending ablation), which the kernel counts instead.",
 	  BK_FIELD(queued_pending_tokens), VALUE_DOUBLE },
+	{ "smg_steer_backend_busy_seconds", "gauge",
+	  "Remaining busy-until time: how long the backend is still estimated busy with this "
+	  "node's unanswered requests (their tokens at its rate, capped by the pending ones), "
+	  "the term the kernel adds to the score.",
+	  BK_FIELD(busy_left_s), VALUE_DOUBLE },
 	{ "smg_steer_backend_sent_bytes_total", "counter",
 	  "Request bytes sent to the backend on steered connections.", BK_FIELD(sent_bytes_total),
 	  VALUE_U64 },

@@ -41,7 +41,8 @@ struct steer_metrics_backend {
 	uint64_t pending_tokens;      /* pending_bytes / the service's bytes per token */
 	uint64_t sent_bytes_total;    /* sent, cumulative */
 	uint64_t requests_total;      /* requests seen, cumulative */
-	double queued_pending_tokens; /* taken off the reported queue: pending at the poll */
+	double queued_pending_tokens; /* taken off the reported queue: own work at the poll */
+	double busy_left_s;	      /* remaining busy-until time at the last publish, s */
 };
 
 struct steer_metrics_service {

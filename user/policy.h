@@ -38,6 +38,10 @@ struct steer_policy {
 	uint32_t mean_prefill_tokens; /* >= 1 */
 	uint32_t peer_routers;	      /* >= 1: routers sharing the fleet */
 	uint32_t bytes_per_token;     /* request bytes per token; 0: the default */
+	/* Ablation (issue 11): score unanswered requests by their pending tokens
+	 * (STEER_TBL_PENDING) and take the pending tokens at the poll off the
+	 * queue, instead of the busy-until estimate ("fluid", the default). */
+	bool wire_pending;
 };
 
 #define STEER_POLICY_DEFAULTS                                                                \
@@ -94,11 +98,13 @@ struct steer_policy_input {
 	 * tokens is read as an older engine that lacks the field. */
 	bool reports_uncached;
 	uint64_t live_conns; /* established connections, from the kernel's counters */
-	/* This router's wire-pending tokens (requests sent on steered sockets and
-	 * not answered yet, steer_policy_wire_tokens) when the poll that gave the
-	 * snapshot was sent. Those requests are in the snapshot's queue, and the
-	 * kernel adds the ones still pending in real time: the queue loses them
-	 * (steer_policy_wire_queue). Only used with a snapshot. */
+	/* This router's own unserved request tokens when the poll that gave the
+	 * snapshot was sent: by default its busy-until estimate then,
+	 * E = max(0, busy_until - t_send) / ns_per_token (steer_dp_busy_left_tokens);
+	 * with wire_pending its pending tokens (steer_policy_wire_tokens). Those
+	 * requests are in the snapshot's queue, and the kernel counts what is left
+	 * of them in real time: the queue loses them (steer_policy_wire_queue).
+	 * Only used with a snapshot. */
 	uint64_t wire_pending_at_poll;
 };
 
@@ -108,7 +114,7 @@ struct steer_policy_score {
 	double queued_tokens;	 /* tokens in the work term (in-flight excluded) */
 	bool queued_estimated;	 /* waiting requests x mean prefill */
 	double queued_reported;	 /* the queue before the wire-pending part was taken off */
-	double wire_subtracted;	 /* tokens taken off: this router's pending at the poll */
+	double wire_subtracted;	 /* tokens taken off: this router's own work at the poll */
 	double throughput;	 /* tokens/s used to convert work to time */
 	double kv;		 /* k as used, clamped to [0, 0.999] */
 	double work_s;		 /* queued_tokens / throughput */

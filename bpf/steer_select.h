@@ -1,0 +1,599 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/*
+ * steer_select.h - the selection math shared verbatim by the kernel and user
+ * space: saturating scores, the reference argmins (steer_select,
+ * steer_select_wire, steer_select_at), the busy-until estimate (issue 11) and
+ * the kernel's selection tree. Included by steer_common.h, after every struct
+ * and constant it uses; include steer_common.h, not this file.
+ */
+#ifndef STEER_SELECT_H
+#define STEER_SELECT_H
+
+static __always_inline __u64 steer_sat_add(__u64 a, __u64 b)
+{
+	__u64 s = a + b;
+
+	return s < a ? STEER_U64_MAX : s;
+}
+
+static __always_inline __u64 steer_sat_mul(__u64 a, __u64 b)
+{
+	__u64 a_hi = a >> 32, b_hi = b >> 32, small, big_hi, cross;
+
+	/* Fast path: two 32-bit operands cannot overflow 64 bits. */
+	if ((a_hi | b_hi) == 0)
+		return a * b;
+	if (a_hi && b_hi)
+		return STEER_U64_MAX; /* both >= 2^32 */
+	/* Exactly one operand has high bits: (hi*2^32 + lo) * small, with
+	 * small < 2^32. Written without division or 128-bit products, which
+	 * the BPF target does not have. */
+	if (a_hi) {
+		small = b;
+		big_hi = a_hi;
+		cross = (a & 0xffffffffULL) * small;
+	} else {
+		small = a;
+		big_hi = b_hi;
+		cross = (b & 0xffffffffULL) * small;
+	}
+	big_hi *= small; /* < 2^64: both factors < 2^32 */
+	if (big_hi >> 32)
+		return STEER_U64_MAX;
+	return steer_sat_add(big_hi << 32, cross);
+}
+
+/* Expected wait of one backend for the next connection, ns, saturating. */
+static __always_inline __u64 steer_score(__u64 base_wait_ns, __u64 inflight_tokens,
+					 __u64 ns_per_token)
+{
+	return steer_sat_add(base_wait_ns, steer_sat_mul(inflight_tokens, ns_per_token));
+}
+
+/* Tokens of work a backend has beyond its base: the connect credits in flight
+ * plus the request bytes sent and not yet answered, in tokens. */
+static __always_inline __u64 steer_work_tokens(__u64 inflight_tokens, __u64 pending_bytes,
+					       __u32 bytes_per_token)
+{
+	return steer_sat_add(inflight_tokens, pending_bytes / bytes_per_token);
+}
+
+/* Resolves a slot number to its request accounting, or NULL (no pending work). */
+typedef struct steer_wire *(*steer_wire_fn)(void *wctx, __u32 slot);
+
+/* A slot's work in tokens: its in-flight credits, plus its pending request
+ * bytes when wire_at is given. */
+static __always_inline __u64 steer_slot_work(const struct steer_slot *s, steer_wire_fn wire_at,
+					     void *wctx, __u32 slot, __u32 bytes_per_token)
+{
+	const struct steer_wire *w = wire_at ? wire_at(wctx, slot) : 0;
+
+	return steer_work_tokens(steer_slot_inflight(s), w ? steer_wire_pending(w) : 0,
+				 bytes_per_token);
+}
+
+/* The outcome of one selection. */
+struct steer_pick {
+	__u64 score;   /* ns; the chosen backend's score (its expected wait) */
+	__u64 key;     /* its sort key (steer_key): the score, plus now in the fluid mode */
+	__u32 found;   /* 1 when a backend was chosen */
+	__u32 pos;     /* its table position (not read by the kernel, see below) */
+	__u32 slot;    /* its slot */
+	__u32 ip6[4];  /* its traffic address, network order */
+	__u16 port;    /* its traffic port, network order */
+	__u16 scanned; /* entries examined before the early exit */
+};
+
+/*
+ * Resolves a slot number to its counters, or NULL when out of range. The
+ * kernel passes a function that looks into steer_slots; user space passes one
+ * that indexes an array. Always inlined, so BPF sees a direct access.
+ */
+typedef struct steer_slot *(*steer_slot_fn)(void *ctx, __u32 slot);
+
+/*
+ * Least expected wait over a table sorted by base_wait_ns ascending:
+ * score_b = base_wait_ns_b + work_b * ns_per_token_b, argmin, where work_b is
+ * the slot's in-flight credits plus, when wire_at is given, its pending
+ * request bytes / the table's bytes_per_token (steer_slot_work),
+ * ties to the earlier position. In-flight work only adds to base_wait_ns, so
+ * once the next entry's base_wait_ns reaches the best score no later entry can
+ * win, not even a tie: the scan stops there and the answer is exact.
+ * Drained backends are skipped. With early_exit false the whole table is
+ * scanned (tests compare the two). The result is left in *best.
+ *
+ * Why *best is caller memory and the winner's fields are copied out as it
+ * improves: in the kernel, best points into a per-CPU map value, which the
+ * verifier does not track by value. Kept in registers or on the stack, a best
+ * score that is a known constant on some paths (initial, saturated) and a
+ * position that differs on every path would stop the verifier from pruning
+ * states, and its work would grow exponentially with the table size.
+ */
+static __always_inline void steer_select_wire(const struct steer_table *t, steer_slot_fn slot_at,
+					      void *ctx, steer_wire_fn wire_at, void *wctx,
+					      int early_exit, struct steer_pick *best)
+{
+	__u32 n = t->n, bpt = steer_bytes_per_token(t->bytes_per_token);
+	__u32 i;
+
+	best->score = STEER_U64_MAX;
+	best->found = 0;
+	best->pos = STEER_NO_PICK;
+	best->slot = 0;
+	best->ip6[0] = best->ip6[1] = best->ip6[2] = best->ip6[3] = 0;
+	best->port = 0;
+	best->scanned = 0;
+	for (i = 0; i < STEER_MAX_BACKENDS; i++) {
+		const struct steer_entry *e;
+		struct steer_slot *s;
+		__u64 score;
+
+		if (i >= n)
+			break;
+		e = &t->e[i];
+		if (early_exit && best->found && e->base_wait_ns >= best->score)
+			break;
+		best->scanned = (__u16)(i + 1);
+		s = slot_at(ctx, e->slot);
+		if (!s || !steer_slot_eligible(s))
+			continue;
+		score = steer_score(e->base_wait_ns,
+				    steer_slot_work(s, wire_at, wctx, e->slot, bpt),
+				    e->ns_per_token);
+		if (!best->found || score < best->score) {
+			best->found = 1;
+			best->score = score;
+			best->pos = i;
+			best->slot = e->slot;
+			best->ip6[0] = e->ip6[0];
+			best->ip6[1] = e->ip6[1];
+			best->ip6[2] = e->ip6[2];
+			best->ip6[3] = e->ip6[3];
+			best->port = e->port;
+		}
+	}
+}
+
+/* The same without pending request bytes (credits only). */
+static __always_inline void steer_select(const struct steer_table *t, steer_slot_fn slot_at,
+					 void *ctx, int early_exit, struct steer_pick *best)
+{
+	steer_select_wire(t, slot_at, ctx, 0, 0, early_exit, best);
+}
+
+/* ---- The fluid estimate: busy-until (issue 11, docs/algorithm.md 6.6) --- */
+
+static __always_inline __u64 steer_max_u64(__u64 a, __u64 b)
+{
+	return a > b ? a : b;
+}
+
+/* Busy time one pending token adds at a slot: ns_per_token x peers, from the
+ * slot's cache of its table entry (steer_tree_build_at). */
+static __always_inline __u64 steer_busy_unit(const struct steer_wire *w)
+{
+	return steer_sat_mul(w->cache_npt, w->cache_peers ? w->cache_peers : 1);
+}
+
+/*
+ * A request's bytes were sent at now: the slot's pending bytes went from
+ * before to after. Its new tokens (the change in pending tokens, so that
+ * segments of any size add up to the request's tokens) queue behind what the
+ * backend is busy with, and the backend is never busy longer than all its
+ * pending tokens take:
+ *     busy_until = min(max(busy_until, now) + T x unit, now + P x unit)
+ */
+static __always_inline void steer_busy_sent(struct steer_wire *w, __u64 now, __u64 before,
+					    __u64 after)
+{
+	__u32 bpt = steer_bytes_per_token(w->cache_bpt);
+	__u64 unit = steer_busy_unit(w), p = after / bpt, tokens = p - before / bpt;
+	__u64 grown =
+		steer_sat_add(steer_max_u64(w->busy_until_ns, now), steer_sat_mul(tokens, unit));
+	__u64 cap = steer_sat_add(now, steer_sat_mul(p, unit));
+
+	w->busy_until_ns = grown < cap ? grown : cap;
+}
+
+/* Pending work dropped at now (a first response byte, an abandoned request):
+ * busy_until = min(busy_until, now + P x unit), P the pending tokens left. */
+static __always_inline void steer_busy_cap(struct steer_wire *w, __u64 now)
+{
+	__u64 pending = steer_wire_pending(w), cap = now;
+
+	/* Nothing left pending (the usual answer): idle from now, no division. */
+	if (pending)
+		cap = steer_sat_add(now,
+				    steer_sat_mul(pending / steer_bytes_per_token(w->cache_bpt),
+						  steer_busy_unit(w)));
+	if (w->busy_until_ns > cap)
+		w->busy_until_ns = cap;
+}
+
+/*
+ * The sort key of a backend at time now (ns, CLOCK_MONOTONIC coarse):
+ *   fluid (default):  base + inflight x npt + max(busy_until, now)
+ *                     = its expected wait + now
+ *   STEER_TBL_PENDING: base + (inflight + pending tokens) x npt  (no time)
+ * All saturating. A fluid key only grows with now, so a key computed at an
+ * earlier time is a lower bound of the key now (docs/algorithm.md 4.2).
+ */
+static __always_inline __u64 steer_key(__u64 base_wait_ns, __u64 ns_per_token, __u64 inflight,
+				       const struct steer_wire *w, __u32 bytes_per_token,
+				       __u32 flags, __u64 now)
+{
+	if (flags & STEER_TBL_PENDING)
+		return steer_score(
+			base_wait_ns,
+			steer_work_tokens(inflight, w ? steer_wire_pending(w) : 0, bytes_per_token),
+			ns_per_token);
+	return steer_sat_add(steer_score(base_wait_ns, inflight, ns_per_token),
+			     steer_max_u64(w ? w->busy_until_ns : 0, now));
+}
+
+/* The expected wait a key stands for at now. */
+static __always_inline __u64 steer_key_wait(__u64 key, __u32 flags, __u64 now)
+{
+	if ((flags & STEER_TBL_PENDING) || key == STEER_U64_MAX || key < now)
+		return key;
+	return key - now;
+}
+
+/* The backend's remaining busy time at now, ns (0 when idle or no accounting). */
+static __always_inline __u64 steer_busy_left(const struct steer_wire *w, __u64 now)
+{
+	return w && w->busy_until_ns > now ? w->busy_until_ns - now : 0;
+}
+
+/* Entry e's key at now, with its slot s (eligible) and accounting w (or NULL). */
+static __always_inline __u64 steer_entry_key(const struct steer_table *t,
+					     const struct steer_entry *e,
+					     const struct steer_slot *s, const struct steer_wire *w,
+					     __u64 now)
+{
+	return steer_key(e->base_wait_ns, e->ns_per_token, steer_slot_inflight(s), w,
+			 steer_bytes_per_token(t->bytes_per_token), t->flags, now);
+}
+
+/*
+ * The exact reference of the kernel's pick at time now: argmin of steer_key
+ * over the eligible entries, ties to the earlier position. Every key is at
+ * least base_wait_ns (+ now in the fluid mode), so once that reaches the best
+ * key no later entry can win, not even a tie: the early exit is exact.
+ * best->score is the winner's expected wait, best->key its key.
+ */
+static __always_inline void steer_select_at(const struct steer_table *t, steer_slot_fn slot_at,
+					    void *ctx, steer_wire_fn wire_at, void *wctx, __u64 now,
+					    int early_exit, struct steer_pick *best)
+{
+	__u32 n = t->n, i;
+	__u64 floor_add = (t->flags & STEER_TBL_PENDING) ? 0 : now;
+
+	best->score = STEER_U64_MAX;
+	best->key = STEER_U64_MAX;
+	best->found = 0;
+	best->pos = STEER_NO_PICK;
+	best->slot = 0;
+	best->ip6[0] = best->ip6[1] = best->ip6[2] = best->ip6[3] = 0;
+	best->port = 0;
+	best->scanned = 0;
+	for (i = 0; i < STEER_MAX_BACKENDS && i < n; i++) {
+		const struct steer_entry *e = &t->e[i];
+		struct steer_slot *s;
+		__u64 key;
+
+		if (early_exit && best->found &&
+		    steer_sat_add(e->base_wait_ns, floor_add) >= best->key)
+			break;
+		best->scanned = (__u16)(i + 1);
+		s = slot_at(ctx, e->slot);
+		if (!s || !steer_slot_eligible(s))
+			continue;
+		key = steer_entry_key(t, e, s, wire_at ? wire_at(wctx, e->slot) : 0, now);
+		if (!best->found || key < best->key) {
+			best->found = 1;
+			best->key = key;
+			best->score = steer_key_wait(key, t->flags, now);
+			best->pos = i;
+			best->slot = e->slot;
+			best->ip6[0] = e->ip6[0];
+			best->ip6[1] = e->ip6[1];
+			best->ip6[2] = e->ip6[2];
+			best->ip6[3] = e->ip6[3];
+			best->port = e->port;
+		}
+	}
+}
+
+/*
+ * Stale-table fallback: the next backend round-robin from cursor, skipping
+ * drained ones. Returns the table position or STEER_NO_PICK.
+ */
+static __always_inline __u32 steer_round_robin(const struct steer_table *t, steer_slot_fn slot_at,
+					       void *ctx, __u64 cursor)
+{
+	__u32 n = t->n;
+	__u32 start, i;
+
+	if (n == 0 || n > STEER_MAX_BACKENDS)
+		return STEER_NO_PICK;
+	start = (__u32)(cursor % n);
+	for (i = 0; i < STEER_MAX_BACKENDS; i++) {
+		__u32 pos;
+		struct steer_slot *s;
+
+		if (i >= n)
+			break;
+		pos = start + i;
+		if (pos >= n)
+			pos -= n;
+		if (pos >= STEER_MAX_BACKENDS)
+			break;
+		s = slot_at(ctx, t->e[pos].slot);
+		if (s && steer_slot_eligible(s))
+			return pos;
+	}
+	return STEER_NO_PICK;
+}
+
+/* ---- The selection tree (steer_svc_tree), shared verbatim too ------------ */
+
+/* The better of two tree nodes' winners: a is from the left (lower positions),
+ * so a tie keeps a, as steer_select's strict < keeps the earlier position. */
+static __always_inline __u16 steer_tree_better(const struct steer_svc_tree *tr, __u16 a, __u16 b)
+{
+	if (b == STEER_TREE_NONE)
+		return a;
+	if (a == STEER_TREE_NONE)
+		return b;
+	return tr->score[b & (STEER_MAX_BACKENDS - 1)] < tr->score[a & (STEER_MAX_BACKENDS - 1)]
+		       ? b
+		       : a;
+}
+
+/* Re-play the matches above leaf pos, after its score changed. */
+static __always_inline void steer_tree_fix(struct steer_svc_tree *tr, __u32 pos)
+{
+	__u32 node = STEER_TREE_LEAF0 + (pos & (STEER_MAX_BACKENDS - 1)), i;
+
+	for (i = 0; i < STEER_TREE_DEPTH; i++) {
+		node = (node - 1) >> 1;
+		tr->win[node & (2 * STEER_MAX_BACKENDS - 1)] = steer_tree_better(
+			tr, tr->win[(2 * node + 1) & (2 * STEER_MAX_BACKENDS - 1)],
+			tr->win[(2 * node + 2) & (2 * STEER_MAX_BACKENDS - 1)]);
+	}
+}
+
+/*
+ * Build the tree from table t and the live counters at time now: leaf p is
+ * entry p when its slot resolves and is eligible, keyed steer_entry_key() at
+ * now. With wire_at, each slot's accounting also learns where its leaf is and
+ * what its entry says (cache_*), so that a message can re-key it later. Sets
+ * tgen and epoch. (now = 0 gives lower bounds of the keys at any time.)
+ */
+static __always_inline void steer_tree_build_at(struct steer_svc_tree *tr,
+						const struct steer_table *t, steer_slot_fn slot_at,
+						void *ctx, steer_wire_fn wire_at, void *wctx,
+						__u64 epoch, __u64 now, struct steer_tree_clock *ck)
+{
+	__u32 n = t->n, i, bpt = steer_bytes_per_token(t->bytes_per_token);
+
+	/* In the clock's memory, not in a register: a register that is a
+	 * constant on some paths and not on others would keep the verifier
+	 * from pruning the loop's states. */
+	if (ck) {
+		ck->ref_ns = now;
+		ck->busy_min = STEER_U64_MAX;
+	}
+
+	/* Three plain loops rather than one with an "i < n" test inside: the
+	 * verifier then walks each once, instead of once per value of n. */
+	for (i = 0; i < STEER_MAX_BACKENDS; i++)
+		tr->win[STEER_TREE_LEAF0 + i] = STEER_TREE_NONE;
+	for (i = 0; i < n && i < STEER_MAX_BACKENDS; i++) {
+		const struct steer_entry *e = &t->e[i];
+		struct steer_slot *s = slot_at(ctx, e->slot);
+		struct steer_wire *w = wire_at ? wire_at(wctx, e->slot) : 0;
+
+		if (w) {
+			w->cache_tgen = t->generation;
+			w->cache_base_ns = e->base_wait_ns;
+			w->cache_npt = e->ns_per_token;
+			w->cache_pos = (__u16)i;
+			w->cache_bpt = (__u16)bpt;
+			w->cache_credit = t->credit_tokens;
+			w->cache_peers = e->peers ? e->peers : 1;
+			w->cache_flags = t->flags;
+		}
+		if (!s || !steer_slot_eligible(s))
+			continue;
+		tr->score[i] = steer_entry_key(t, e, s, w, now);
+		tr->win[STEER_TREE_LEAF0 + i] = (__u16)i;
+		if (ck && w && w->busy_until_ns > now && tr->score[i] < ck->busy_min)
+			ck->busy_min = tr->score[i];
+	}
+	for (i = 0; i < STEER_TREE_LEAF0; i++) {
+		__u32 node = STEER_TREE_LEAF0 - 1 - i;
+
+		tr->win[node] = steer_tree_better(tr, tr->win[2 * node + 1], tr->win[2 * node + 2]);
+	}
+	tr->n = n;
+	tr->tgen = t->generation;
+	tr->epoch = epoch;
+}
+
+static __always_inline void steer_tree_build_wire(struct steer_svc_tree *tr,
+						  const struct steer_table *t,
+						  steer_slot_fn slot_at, void *ctx,
+						  steer_wire_fn wire_at, void *wctx, __u64 epoch)
+{
+	steer_tree_build_at(tr, t, slot_at, ctx, wire_at, wctx, epoch, 0, 0);
+}
+
+static __always_inline void steer_tree_build(struct steer_svc_tree *tr, const struct steer_table *t,
+					     steer_slot_fn slot_at, void *ctx, __u64 epoch)
+{
+	steer_tree_build_wire(tr, t, slot_at, ctx, 0, 0, epoch);
+}
+
+/* The table position the tree picks, or STEER_NO_PICK. */
+static __always_inline __u32 steer_tree_pick(const struct steer_svc_tree *tr)
+{
+	__u16 w = tr->win[0];
+
+	return w == STEER_TREE_NONE ? STEER_NO_PICK : w;
+}
+
+/* Record that position pos's slot now has work tokens of work
+ * (steer_slot_work: credits in flight, plus pending request bytes). */
+static __always_inline void
+steer_tree_credit(struct steer_svc_tree *tr, const struct steer_table *t, __u32 pos, __u64 inflight)
+{
+	const struct steer_entry *e = &t->e[pos & (STEER_MAX_BACKENDS - 1)];
+
+	tr->score[pos & (STEER_MAX_BACKENDS - 1)] =
+		steer_score(e->base_wait_ns, inflight, e->ns_per_token);
+	steer_tree_fix(tr, pos);
+}
+
+/*
+ * Re-score the leaf of a slot whose work changed between connects, with a
+ * time-free score (the pending ablation's; the kernel uses steer_tree_rekey):
+ * w's cache says where the leaf is, valid while the tree
+ * is built from the table the cache is from. A slot not in that tree (not in
+ * its table, or not eligible) has no leaf to fix: the next build scores it.
+ */
+static __always_inline void steer_tree_rescore(struct steer_svc_tree *tr,
+					       const struct steer_wire *w, __u64 work)
+{
+	__u32 pos = w->cache_pos & (STEER_MAX_BACKENDS - 1);
+
+	if (w->cache_tgen != tr->tgen || !tr->tgen || tr->win[STEER_TREE_LEAF0 + pos] != pos)
+		return;
+	tr->score[pos] = steer_score(w->cache_base_ns, work, w->cache_npt);
+	steer_tree_fix(tr, pos);
+}
+
+/* Leaf pos now holds key: re-play its matches. */
+static __always_inline void steer_tree_set(struct steer_svc_tree *tr, __u32 pos, __u64 key)
+{
+	tr->score[pos & (STEER_MAX_BACKENDS - 1)] = key;
+	steer_tree_fix(tr, pos);
+}
+
+/* Leaf pos now holds key, computed at the tree's reference time with the
+ * slot's busy_until busy: re-play its matches, and lower busy_min when the
+ * leaf is keyed busy (busy > ck->ref_ns). */
+static __always_inline void steer_tree_key_leaf(struct steer_svc_tree *tr, __u32 pos, __u64 key,
+						__u64 busy, struct steer_tree_clock *ck)
+{
+	if (busy > ck->ref_ns && key < ck->busy_min)
+		ck->busy_min = key;
+	steer_tree_set(tr, pos, key);
+}
+
+/* Re-key the leaf of a slot whose work changed between connects (a request
+ * answered or abandoned, a credit withdrawn), from its cache, at the tree's
+ * reference time (see steer_tree_rescore for when there is a leaf). */
+static __always_inline void steer_tree_rekey(struct steer_svc_tree *tr, const struct steer_slot *s,
+					     const struct steer_wire *w,
+					     struct steer_tree_clock *ck)
+{
+	__u32 pos = w->cache_pos & (STEER_MAX_BACKENDS - 1);
+
+	if (w->cache_tgen != tr->tgen || !tr->tgen || tr->win[STEER_TREE_LEAF0 + pos] != pos)
+		return;
+	steer_tree_key_leaf(tr, pos,
+			    steer_key(w->cache_base_ns, w->cache_npt, steer_slot_inflight(s), w,
+				      steer_bytes_per_token(w->cache_bpt), w->cache_flags,
+				      ck->ref_ns),
+			    w->busy_until_ns, ck);
+}
+
+/*
+ * A copy of x that the BPF verifier does not link to x: comparing the copy
+ * narrows the copy's range only, so that x reaches a later join with the same
+ * range on every path and the verifier's states there can be pruned. A no-op
+ * elsewhere.
+ */
+#ifdef __bpf__
+#define STEER_UNLINKED(x)                            \
+	({                                           \
+		__u64 __c = (x);                     \
+		asm volatile("%0 ^= 0" : "+r"(__c)); \
+		__c;                                 \
+	})
+#else
+#define STEER_UNLINKED(x) (x)
+#endif
+
+/* Leaves re-keyed at most per connect before the tree is rebuilt instead. */
+#define STEER_TREE_REFRESH 4
+
+/*
+ * The tree's pick at time now (>= ck->ref_ns), exactly steer_select_at()'s at
+ * now (docs/algorithm.md 4.2). Every leaf's cached key is its key at the
+ * reference time ref, or lower (a send raises a key lazily). The root r is
+ * re-keyed at ref until its cached key is current; then it is the answer when
+ *  - the key has no time in it (the pending ablation) or is saturated;
+ *  - r is keyed busy (busy_until > ref) and still busy at now: its key is
+ *    exact, and every other key can only have grown since ref;
+ *  - r is keyed idle: idle leaves keep their order as time passes, and r's
+ *    key at now (its time-free part + now) is below busy_min, under every
+ *    leaf keyed busy.
+ * Otherwise (a busy root whose time ran out, a busy leaf that may have come
+ * to the front, STEER_TREE_REFRESH re-keys, a new table or epoch, a root no
+ * longer eligible) the tree is rebuilt at now, which makes every key exact.
+ * So idle backends cost nothing as time passes: a rebuild happens only when
+ * the order may really have changed.
+ */
+static __always_inline __u32 steer_tree_pick_at(struct steer_svc_tree *tr,
+						const struct steer_table *t, steer_slot_fn slot_at,
+						void *ctx, steer_wire_fn wire_at, void *wctx,
+						__u64 epoch, __u64 now, struct steer_tree_clock *ck)
+{
+	int built = tr->tgen == t->generation && tr->epoch == epoch;
+	__u32 pos = steer_tree_pick(tr), i;
+	__u64 at = STEER_UNLINKED(now); /* compared below; now itself is for the build */
+
+	for (i = 0; built && i < STEER_TREE_REFRESH; i++) {
+		const struct steer_entry *e;
+		const struct steer_wire *w;
+		struct steer_slot *s;
+		__u64 key, busy, work;
+
+		if (pos >= STEER_MAX_BACKENDS)
+			return STEER_NO_PICK;
+		e = &t->e[pos & (STEER_MAX_BACKENDS - 1)];
+		s = slot_at(ctx, e->slot);
+		if (!s || !steer_slot_eligible(s))
+			break; /* a drain or an ejection ahead of its epoch bump */
+		w = wire_at ? wire_at(wctx, e->slot) : 0;
+		busy = w ? w->busy_until_ns : 0;
+		/* steer_key, with its time-free part kept for the idle test */
+		work = steer_score(e->base_wait_ns, steer_slot_inflight(s), e->ns_per_token);
+		if (t->flags & STEER_TBL_PENDING)
+			key = steer_entry_key(t, e, s, w, ck->ref_ns);
+		else
+			key = steer_sat_add(work, steer_max_u64(busy, ck->ref_ns));
+		if (key != tr->score[pos & (STEER_MAX_BACKENDS - 1)]) {
+			steer_tree_key_leaf(tr, pos, key, busy, ck);
+			pos = steer_tree_pick(tr);
+			continue;
+		}
+		if ((t->flags & STEER_TBL_PENDING) || key == STEER_U64_MAX)
+			return pos;
+		if (busy > ck->ref_ns) {
+			if (busy >= at)
+				return pos;
+			break; /* its busy time ran out: the order may have changed */
+		}
+		if (steer_sat_add(work, at) < ck->busy_min)
+			return pos;
+		break; /* a backend keyed busy may be ahead by now */
+	}
+	steer_tree_build_at(tr, t, slot_at, ctx, wire_at, wctx, epoch, now, ck);
+	return steer_tree_pick(tr);
+}
+
+#endif /* STEER_SELECT_H */

@@ -1,0 +1,319 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/*
+ * test_wire_fluid.c - the busy-until estimate (issue 11, "fluid", the default
+ * score of unanswered requests) with the real programs in a throwaway cgroup
+ * and network namespace:
+ *  - at every connect the kernel picks exactly what steer_select_at() picks
+ *    at the kernel's own time (the connect's coarse clock tick), over random
+ *    requests sent, answered and credits drained;
+ *  - a large plain-JSON request (answered only at its end) keeps new
+ *    connections away from its backend for the time its tokens take at the
+ *    backend's rate, not until its answer;
+ *  - a streaming answer's first chunk ends that at once.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "dataplane.h"
+#include "tap.h"
+#include "testenv.h"
+#include "wire_lib.h"
+
+static struct steer_addr vip_ref, vip_json, vip_sse;
+static struct responder r_ref[3], r_json[2], r_sse[2];
+
+static uint64_t steered(uint32_t slot)
+{
+	return steer_dp_slot_counters(dp, slot)->steered;
+}
+
+/* The table as published (every base 0, so in the given order). */
+static void mirror_of(struct steer_table *t, const uint32_t *slots, int n, double npt)
+{
+	int k;
+
+	memset(t, 0, sizeof(*t));
+	t->n = (uint32_t)n;
+	t->bytes_per_token = STEER_DEFAULT_BYTES_PER_TOKEN;
+	for (k = 0; k < n; k++) {
+		t->e[k].ns_per_token = (uint64_t)npt;
+		t->e[k].slot = slots[k];
+		t->e[k].peers = 1;
+	}
+}
+
+/* Which of the slots a connect made just now was steered to, from the
+ * steered counters before (was) and now; -1 when not exactly one moved. */
+static int moved(const uint32_t *slots, const uint64_t *was, int n)
+{
+	int k, which = -1;
+
+	for (k = 0; k < n; k++)
+		if (steered(slots[k]) != was[k]) {
+			if (which >= 0)
+				return -1;
+			which = k;
+		}
+	return which;
+}
+
+static uint64_t seed = 0x2545f4914f6cdd1dULL;
+
+static uint64_t rnd(void)
+{
+	seed ^= seed >> 12;
+	seed ^= seed << 25;
+	seed ^= seed >> 27;
+	return seed * 2685821657736338717ULL;
+}
+
+/* ---- 1. the kernel picks what steer_select_at picks at its own time -------------- */
+
+#define REF_NPT 100000.0 /* 0.1 ms per token: requests keep a backend busy 10 ms - 1 s */
+
+static void test_the_kernel_picks_what_steer_select_at_picks(void)
+{
+	struct responder *be[3] = { &r_ref[0], &r_ref[1], &r_ref[2] };
+	static struct steer_table mirror;
+	uint32_t slots[3];
+	bool open_req[3] = { false, false, false };
+	int fd[3], k, step, compared = 0, skipped = 0;
+
+	CHECK(publish_flags(&vip_ref, be, 3, 0, 0, REF_NPT) == 0, "publish: %s", err);
+	for (k = 0; k < 3; k++) {
+		slots[k] = slot_of(&vip_ref, be[k]);
+		steer_dp_inflight_exchange(dp, slots[k]);
+	}
+	mirror_of(&mirror, slots, 3, REF_NPT);
+	/* One keep-alive connection per backend: credits water-fill A, B, C. */
+	for (k = 0; k < 3; k++) {
+		uint64_t was = steered(slots[k]);
+
+		fd[k] = client_connect(&vip_ref);
+		CHECK(fd[k] >= 0, "connect %d: %s", k, strerror(-fd[k]));
+		CHECK(steered(slots[k]) == was + 1, "connection %d did not reach backend %d", k, k);
+	}
+	for (step = 0; step < 120; step++) {
+		int j = (int)(rnd() % 3), got;
+		uint64_t was[3], t0, t1;
+		struct steer_pick want;
+		int probe;
+
+		if (open_req[j]) {
+			allow_chunk(be[j]);
+			CHECK(read_some(fd[j]) > 0, "step %d: no answer from %d", step, j);
+			open_req[j] = false;
+		} else if (rnd() % 3) {
+			CHECK(send_request(fd[j], be[j], 400 + rnd() % 40000) == 0,
+			      "step %d: request to %d not received", step, j);
+			open_req[j] = true;
+		}
+		if (rnd() % 8 == 0)
+			for (k = 0; k < 3; k++)
+				steer_dp_inflight_exchange(dp, slots[k]); /* a daemon drain */
+		for (k = 0; k < 3; k++)
+			was[k] = steered(slots[k]);
+		t0 = steer_dp_clock_ns();
+		steer_select_at(&mirror, slot_at, dp, steer_dp_wire_at, dp, t0, 1, &want);
+		probe = client_connect(&vip_ref);
+		t1 = steer_dp_clock_ns();
+		CHECK(probe >= 0, "probe %d: %s", step, strerror(-probe));
+		close(probe);
+		got = moved(slots, was, 3);
+		CHECK(got >= 0, "step %d: no single backend was steered to", step);
+		if (t0 != t1) {
+			skipped++; /* the kernel's clock may have read either tick */
+			continue;
+		}
+		compared++;
+		CHECK(want.found && want.slot == slots[got],
+		      "step %d at %llu: the kernel chose backend %d, steer_select_at slot %u", step,
+		      (unsigned long long)t0, got, want.slot);
+	}
+	for (k = 0; k < 3; k++) {
+		if (open_req[k]) {
+			allow_chunk(be[k]);
+			read_some(fd[k]);
+		}
+		close(fd[k]);
+	}
+	printf("# %d connects compared at the kernel's tick, %d straddled a tick\n", compared,
+	       skipped);
+	CHECK(compared >= 20, "only %d of 120 connects fell within one clock tick", compared);
+}
+
+/* ---- 2. plain JSON: busy for the request's tokens, not until its answer ----------- */
+
+#define JSON_NPT 20000.0 /* 20 us per token: 10,000 tokens keep A busy 200 ms */
+
+static void test_a_large_json_request_keeps_a_busy_only_for_its_tokens(void)
+{
+	struct responder *be[2] = { &r_json[0], &r_json[1] };
+	uint32_t slots[2];
+	uint64_t t_send0, t_send1, until, first_a = 0, busy_ns = (uint64_t)(10000 * JSON_NPT);
+	int fd, k, to_b = 0;
+
+	CHECK(publish_flags(&vip_json, be, 2, 0, 0, JSON_NPT) == 0, "publish: %s", err);
+	for (k = 0; k < 2; k++) {
+		slots[k] = slot_of(&vip_json, be[k]);
+		steer_dp_inflight_exchange(dp, slots[k]);
+	}
+	fd = client_connect(&vip_json);
+	CHECK(fd >= 0, "connect: %s", strerror(-fd));
+	CHECK(steered(slots[0]) == 1, "the tie did not go to A");
+	/* 40,000 bytes = 10,000 tokens on A, answered only when told. */
+	t_send0 = steer_dp_clock_ns();
+	CHECK(send_request(fd, be[0], 40000) == 0, "request not received");
+	t_send1 = steer_dp_clock_ns();
+	until = steer_dp_wire_counters(dp, slots[0])->busy_until_ns;
+	CHECK(until >= t_send0 + busy_ns && until <= t_send1 + busy_ns,
+	      "busy_until %llu ns after the send began, want %llu (the send took %llu ns)",
+	      (unsigned long long)(until - t_send0), (unsigned long long)busy_ns,
+	      (unsigned long long)(t_send1 - t_send0));
+	/* New connections go to B while A is busy (B's credits drained before
+	 * each, as a publish would), and to A from the first tick at or after
+	 * busy_until, with the request still unanswered. */
+	for (;;) {
+		uint64_t was[2] = { steered(slots[0]), steered(slots[1]) }, t0, t1;
+		int probe, got;
+
+		/* Paced: B's responder holds each probe in its accept queue (1,024). */
+		nanosleep(&(struct timespec){ .tv_nsec = 1000000 }, NULL);
+		steer_dp_inflight_exchange(dp, slots[1]);
+		t0 = steer_dp_clock_ns();
+		probe = client_connect(&vip_json);
+		t1 = steer_dp_clock_ns();
+		CHECK(probe >= 0, "probe: %s", strerror(-probe));
+		close(probe);
+		got = moved(slots, was, 2);
+		CHECK(got >= 0, "no single backend was steered to");
+		if (got == 0) {
+			CHECK(t1 >= until, "A chosen at %llu ns, %llu ns before its busy_until",
+			      (unsigned long long)t1, (unsigned long long)(until - t1));
+			first_a = t1;
+			break;
+		}
+		CHECK(t0 < until, "B chosen at %llu ns, %llu ns after A's busy_until",
+		      (unsigned long long)t0, (unsigned long long)(t0 - until));
+		to_b++;
+		CHECK(t0 < t_send0 + (uint64_t)WAIT_MS * 1000000ULL, "A never chosen again");
+	}
+	CHECK(steer_dp_pending_bytes(dp, slots[0]) == 40000, "the request is no longer pending");
+	CHECK(to_b >= 1, "not one connection avoided A while it was busy");
+	printf("# A busy %.1f ms (10,000 tokens x 20 us): %d connections to B, A again %.1f ms "
+	       "after the send, still unanswered\n",
+	       (double)busy_ns / 1e6, to_b, (double)(first_a - t_send0) / 1e6);
+	allow_chunk(be[0]);
+	CHECK(read_some(fd) > 0, "no response");
+	CHECK(steer_dp_pending_bytes(dp, slots[0]) == 0, "answered, yet pending");
+	close(fd);
+}
+
+/* ---- 3. streaming: the first chunk ends the busy time ------------------------------ */
+
+#define SSE_NPT 1000000.0 /* 1 ms per token: 10,000 tokens would keep A busy 10 s */
+
+static void test_a_streaming_answer_caps_the_busy_time(void)
+{
+	struct responder *be[2] = { &r_sse[0], &r_sse[1] };
+	uint32_t slots[2];
+	uint64_t was[2], now;
+	int fd, probe, k;
+
+	CHECK(publish_flags(&vip_sse, be, 2, 0, 0, SSE_NPT) == 0, "publish: %s", err);
+	for (k = 0; k < 2; k++) {
+		slots[k] = slot_of(&vip_sse, be[k]);
+		steer_dp_inflight_exchange(dp, slots[k]);
+	}
+	fd = client_connect(&vip_sse);
+	CHECK(fd >= 0, "connect: %s", strerror(-fd));
+	CHECK(steered(slots[0]) == 1, "the tie did not go to A");
+	CHECK(send_request(fd, be[0], 40000) == 0, "request not received");
+	now = steer_dp_clock_ns();
+	CHECK(steer_dp_busy_left_ns(dp, slots[0], now) > 9000000000ULL, "A busy for %llu ns only",
+	      (unsigned long long)steer_dp_busy_left_ns(dp, slots[0], now));
+	steer_dp_inflight_exchange(dp, slots[1]);
+	was[0] = steered(slots[0]);
+	was[1] = steered(slots[1]);
+	probe = client_connect(&vip_sse);
+	CHECK(probe >= 0, "probe: %s", strerror(-probe));
+	close(probe);
+	CHECK(moved(slots, was, 2) == 1, "while A is busy the connect did not go to B");
+	/* The first chunk: the request is answered, nothing is pending, and the
+	 * busy time is capped at what is left pending: none. */
+	allow_chunk(be[0]);
+	CHECK(read_some(fd) > 0, "no first chunk");
+	now = steer_dp_clock_ns();
+	CHECK(steer_dp_pending_bytes(dp, slots[0]) == 0 &&
+		      steer_dp_busy_left_ns(dp, slots[0], now) == 0,
+	      "after the first chunk: pending %llu, busy %llu ns",
+	      (unsigned long long)steer_dp_pending_bytes(dp, slots[0]),
+	      (unsigned long long)steer_dp_busy_left_ns(dp, slots[0], now));
+	/* A now holds the answered request's real size in flight (until the
+	 * daemon drains it): drained here, A and B tie and A wins the tie. */
+	steer_dp_inflight_exchange(dp, slots[0]);
+	steer_dp_inflight_exchange(dp, slots[1]);
+	was[0] = steered(slots[0]);
+	was[1] = steered(slots[1]);
+	probe = client_connect(&vip_sse);
+	CHECK(probe >= 0, "probe: %s", strerror(-probe));
+	close(probe);
+	CHECK(moved(slots, was, 2) == 0, "after the first chunk the connect did not go to A");
+	for (k = 1; k < SSE_CHUNKS; k++) {
+		allow_chunk(be[0]);
+		CHECK(read_some(fd) > 0, "chunk %d missing", k);
+	}
+	close(fd);
+}
+
+static int setup(void)
+{
+	if (testenv_init("wirefl") != 0)
+		return -1;
+	if (responder_start(&r_ref[0], "127.0.6.1:9601", RESP_JSON) != 0 ||
+	    responder_start(&r_ref[1], "127.0.6.2:9602", RESP_JSON) != 0 ||
+	    responder_start(&r_ref[2], "127.0.6.3:9603", RESP_JSON) != 0 ||
+	    responder_start(&r_json[0], "127.0.6.4:9604", RESP_JSON) != 0 ||
+	    responder_start(&r_json[1], "127.0.6.5:9605", RESP_JSON) != 0 ||
+	    responder_start(&r_sse[0], "127.0.6.6:9606", RESP_SSE) != 0 ||
+	    responder_start(&r_sse[1], "127.0.6.7:9607", RESP_SSE) != 0)
+		return -1;
+	steer_addr_parse("127.0.0.122:8301", &vip_ref, err, sizeof(err));
+	steer_addr_parse("127.0.0.122:8302", &vip_json, err, sizeof(err));
+	steer_addr_parse("127.0.0.122:8303", &vip_sse, err, sizeof(err));
+	dp_opts.pin_dir = testenv_pin_dir();
+	dp_opts.cgroup = testenv_cgroup();
+	dp_opts.own = true;
+	if (steer_dp_open(&dp_opts, &dp, err, sizeof(err)) != 0) {
+		fprintf(stderr, "open: %s\n", err);
+		return -1;
+	}
+	return 0;
+}
+
+int main(void)
+{
+	struct responder *all[] = { &r_ref[0],	&r_ref[1], &r_ref[2], &r_json[0],
+				    &r_json[1], &r_sse[0], &r_sse[1] };
+	size_t i;
+
+	if (setup() != 0)
+		return tap_setup_failed();
+	TAP_RUN(test_the_kernel_picks_what_steer_select_at_picks);
+	TAP_RUN(test_a_large_json_request_keeps_a_busy_only_for_its_tokens);
+	TAP_RUN(test_a_streaming_answer_caps_the_busy_time);
+	if (dp) {
+		steer_dp_detach(dp, err, sizeof(err));
+		steer_dp_close(dp);
+	}
+	for (i = 0; i < sizeof(all) / sizeof(all[0]); i++)
+		responder_stop(all[i]);
+	return tap_done();
+}
