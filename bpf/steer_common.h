@@ -156,6 +156,10 @@ struct steer_table {
  * tokens (until the first response byte) instead of by its busy-until time
  * (the default, "fluid"). The kernel reads it when it builds the tree. */
 #define STEER_TBL_PENDING 0x2
+/* For observability only (the kernel does not read it): the daemon runs with
+ * --wire-estimator off, so no request bytes are counted and every connection
+ * keeps the flat connect credit. */
+#define STEER_TBL_WIRE_OFF 0x4
 
 /* ---- Per-backend counters (steer_slots) --------------------------------- */
 

@@ -106,6 +106,12 @@ static void test_every_flag(void)
 	CHECK(c.log_level == STEER_LOG_WARN, "the last --log-level wins: %d", c.log_level);
 	CHECK(c.cgroup[0] == 0, "empty cgroup is the root");
 	CHECK(!c.wire_pending, "busy-until (fluid) is the default");
+	CHECK(!c.wire_off, "request bytes are counted by default");
+	steer_config_free(&c);
+
+	rc = LOAD(&c, BASE, "--wire-estimator", "pending", "--wire-estimator", "off");
+	CHECK(rc == STEER_CONFIG_OK, "rc=%d err=%s", rc, err);
+	CHECK(c.wire_off && !c.wire_pending, "the last --wire-estimator wins: off");
 	steer_config_free(&c);
 }
 

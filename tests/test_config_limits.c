@@ -270,7 +270,7 @@ static const struct refusal out_of_bounds[] = {
 	    "got '1025'" } },
 	{ { BASE, "--bytes-per-token", "0" }, { "--bytes-per-token: ", "from 1 to 1024", "'0'" } },
 	{ { BASE, "--wire-estimator", "sum" },
-	  { "--wire-estimator: must be fluid or pending, got 'sum'" } },
+	  { "--wire-estimator: must be fluid, pending or off, got 'sum'" } },
 	{ { BASE, "--bytes-per-token", "3.5" },
 	  { "--bytes-per-token: ", "from 1 to 1024", "'3.5'" } },
 	{ { BASE, "--bytes-per-token", "-3" },

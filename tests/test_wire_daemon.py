@@ -18,7 +18,8 @@ the VIP with requests of known sizes. Asserted, with exact numbers:
   twice), and the kernel's score is that base plus the busy time left now;
 - a socket closed mid-request leaves nothing pending;
 - a daemon restart (--keep-pinned) leaves every counter where it was;
-- SIGHUP applies a changed bytes-per-token from the file.
+- SIGHUP applies a changed bytes-per-token from the file;
+- --wire-estimator off attaches no accounting program and counts nothing.
 """
 import json
 import os
@@ -67,9 +68,9 @@ d = L.Daemon(env, ARGS).start()
 CFG = os.path.join(env.tmp, "steer.yaml")
 
 
-def write_config(bpt):
+def write_config(bpt, extra=""):
     """The same service as ARGS, from a file, with bytes-per-token on the service."""
-    text = (f"load-check-interval: 500ms\nkeep-pinned: true\nbytes-per-token: 7\nservices:\n"
+    text = (f"load-check-interval: 500ms\nkeep-pinned: true\nbytes-per-token: 7\n{extra}services:\n"
             f"  - vip: {VIP}\n    bytes-per-token: {bpt}\n    backends:\n")
     for addr, w in loads.items():
         text += f"      - {addr},loads=grpc://{w.grpc}\n"
@@ -334,6 +335,32 @@ with t.case("SIGHUP applies a changed bytes-per-token (the service key beats the
     release("r6")
     read_answer(s)
     s.close()
+
+with t.case("--wire-estimator off: no accounting programs attached, bytes not counted"):
+    rc, _ = d.stop()
+    t.check(rc == 0, f"daemon exit {rc}")
+    write_config(BPT, "wire-estimator: off\n")
+    d = L.Daemon(env, ["--config", CFG]).start()
+    d.wait_publishes(2)
+    t.check(explain()["estimator"] == "off", f"explain's estimator {explain()['estimator']}")
+    links = sorted(n for n in os.listdir(env.pin) if n.startswith("steer_lnk_w"))
+    t.check(links == [], f"wire links still pinned: {links}")
+    before = {addr: wire(addr) for addr in (A, B)}
+    s4 = connect()
+    r7 = request(None, body=b"i" * 2000)
+    c0 = counts()
+    s4.sendall(r7)
+    peer4 = held_by(c0)
+    read_answer(s4)
+    s4.close()
+    t.check({addr: wire(addr) for addr in (A, B)} == before,
+            f"counted with the estimator off: {before} -> {wire(peer4)}")
+    write_config(BPT)  # a reload cannot attach the programs: it says so, and stays off
+    d.send(signal.SIGHUP)
+    L.wait_for(lambda: "--wire-estimator to or from off needs a restart" in d.log_text(), 30,
+               "the reload's warning")
+    t.check(sorted(n for n in os.listdir(env.pin) if n.startswith("steer_lnk_w")) == [],
+            "a reload attached the wire programs")
 
 rc, _ = d.stop()
 with t.case("daemon exits cleanly"):

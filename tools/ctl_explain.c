@@ -490,7 +490,10 @@ static int explain_json(const struct steer_dp *dp, const struct steer_view *v,
 	jadd_u64(root, "svc_id", s->svc_id);
 	json_table_state(root, v, s);
 	jadd_u64(root, "rr_cursor", s->stats.rr_cursor);
-	jadd_str(root, "estimator", svc_fluid(s) ? "fluid" : "pending");
+	jadd_str(root, "estimator",
+		 (s->table_flags & STEER_TBL_WIRE_OFF) ? "off"
+		 : svc_fluid(s)			       ? "fluid"
+						       : "pending");
 	jadd_u64(root, "now_ns", explain_now);
 	for (i = 0; i < s->n_backends; i++)
 		json_object_array_add(bks, json_backend_explain(dp, s, &s->backends[i]));

@@ -97,6 +97,10 @@ struct steer_config {
 	/* --wire-estimator pending: score unanswered requests by their pending
 	 * tokens (the ablation) instead of busy-until (fluid, the default). */
 	bool wire_pending;
+	/* --wire-estimator off: request bytes are not counted at all (the
+	 * cgroup_skb programs are not attached, so unsteered sockets pay no
+	 * per-packet dispatch); connections keep the flat connect credit. */
+	bool wire_off;
 
 	/* Polling, nanoseconds. */
 	uint64_t interval_ns; /* --load-check-interval, default 1 s */

@@ -423,11 +423,12 @@ static int parse_log_level(const char *v, struct steer_config *dst, char *why, s
 
 static int parse_wire_estimator(const char *v, struct steer_config *dst, char *why, size_t whylen)
 {
-	if (!strcmp(v, "fluid") || !strcmp(v, "pending")) {
-		dst->wire_pending = v[0] == 'p';
+	if (!strcmp(v, "fluid") || !strcmp(v, "pending") || !strcmp(v, "off")) {
+		dst->wire_pending = !strcmp(v, "pending");
+		dst->wire_off = !strcmp(v, "off");
 		return 0;
 	}
-	return cfg_why(why, whylen, "must be fluid or pending, got '%s'", v);
+	return cfg_why(why, whylen, "must be fluid, pending or off, got '%s'", v);
 }
 
 /*
@@ -548,8 +549,10 @@ void cfg_layer_apply(struct steer_config *dst, const struct layer *l)
 		dst->healthy_after = v->healthy_after;
 	if (l->set[OPT_LOG_LEVEL])
 		dst->log_level = v->log_level;
-	if (l->set[OPT_WIRE_ESTIMATOR])
+	if (l->set[OPT_WIRE_ESTIMATOR]) {
 		dst->wire_pending = v->wire_pending;
+		dst->wire_off = v->wire_off;
+	}
 	if (l->set[OPT_DNS_INTERVAL])
 		dst->dns_interval_ns = v->dns_interval_ns;
 	if (l->set[OPT_DNS_SERVER])

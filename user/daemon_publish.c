@@ -252,7 +252,8 @@ void publish(struct daemon *d)
 			.ttl_ns = d->cfg.max_age_ns,
 			.allow_empty = true, /* every backend drained: refuse */
 			.flags = (s->fail_open ? STEER_TBL_FAIL_OPEN : 0) |
-				 (s->policy.wire_pending ? STEER_TBL_PENDING : 0),
+				 (s->policy.wire_pending ? STEER_TBL_PENDING : 0) |
+				 (d->cfg.wire_off ? STEER_TBL_WIRE_OFF : 0),
 			.peers = s->policy.peer_routers,
 		};
 	}

@@ -89,6 +89,9 @@ static void reload(struct daemon *d)
 	    next.xdp_mode != d->cfg.xdp_mode || strcmp(next.xdp_encap_src, d->cfg.xdp_encap_src))
 		log_warn("reload: --xdp-dev, --xdp-mode and --xdp-encap-src changes need a "
 			 "restart; ignored");
+	if (next.wire_off != d->cfg.wire_off)
+		log_warn("reload: switching --wire-estimator to or from off needs a restart; "
+			 "ignored");
 	if (strcmp(next.metrics_listen, d->cfg.metrics_listen) ||
 	    next.metrics_enabled != d->cfg.metrics_enabled)
 		log_warn("reload: a --metrics-listen change needs a restart; ignored");
@@ -104,6 +107,10 @@ static void reload(struct daemon *d)
 	snprintf(next.cgroup, sizeof(next.cgroup), "%s", d->cfg.cgroup);
 	snprintf(next.metrics_listen, sizeof(next.metrics_listen), "%s", d->cfg.metrics_listen);
 	next.metrics_enabled = d->cfg.metrics_enabled;
+	if (next.wire_off != d->cfg.wire_off) { /* whether the programs are attached */
+		next.wire_off = d->cfg.wire_off;
+		next.wire_pending = d->cfg.wire_pending;
+	}
 	memcpy(next.xdp_devs, d->cfg.xdp_devs, sizeof(next.xdp_devs));
 	next.n_xdp_devs = d->cfg.n_xdp_devs;
 	next.xdp_mode = d->cfg.xdp_mode;
@@ -181,7 +188,8 @@ static int start(struct daemon *d)
 {
 	struct steer_dp_opts o = { .pin_dir = d->cfg.pin_path,
 				   .cgroup = d->cfg.cgroup[0] ? d->cfg.cgroup : NULL,
-				   .own = true };
+				   .own = true,
+				   .wire_off = d->cfg.wire_off };
 	char err[512];
 	int rc;
 
