@@ -38,7 +38,7 @@ MAN = os.path.join(DOCS, "man", "smg-steerd.8")
 # kubectl delete --cascade, kubectl logs --prefix.
 FOREIGN_FLAGS = {"--dry-run", "--from-file", "--bounding-set", "--inh-caps", "--now", "--quick",
                  "--latency", "--cascade", "--prefix",
-                 "--cpu", "--runtime"}  # stress-ng's and podman's, in benchmarks/deployment
+                 "--cpu", "--cpu-load", "--runtime"}  # stress-ng's and podman's, in benchmarks/deployment
 
 
 def source_flags():
