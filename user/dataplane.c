@@ -47,6 +47,38 @@ void dp_pin_path(const struct steer_dp *dp, const char *name, char *buf, size_t 
 	snprintf(buf, len, "%s/%s", dp->pin_dir, name);
 }
 
+/* Swap prog into a link a previous owner pinned, without a gap; the link is
+ * destroyed (the pin stays) when that fails. */
+int dp_link_swap(struct bpf_link *l, struct bpf_program *prog, const char *path, char *err,
+		 size_t errlen)
+{
+	if (bpf_link__update_program(l, prog) == 0)
+		return 0;
+	bpf_link__destroy(l);
+	return steer_seterr(err, errlen, errno, "cannot update pinned link %s: %s", path,
+			    strerror(errno));
+}
+
+/* Attach prog to the cgroup cg_fd (dp->cgroup) and pin the link at path. */
+int dp_link_attach_pinned(const struct steer_dp *dp, struct bpf_program *prog, int cg_fd,
+			  const char *path, struct bpf_link **out, char *err, size_t errlen)
+{
+	struct bpf_link *l = bpf_program__attach_cgroup(prog, cg_fd);
+
+	if (!l)
+		return steer_seterr(err, errlen, errno, "cannot attach %s to cgroup %s: %s",
+				    bpf_program__name(prog), dp->cgroup, strerror(errno));
+	if (bpf_link__pin(l, path) != 0) {
+		int rc = steer_seterr(err, errlen, errno, "cannot pin %s: %s", path,
+				      strerror(errno));
+
+		bpf_link__destroy(l);
+		return rc;
+	}
+	*out = l;
+	return 0;
+}
+
 /* ---- open ---------------------------------------------------------------- */
 
 static int ensure_bpffs(const char *pin_dir, char *err, size_t errlen)
@@ -286,34 +318,20 @@ static int attach_or_adopt_links(struct steer_dp *dp, char *err, size_t errlen)
 					dp->cgroup);
 				break;
 			}
-			if (bpf_link__update_program(l, link_prog(dp, i)) != 0) {
-				rc = steer_seterr(err, errlen, errno,
-						  "cannot update pinned link %s: %s", path,
-						  strerror(errno));
-				bpf_link__destroy(l);
+			rc = dp_link_swap(l, link_prog(dp, i), path, err, errlen);
+			if (rc != 0)
 				break;
-			}
 			dp->links[i] = l;
 			dp->adopted = true;
 			if (i == DP_LINK_RELEASE)
 				rc = dp_layout_take_over(dp, err, errlen);
 			continue;
 		}
-		l = bpf_program__attach_cgroup(link_prog(dp, i), cg_fd);
-		if (!l) {
-			rc = steer_seterr(err, errlen, errno, "cannot attach %s to cgroup %s: %s",
-					  bpf_program__name(link_prog(dp, i)), dp->cgroup,
-					  strerror(errno));
+		rc = dp_link_attach_pinned(dp, link_prog(dp, i), cg_fd, path, &dp->links[i], err,
+					   errlen);
+		if (rc != 0)
 			break;
-		}
-		if (bpf_link__pin(l, path) != 0) {
-			rc = steer_seterr(err, errlen, errno, "cannot pin %s: %s", path,
-					  strerror(errno));
-			bpf_link__destroy(l);
-			break;
-		}
-		dp->links[i] = l;
-		if (i == DP_LINK_RELEASE && rc == 0)
+		if (i == DP_LINK_RELEASE)
 			rc = dp_layout_take_over(dp, err, errlen);
 	}
 	close(cg_fd);

@@ -44,6 +44,7 @@ struct steer_bpf;
 struct steer_wire_bpf;
 struct bpf_link;
 struct dp_migration;
+struct bpf_program;
 
 struct steer_dp {
 	char pin_dir[STEER_PIN_DIR_MAX];
@@ -101,6 +102,10 @@ struct steer_dp {
 
 /* dataplane.c */
 void dp_pin_path(const struct steer_dp *dp, const char *name, char *buf, size_t len);
+int dp_link_swap(struct bpf_link *l, struct bpf_program *prog, const char *path, char *err,
+		 size_t errlen);
+int dp_link_attach_pinned(const struct steer_dp *dp, struct bpf_program *prog, int cg_fd,
+			  const char *path, struct bpf_link **out, char *err, size_t errlen);
 int dp_current_generation_fd(const struct steer_dp *dp);
 /* Points the pin steer_tables at generation fd (dataplane_publish.c). */
 void dp_pin_generation(struct steer_dp *dp, int fd);

@@ -107,30 +107,13 @@ int dp_wire_attach(struct steer_dp *dp, char *err, size_t errlen)
 		dp_pin_path(dp, wire_link_names[i], path, sizeof(path));
 		l = access(path, F_OK) == 0 ? bpf_link__open(path) : NULL;
 		if (l) {
-			if (bpf_link__update_program(l, wire_prog(dp, i)) != 0) {
-				rc = steer_seterr(err, errlen, errno,
-						  "cannot update pinned link %s: %s", path,
-						  strerror(errno));
-				bpf_link__destroy(l);
-				break;
-			}
-			dp->wire_links[i] = l;
+			rc = dp_link_swap(l, wire_prog(dp, i), path, err, errlen);
+			if (rc == 0)
+				dp->wire_links[i] = l;
 			continue;
 		}
-		l = bpf_program__attach_cgroup(wire_prog(dp, i), cg_fd);
-		if (!l) {
-			rc = steer_seterr(err, errlen, errno, "cannot attach %s to cgroup %s: %s",
-					  bpf_program__name(wire_prog(dp, i)), dp->cgroup,
-					  strerror(errno));
-			break;
-		}
-		if (bpf_link__pin(l, path) != 0) {
-			rc = steer_seterr(err, errlen, errno, "cannot pin %s: %s", path,
-					  strerror(errno));
-			bpf_link__destroy(l);
-			break;
-		}
-		dp->wire_links[i] = l;
+		rc = dp_link_attach_pinned(dp, wire_prog(dp, i), cg_fd, path, &dp->wire_links[i],
+					   err, errlen);
 	}
 	close(cg_fd);
 	return rc;
