@@ -69,7 +69,6 @@ static __always_inline enum choice choose(struct steer_table *t, struct steer_de
 	struct steer_svc_tree *tr = bpf_map_lookup_elem(&steer_tree, &svc_id);
 	const struct steer_entry *e;
 	struct steer_slot *s;
-
 	struct steer_wire *w;
 
 	if (!all || !wall || !st || !tr)
