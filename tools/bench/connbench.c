@@ -23,6 +23,15 @@
  * --addr (same port): the client-side balancing anchor. --request writes a
  * one-byte request after connect (onebyte --request reads it before it
  * answers): a request/response exchange, latency still up to the answer.
+ *
+ * With --pair-addr, one thread alternates blocks of --block connections
+ * between two paths (see run_pairs) and prints one row instead:
+ *   label_a,label_b,block,pairs,errors,p50_a_us,p50_b_us,ratio_p50,
+ *   ratio_p50_q1,ratio_p50_q3,ratio_mean,ratio_mean_q1,ratio_mean_q3
+ * p50_*_us: the median over blocks of each block's median connection time,
+ * socket() to close(); ratio_p50: the median over block pairs of
+ * median A / median B, with its quartiles; ratio_mean: the same of the
+ * blocks' mean times (per-connection wall time, as per_conn_us).
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -167,7 +176,7 @@ static int join_cgroup(const char *dir)
 	return rc;
 }
 
-static int parse_target(const char *s)
+static int parse_target(const char *s, struct sockaddr_in *dst)
 {
 	char host[64];
 	const char *colon = strrchr(s, ':');
@@ -176,16 +185,191 @@ static int parse_target(const char *s)
 		return -1;
 	memcpy(host, s, (size_t)(colon - s));
 	host[colon - s] = 0;
-	target[0].sin_family = AF_INET;
-	target[0].sin_port = htons((uint16_t)atoi(colon + 1));
-	return inet_pton(AF_INET, host, &target[0].sin_addr) == 1 && target[0].sin_port ? 0 : -1;
+	dst->sin_family = AF_INET;
+	dst->sin_port = htons((uint16_t)atoi(colon + 1));
+	return inet_pton(AF_INET, host, &dst->sin_addr) == 1 && dst->sin_port ? 0 : -1;
+}
+
+/* addr[1..n) = the n - 1 IPv4 addresses after addr[0], same port. */
+static void consecutive_targets(struct sockaddr_in *addr, int n)
+{
+	for (int t = 1; t < n; t++) {
+		addr[t] = addr[0];
+		addr[t].sin_addr.s_addr = htonl(ntohl(addr[0].sin_addr.s_addr) + (uint32_t)t);
+	}
+}
+
+/*
+ * --pair: blocks of --block connections alternate between path A (--addr,
+ * --addr-count, --cgroup) and path B (--pair-addr, --pair-addr-count,
+ * --pair-cgroup) in one thread, in ABBA order, the process moving to the
+ * path's cgroup before each block. Each connection is timed from socket() to
+ * close(). Side by side in the same seconds, slow drifts of a shared machine
+ * hit both paths alike, and a block's median ignores the preemptions that
+ * make per-round means noisy.
+ */
+struct pair_path {
+	struct sockaddr_in addr[MAX_TARGETS];
+	int n_addr;
+	const char *cgroup, *label;
+	unsigned next;
+};
+
+struct block_stat {
+	double med_ns, mean_ns;
+};
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* The q-quantile of v[0..n) (sorted in place), nearest rank. */
+static double quantile(double *v, size_t n, double q)
+{
+	if (n == 0)
+		return 0;
+	qsort(v, n, sizeof(*v), cmp_double);
+	return v[(size_t)(q * (double)(n - 1) + 0.5)];
+}
+
+/* One connection, socket() to close(): its wall time in ns, or -1. */
+static int64_t timed_connection(const struct sockaddr_in *to)
+{
+	uint64_t t0 = now_ns();
+	unsigned char byte;
+
+	if (one_connection(to, &byte) < 0)
+		return -1;
+	return (int64_t)(now_ns() - t0);
+}
+
+/* One block on path p: its median and mean connection time. */
+static int run_block(struct pair_path *p, int block, uint32_t *scratch, struct block_stat *out,
+		     uint64_t *errors)
+{
+	double sum = 0;
+	int k = 0;
+
+	if (p->cgroup && join_cgroup(p->cgroup) != 0) {
+		fprintf(stderr, "connbench: cannot join cgroup %s: %s\n", p->cgroup,
+			strerror(errno));
+		return -1;
+	}
+	while (k < block) {
+		int64_t ns = timed_connection(&p->addr[p->next++ % (unsigned)p->n_addr]);
+
+		if (ns < 0) {
+			if (++*errors > 1000) {
+				fprintf(stderr, "connbench: too many failed connections\n");
+				return -1;
+			}
+			continue;
+		}
+		scratch[k++] = ns > UINT32_MAX ? UINT32_MAX : (uint32_t)ns;
+		sum += (double)ns;
+	}
+	qsort(scratch, (size_t)block, sizeof(*scratch), cmp_u32);
+	out->med_ns = scratch[block / 2];
+	out->mean_ns = sum / block;
+	return 0;
+}
+
+static void pair_report(const struct pair_path *a, const struct pair_path *b, int block,
+			struct block_stat *sa, struct block_stat *sb, size_t pairs, uint64_t errors)
+{
+	double *med_a = calloc(pairs + 1, sizeof(double)),
+	       *med_b = calloc(pairs + 1, sizeof(double));
+	double *r_med = calloc(pairs + 1, sizeof(double)),
+	       *r_mean = calloc(pairs + 1, sizeof(double));
+	size_t i;
+
+	if (!med_a || !med_b || !r_med || !r_mean) {
+		fprintf(stderr, "connbench: out of memory\n");
+		exit(1);
+	}
+	for (i = 0; i < pairs; i++) {
+		med_a[i] = sa[i].med_ns;
+		med_b[i] = sb[i].med_ns;
+		r_med[i] = sa[i].med_ns / sb[i].med_ns;
+		r_mean[i] = sa[i].mean_ns / sb[i].mean_ns;
+	}
+	printf("%s,%s,%d,%zu,%llu,%.3f,%.3f,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f\n", a->label, b->label,
+	       block, pairs, (unsigned long long)errors, quantile(med_a, pairs, 0.5) / 1000.0,
+	       quantile(med_b, pairs, 0.5) / 1000.0, quantile(r_med, pairs, 0.5),
+	       quantile(r_med, pairs, 0.25), quantile(r_med, pairs, 0.75),
+	       quantile(r_mean, pairs, 0.5), quantile(r_mean, pairs, 0.25),
+	       quantile(r_mean, pairs, 0.75));
+	free(med_a);
+	free(med_b);
+	free(r_med);
+	free(r_mean);
+}
+
+static int run_pairs(struct pair_path *a, struct pair_path *b, int block, double seconds,
+		     int warm_ms, bool header)
+{
+	size_t cap = 1024, pairs = 0;
+	struct block_stat *sa = malloc(cap * sizeof(*sa)), *sb = malloc(cap * sizeof(*sb));
+	uint32_t *scratch = malloc((size_t)block * sizeof(*scratch));
+	uint64_t warm_end = now_ns() + (uint64_t)warm_ms * 1000000ULL, errors = 0;
+	uint64_t end = warm_end + (uint64_t)(seconds * 1e9);
+	int rc = 0;
+
+	if (!sa || !sb || !scratch) {
+		fprintf(stderr, "connbench: out of memory\n");
+		return 1;
+	}
+	if (header)
+		printf("label_a,label_b,block,pairs,errors,p50_a_us,p50_b_us,ratio_p50,"
+		       "ratio_p50_q1,ratio_p50_q3,ratio_mean,ratio_mean_q1,ratio_mean_q3\n");
+	for (unsigned round = 0; rc == 0 && now_ns() < end; round++) {
+		struct block_stat x, y;
+		bool counted = now_ns() >= warm_end;
+		/* ABBA: each path goes first in half the pairs */
+		bool a_first = (round & 1) == 0;
+
+		rc = run_block(a_first ? a : b, block, scratch, a_first ? &x : &y, &errors);
+		if (rc == 0)
+			rc = run_block(a_first ? b : a, block, scratch, a_first ? &y : &x, &errors);
+		if (rc != 0 || !counted)
+			continue;
+		if (pairs == cap) {
+			struct block_stat *na, *nb;
+
+			cap *= 2;
+			na = realloc(sa, cap * sizeof(*sa));
+			if (na)
+				sa = na;
+			nb = realloc(sb, cap * sizeof(*sb));
+			if (nb)
+				sb = nb;
+			if (!na || !nb) {
+				fprintf(stderr, "connbench: out of memory\n");
+				rc = -1;
+				break;
+			}
+		}
+		sa[pairs] = x;
+		sb[pairs++] = y;
+	}
+	if (rc == 0 && pairs > 0)
+		pair_report(a, b, block, sa, sb, pairs, errors);
+	free(sa);
+	free(sb);
+	free(scratch);
+	return rc == 0 && pairs > 0 ? 0 : 1;
 }
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: connbench --addr IPV4:PORT --seconds S [--concurrency C] "
-			"[--addr-count N] [--label L] [--cgroup DIR] [--warmup-ms MS] [--header] "
-			"[--request]\n");
+	fprintf(stderr,
+		"usage: connbench --addr IPV4:PORT --seconds S [--concurrency C] "
+		"[--addr-count N] [--label L] [--cgroup DIR] [--warmup-ms MS] [--header] "
+		"[--request] [--pair-addr IPV4:PORT [--pair-addr-count N] [--pair-cgroup DIR] "
+		"[--pair-label L] [--block K]]\n");
 	exit(2);
 }
 
@@ -241,10 +425,17 @@ int main(int argc, char **argv)
 		{ "header", no_argument, 0, 'H' },
 		{ "addr-count", required_argument, 0, 'n' },
 		{ "request", no_argument, 0, 'r' },
+		{ "pair-addr", required_argument, 0, 'A' },
+		{ "pair-addr-count", required_argument, 0, 'N' },
+		{ "pair-cgroup", required_argument, 0, 'G' },
+		{ "pair-label", required_argument, 0, 'L' },
+		{ "block", required_argument, 0, 'b' },
 		{ 0, 0, 0, 0 },
 	};
+	static struct pair_path pa, pb; /* --pair: A is --addr, B is --pair-addr */
 	struct worker *w = workers;
 	const char *label = "run", *cgroup = NULL;
+	int block = 200;
 	double seconds = 0;
 	int conc = 1, warm_ms = 250, c, t;
 	bool header = false, oom = false;
@@ -253,7 +444,7 @@ int main(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		switch (c) {
 		case 'a':
-			if (parse_target(optarg) != 0)
+			if (parse_target(optarg, &target[0]) != 0)
 				usage();
 			break;
 		case 's':
@@ -280,6 +471,23 @@ int main(int argc, char **argv)
 		case 'r':
 			send_request = true;
 			break;
+		case 'A':
+			if (parse_target(optarg, &pb.addr[0]) != 0)
+				usage();
+			pb.n_addr = pb.n_addr ? pb.n_addr : 1;
+			break;
+		case 'N':
+			pb.n_addr = atoi(optarg);
+			break;
+		case 'G':
+			pb.cgroup = optarg;
+			break;
+		case 'L':
+			pb.label = optarg;
+			break;
+		case 'b':
+			block = atoi(optarg);
+			break;
 		default:
 			usage();
 		}
@@ -287,9 +495,18 @@ int main(int argc, char **argv)
 	if (!target[0].sin_port || seconds <= 0 || conc < 1 || conc > MAX_THREADS || warm_ms < 0 ||
 	    n_targets < 1 || n_targets > MAX_TARGETS)
 		usage();
-	for (t = 1; t < n_targets; t++) {
-		target[t] = target[0];
-		target[t].sin_addr.s_addr = htonl(ntohl(target[0].sin_addr.s_addr) + (uint32_t)t);
+	consecutive_targets(target, n_targets);
+	if (pb.addr[0].sin_port) {
+		if (conc != 1 || pb.n_addr < 1 || pb.n_addr > MAX_TARGETS || block < 8 ||
+		    block > 1000000)
+			usage();
+		memcpy(pa.addr, target, sizeof(target));
+		pa.n_addr = n_targets;
+		pa.cgroup = cgroup;
+		pa.label = label;
+		pb.label = pb.label ? pb.label : "b";
+		consecutive_targets(pb.addr, pb.n_addr);
+		return run_pairs(&pa, &pb, block, seconds, warm_ms, header);
 	}
 	if (cgroup && join_cgroup(cgroup) != 0) {
 		fprintf(stderr, "connbench: cannot join cgroup %s: %s\n", cgroup, strerror(errno));

@@ -39,7 +39,8 @@
 # pin, cgroup and temp file is removed at exit, also on failure or Ctrl-C.
 #
 # Knobs (environment): BENCH_ROUNDS (8: connbench and deccost rounds),
-# BENCH_CONN_SECONDS (1.5), BENCH_WRK_ROUNDS (3), BENCH_WRK_SECONDS (5),
+# BENCH_CONN_SECONDS (1.5), BENCH_PAIR_SECONDS (20: each connbench --pair run),
+# BENCH_PAIR_BLOCK (200 connections per block), BENCH_WRK_ROUNDS (3), BENCH_WRK_SECONDS (5),
 # BENCH_DEC_CONNECTS (5000), BENCH_CTL_SCALES (100,1000,5000), BENCH_CTL_ROUNDS
 # (2), BENCH_CTL_PY_SCALES (100,1000: the same against the Python fake worker,
 # one round), BENCH_SRC_ROUNDS (3), BENCH_SRC_BACKENDS (256),
@@ -60,6 +61,8 @@ PY=/usr/bin/python3
 
 ROUNDS=${BENCH_ROUNDS:-8}
 CONN_SECONDS=${BENCH_CONN_SECONDS:-1.5}
+PAIR_SECONDS=${BENCH_PAIR_SECONDS:-20}
+PAIR_BLOCK=${BENCH_PAIR_BLOCK:-200}
 WRK_ROUNDS=${BENCH_WRK_ROUNDS:-3}
 WRK_SECONDS=${BENCH_WRK_SECONDS:-5}
 DEC_CONNECTS=${BENCH_DEC_CONNECTS:-5000}
@@ -104,6 +107,7 @@ cgroot=$(awk '$3 == "cgroup2" { print $2; exit }' /proc/mounts)
 [ -n "$cgroot" ] || { echo "bench: no cgroup2 mount" >&2; exit 1; }
 tag="smg-steer-bench-$$"
 CG_DP="$cgroot/$tag-dp"   # the VIP path's client
+CG_DPNW="$cgroot/$tag-dpnw" # the same without request accounting (--wire-estimator off)
 CG_DEC="$cgroot/$tag-dec" # deccost
 CG_CTL="$cgroot/$tag-ctl" # the control-plane daemons (nobody connects from it)
 CG_CLI="$cgroot/$tag-cli" # the client on the unsteered paths (no programs)
@@ -145,7 +149,7 @@ cleanup() {
 	for cg in "$cgroot/$NETNS"-*; do
 		[ -d "$cg" ] && rmdir "$cg" 2>/dev/null || true
 	done
-	for cg in "$CG_DP" "$CG_DEC" "$CG_CTL" "$CG_CLI" "$CG_SRV" "$CG_NA" "$CG_NB" "$CG_NC" "$CG_NN" "$CG_WIRE"; do
+	for cg in "$CG_DP" "$CG_DPNW" "$CG_DEC" "$CG_CTL" "$CG_CLI" "$CG_SRV" "$CG_NA" "$CG_NB" "$CG_NC" "$CG_NN" "$CG_WIRE"; do
 		[ -d "$cg" ] && rmdir "$cg" 2>/dev/null || true
 	done
 	rm -rf "$TMP"
@@ -154,7 +158,7 @@ trap cleanup EXIT
 trap 'echo "bench: interrupted" >&2; exit 130' INT
 trap 'exit 143' TERM
 
-mkdir -p "$RES" "$CG_DP" "$CG_DEC" "$CG_CTL" "$CG_CLI" "$CG_SRV" "$CG_NA" "$CG_NB" "$CG_NC" "$CG_NN" "$CG_WIRE"
+mkdir -p "$RES" "$CG_DP" "$CG_DPNW" "$CG_DEC" "$CG_CTL" "$CG_CLI" "$CG_SRV" "$CG_NA" "$CG_NB" "$CG_NC" "$CG_NN" "$CG_WIRE"
 
 log() { printf '[%s] %s\n' "$(date +%T)" "$*"; }
 
@@ -340,6 +344,9 @@ start_dataplane_paths() {
 		--service "$VIP:8000=$ONE:9000*$NB" --service "$VIP:8080=$HTTP:8080*$NB" \
 		>"$TMP/vipctl.out" 2>&1
 	wait_ready "$TMP/vipctl.out" vipctl
+	bg "$BIN/vipctl" --pin "$PIN-dpnw" --cgroup "$CG_DPNW" --wire-off \
+		--service "$VIP:8000=$ONE:9000*$NB" >"$TMP/vipctl-nw.out" 2>&1
+	wait_ready "$TMP/vipctl-nw.out" "vipctl --wire-off"
 	wait_port "$(nth_ip $HTTP $((NB - 1)))" 8080 "nginx (HTTP backends)"
 	wait_port $NGS 8080 "nginx (stream)"
 	wait_port $HAP 8080 haproxy
@@ -349,7 +356,7 @@ start_dataplane_paths() {
 path_addr() {
 	case $1 in
 	direct | direct64) echo "$ONE" ;;
-	vip) echo "$VIP" ;;
+	vip | vipnw) echo "$VIP" ;;
 	haproxy) echo "$HAP" ;;
 	nginx) echo "$NGS" ;;
 	esac
@@ -359,9 +366,14 @@ path_addr() {
 CONN_PATHS="direct direct64 vip haproxy nginx"
 WRK_PATHS="direct vip haproxy nginx"
 
-# The client's cgroup on a path: the steered one for vip.
+# The client's cgroup on a path: the steered ones for vip and vipnw (the same
+# data plane without request accounting).
 client_cg() {
-	if [ "$1" = vip ]; then echo "$CG_DP"; else echo "$CG_CLI"; fi
+	case $1 in
+	vip) echo "$CG_DP" ;;
+	vipnw) echo "$CG_DPNW" ;;
+	*) echo "$CG_CLI" ;;
+	esac
 }
 
 # connbench on one path: path concurrency seconds [extra args]
@@ -402,6 +414,49 @@ conn_part() {
 		done
 	done
 	loadavg "connbench end"
+	conn_pairs
+}
+
+# Sequential, steered against unsteered in one thread: blocks of $PAIR_BLOCK
+# connections alternate (ABBA), the client moving between the two cgroups; the
+# ratio of block medians resolves what per-round means cannot on a shared
+# machine (issue 10: steered / direct <= 1.02). Twice: free (as the scheduler
+# places things: a sequential connection often waits for a vCPU to wake from
+# idle, and the client and the backends move between CPUs, which makes block
+# times bimodal) and onecpu (the client and the backends pinned to one CPU:
+# every connection runs the same code path, nothing waits for a wake-up) and
+# twocpu (the client on CPU 0, the backends on CPU 1: every connection crosses
+# CPUs the same way).
+conn_pairs() {
+	local out=$RES/conn_pairs.csv cond pair hdr=--header pin=() ob
+	ob=$(pgrep -f "^$BIN/onebyte --base $ONE " | head -1)
+	for cond in free onecpu twocpu; do
+		case $cond in
+		onecpu) taskset -a -p -c 0 "$ob" >/dev/null && pin=(taskset -c 0) ;;
+		twocpu) taskset -a -p -c 1 "$ob" >/dev/null && pin=(taskset -c 0) ;;
+		esac
+		loadavg "connbench pairs ($cond) start"
+		for pair in vip:direct vip:direct64 vipnw:direct; do
+			log "connbench --pair ${pair/:/ against } ($cond), $PAIR_SECONDS s"
+			conn_pair_run "${pair%%:*}" "${pair##*:}" "$cond" "${pin[@]}" -- $hdr >>"$out"
+			hdr=
+		done
+	done
+	taskset -a -p -c "0-$(($(nproc) - 1))" "$ob" >/dev/null
+	loadavg "connbench pairs end"
+}
+
+# One connbench --pair run: path-a path-b condition [launcher...] -- [--header]
+conn_pair_run() {
+	local a=$1 b=$2 cond=$3 launch=() extra=()
+	shift 3
+	while [ "$1" != -- ]; do launch+=("$1"); shift; done
+	shift
+	if [ "$b" = direct64 ]; then extra+=(--pair-addr-count "$NB"); fi
+	fg_wait "${launch[@]}" "$BIN/connbench" --addr "$(path_addr "$a"):8000" \
+		--cgroup "$(client_cg "$a")" --label "$a/$cond" --pair-addr "$(path_addr "$b"):9000" \
+		--pair-cgroup "$(client_cg "$b")" --pair-label "$b" --block "$PAIR_BLOCK" \
+		--seconds "$PAIR_SECONDS" "${extra[@]}" "$@"
 }
 
 # ---- 1b. wrk ------------------------------------------------------------------------------
@@ -558,6 +613,7 @@ machine >"$RES/machine.md"
 	echo "onebyte --base $ONE --port 9000 --count $NB"
 	echo "vipctl --pin PIN --cgroup CG --service $VIP:8000=$ONE:9000*$NB --service $VIP:8080=$HTTP:8080*$NB"
 	echo "connbench --addr ADDR:PORT --seconds $CONN_SECONDS --concurrency {1,4} [--cgroup CG] [--addr-count 64]"
+	echo "connbench --addr VIP:8000 --cgroup CG_DP --label vip --pair-addr ONE:9000 --pair-cgroup CG_CLI --pair-label direct [--pair-addr-count 64] --block $PAIR_BLOCK --seconds $PAIR_SECONDS"
 	echo "wrk -t2 -c16 -d${WRK_SECONDS}s --latency -H 'Connection: close' http://ADDR:8080/"
 	echo "deccost --pin PIN --cgroup CG --first 127.0.3.1:9000 --sizes 8,64,256 --shapes passthrough,spread,equal,rebuild --connects $DEC_CONNECTS --rounds $ROUNDS"
 	echo "ctlplane.py --scales $CTL_SCALES --rounds $CTL_ROUNDS --worker fast   # smg-steerd --config ... vs fastworker --many"

@@ -124,6 +124,35 @@ def conn_section(res):
         print()
 
 
+def conn_pairs_section(res):
+    rows = read(os.path.join(res, "conn_pairs.csv"))
+    if not rows:
+        return
+    print("### Sequential, side by side in one thread (connbench --pair)\n")
+    print("Blocks of connections alternate between the two paths (ABBA order), the client "
+          "moving between their cgroups; each connection is timed from socket() to close(). "
+          "Ratio = median over block pairs of the blocks' median (or mean) times, with the "
+          "quartiles of the per-pair ratios.\n")
+    print("vip = steered as shipped (request accounting on); vipnw = the same data plane with "
+          "`--wire-estimator off`; free = placed by the scheduler; onecpu = the client and the "
+          "backends pinned to one CPU, so that no connection waits for a vCPU to wake from "
+          "idle or for another CPU.\n")
+    print("| pair/condition | blocks of | pairs | p50 us, vip | p50 us, other | ratio of block medians "
+          "(q1-q3) | ratio of block means (q1-q3) | errors | target |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---|")
+    for r in rows:
+        judged = r["label_a"].startswith("vip/") and r["label_b"] == "direct"
+        key = "vip/direct per-connection time" if judged else None
+        tgt = verdict(float(r["ratio_mean"]), TARGETS[key]) if key else "-"
+        print(f"| {r['label_a'].split('/')[0]}/{r['label_b']}/{r['label_a'].split('/')[-1]} | {r['block']} | {r['pairs']} | "
+              f"{float(r['p50_a_us']):.2f} | {float(r['p50_b_us']):.2f} | "
+              f"{float(r['ratio_p50']):.4f} ({float(r['ratio_p50_q1']):.3f}-"
+              f"{float(r['ratio_p50_q3']):.3f}) | {float(r['ratio_mean']):.4f} "
+              f"({float(r['ratio_mean_q1']):.3f}-{float(r['ratio_mean_q3']):.3f}) | "
+              f"{r['errors']} | {tgt} |")
+    print()
+
+
 def wrk_section(res):
     rows = read(os.path.join(res, "wrk.csv"))
     if not rows:
@@ -537,6 +566,7 @@ def main():
                 print(f"- {line.strip()}")
         print()
     conn_section(res)
+    conn_pairs_section(res)
     wrk_section(res)
     dec_section(res)
     ctl_section(res)

@@ -8,7 +8,7 @@
  *
  *   vipctl --pin /sys/fs/bpf/X --cgroup /sys/fs/cgroup/.../Y
  *          --service 127.0.0.100:8000=127.0.1.1:9000*64 [--service ...]
- *          [--drain-ms 1000] [--tokens-per-s 2000]
+ *          [--drain-ms 1000] [--tokens-per-s 2000] [--wire-off]
  *
  * A service VIP=FIRST*N gets the N backends FIRST, FIRST+1, ... (consecutive
  * IPv4 addresses, one port). Every backend is published with base wait 0 and
@@ -128,7 +128,7 @@ static void sleep_ms(long ms)
 static void usage(void)
 {
 	fprintf(stderr, "usage: vipctl --pin DIR --cgroup DIR --service VIP=FIRST*N... "
-			"[--drain-ms MS] [--tokens-per-s T]\n");
+			"[--drain-ms MS] [--tokens-per-s T] [--wire-off]\n");
 	exit(2);
 }
 
@@ -140,6 +140,7 @@ int main(int argc, char **argv)
 		{ "service", required_argument, 0, 's' },
 		{ "drain-ms", required_argument, 0, 'd' },
 		{ "tokens-per-s", required_argument, 0, 't' },
+		{ "wire-off", no_argument, 0, 'w' }, /* smg-steerd --wire-estimator off */
 		{ 0, 0, 0, 0 },
 	};
 	struct steer_dp_opts o = { .own = true };
@@ -167,6 +168,9 @@ int main(int argc, char **argv)
 			break;
 		case 't':
 			tokens_per_s = atof(optarg);
+			break;
+		case 'w':
+			o.wire_off = true;
 			break;
 		default:
 			usage();
