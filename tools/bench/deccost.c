@@ -11,7 +11,9 @@
  * sysctl kernel.bpf_stats_enabled=1, but held by a file descriptor, so the
  * kernel turns it back off by itself when this process exits, however it
  * exits), and reads run_time_ns and run_cnt of every program a connection
- * meets: connect4, sock_release and getpeername4, before and after K connects.
+ * meets: connect4, sock_release and getpeername4, and the request accounting
+ * programs (cgroup_skb egress and ingress, once per packet), before and after
+ * K connects.
  * Next to each, an empty program of the same type (r0 = 1; exit) is attached:
  * its time per run is the floor that the statistics and the dispatch cost by
  * themselves, reported so that net = total - floors can be read too.
@@ -72,16 +74,21 @@ enum prog {
 	PROG_CONNECT4,
 	PROG_RELEASE,
 	PROG_PEER4,
+	PROG_WIRE_OUT, /* request accounting: every packet the socket sends */
+	PROG_WIRE_IN,  /* and every packet it receives */
 	PROGS
 };
 static const char *const prog_links[PROGS] = { STEER_LINK_CONNECT4, STEER_LINK_RELEASE,
-					       STEER_LINK_PEER4 };
-static const enum bpf_attach_type prog_attach[PROGS] = { BPF_CGROUP_INET4_CONNECT,
-							 BPF_CGROUP_INET_SOCK_RELEASE,
-							 BPF_CGROUP_INET4_GETPEERNAME };
-static const enum bpf_prog_type prog_type[PROGS] = { BPF_PROG_TYPE_CGROUP_SOCK_ADDR,
-						     BPF_PROG_TYPE_CGROUP_SOCK,
-						     BPF_PROG_TYPE_CGROUP_SOCK_ADDR };
+					       STEER_LINK_PEER4, STEER_LINK_WIRE_OUT,
+					       STEER_LINK_WIRE_IN };
+static const enum bpf_attach_type prog_attach[PROGS] = {
+	BPF_CGROUP_INET4_CONNECT, BPF_CGROUP_INET_SOCK_RELEASE, BPF_CGROUP_INET4_GETPEERNAME,
+	BPF_CGROUP_INET_EGRESS, BPF_CGROUP_INET_INGRESS
+};
+static const enum bpf_prog_type prog_type[PROGS] = {
+	BPF_PROG_TYPE_CGROUP_SOCK_ADDR, BPF_PROG_TYPE_CGROUP_SOCK, BPF_PROG_TYPE_CGROUP_SOCK_ADDR,
+	BPF_PROG_TYPE_CGROUP_SKB, BPF_PROG_TYPE_CGROUP_SKB
+};
 
 struct prog_stats {
 	uint64_t run_time_ns, run_cnt;
@@ -308,7 +315,7 @@ static int measure(struct bench *b, size_t n, enum shape s, int round)
 {
 	struct prog_stats a[2 * PROGS], z[2 * PROGS];
 	struct result r = { 0 };
-	double c4, rel, gp, floor_c4, floor_rel, floor_gp, total;
+	double c4, rel, gp, floor_c4, floor_rel, floor_gp, total, w_out, w_in, w_runs, floor_w;
 	size_t i;
 
 	if (publish(b, n, s == SHAPE_REBUILD ? SHAPE_SPREAD : s) != 0)
@@ -331,11 +338,23 @@ static int measure(struct bench *b, size_t n, enum shape s, int round)
 	floor_rel = per_run(&a[PROGS + PROG_RELEASE], &z[PROGS + PROG_RELEASE]);
 	floor_gp = per_run(&a[PROGS + PROG_PEER4], &z[PROGS + PROG_PEER4]);
 	total = c4 + rel;
-	printf("%d,%zu,%s,%ld,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%ld,%ld\n", round,
-	       n, shape_names[s], b->connects, c4, rel, gp, total, total + gp, floor_c4, floor_rel,
-	       floor_gp, total - floor_c4 - floor_rel,
+	/* Request accounting: once per packet, so per connection as many runs
+	 * as the connection has packets (handshake, byte, teardown). */
+	w_out = per_conn(&a[PROG_WIRE_OUT], &z[PROG_WIRE_OUT], b->connects);
+	w_in = per_conn(&a[PROG_WIRE_IN], &z[PROG_WIRE_IN], b->connects);
+	w_runs = (double)(z[PROG_WIRE_OUT].run_cnt - a[PROG_WIRE_OUT].run_cnt +
+			  z[PROG_WIRE_IN].run_cnt - a[PROG_WIRE_IN].run_cnt) /
+		 (double)b->connects;
+	floor_w = (per_run(&a[PROGS + PROG_WIRE_OUT], &z[PROGS + PROG_WIRE_OUT]) +
+		   per_run(&a[PROGS + PROG_WIRE_IN], &z[PROGS + PROG_WIRE_IN])) /
+		  2;
+	printf("%d,%zu,%s,%ld,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%ld,%ld,%.1f,%.1f,"
+	       "%.2f,%.1f,%.1f,%.1f\n",
+	       round, n, shape_names[s], b->connects, c4, rel, gp, total, total + gp, floor_c4,
+	       floor_rel, floor_gp, total - floor_c4 - floor_rel,
 	       total + gp - floor_c4 - floor_rel - (s == SHAPE_PASSTHROUGH ? 0 : floor_gp),
-	       r.mismatches, r.errors);
+	       r.mismatches, r.errors, w_out, w_in, w_runs, floor_w, total + w_out + w_in,
+	       total - floor_c4 - floor_rel + w_out + w_in - w_runs * floor_w);
 	fflush(stdout);
 	return 0;
 }
@@ -411,9 +430,9 @@ int main(int argc, char **argv)
 		{ "drain-every", required_argument, 0, 'd' },
 		{ 0, 0, 0, 0 },
 	};
-	static struct bench b = { .prog_fd = { -1, -1, -1 },
-				  .empty_fd = { -1, -1, -1 },
-				  .empty_link_fd = { -1, -1, -1 },
+	static struct bench b = { .prog_fd = { -1, -1, -1, -1, -1 },
+				  .empty_fd = { -1, -1, -1, -1, -1 },
+				  .empty_link_fd = { -1, -1, -1, -1, -1 },
 				  .connects = 5000,
 				  .drain_every = 1000 };
 	struct steer_dp_opts o = { .own = true };
@@ -475,8 +494,8 @@ int main(int argc, char **argv)
 	for (i = 0; i < PROGS; i++)
 		b.prog_fd[i] = prog_of_link(o.pin_dir, prog_links[i]);
 	stats_fd = bpf_enable_stats(BPF_STATS_RUN_TIME);
-	if (b.prog_fd[0] < 0 || b.prog_fd[1] < 0 || b.prog_fd[2] < 0 || stats_fd < 0 ||
-	    attach_empty(&b, o.cgroup) != 0) {
+	if (b.prog_fd[0] < 0 || b.prog_fd[1] < 0 || b.prog_fd[2] < 0 || b.prog_fd[3] < 0 ||
+	    b.prog_fd[4] < 0 || stats_fd < 0 || attach_empty(&b, o.cgroup) != 0) {
 		fprintf(stderr, "deccost: cannot find the programs or enable statistics: %s\n",
 			strerror(errno));
 	} else if (bench_join_cgroup(o.cgroup) != 0) {
@@ -487,7 +506,8 @@ int main(int argc, char **argv)
 			       "ns,"
 			       "total_ns,total_with_getpeername_ns,floor_connect4_ns,floor_release_"
 			       "ns,floor_getpeername_ns,net_ns,net_with_getpeername_ns,mismatches,"
-			       "errors\n");
+			       "errors,wire_out_ns,wire_in_ns,wire_runs,floor_wire_ns,total_all_ns,"
+			       "net_all_ns\n");
 		rc = run_rounds(&b, sizes, n_sizes, rounds, shapes) == 0 ? 0 : 1;
 	}
 	if (stats_fd >= 0)

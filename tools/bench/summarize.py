@@ -206,10 +206,13 @@ def dec_section(res):
     sizes = sorted({int(r["backends"]) for r in rows})
     shapes = [s for s in ("passthrough", "spread", "equal", "rebuild")
               if any(r["shape"] == s for r in rows)]
+    has_wire = any(r.get("total_all_ns") for r in rows)
     print("| backends | shape | connect4 ns | release ns | total ns | net ns | getpeername ns "
-          "per call (net) | kernel pick = user-space pick |")
-    print("|---:|---|---:|---:|---:|---:|---:|---|")
-    cost = {}
+          "per call (net) | kernel pick = user-space pick |"
+          + (" request accounting ns (runs) | all programs: total ns | all: net ns |"
+             if has_wire else ""))
+    print("|---:|---|---:|---:|---:|---:|---:|---|" + ("---:|---:|---:|" if has_wire else ""))
+    cost, cost_all = {}, {}
     for n in sizes:
         for sh in shapes:
             sub = [r for r in rows if int(r["backends"]) == n and r["shape"] == sh]
@@ -227,13 +230,23 @@ def dec_section(res):
                   + ("-" if sh == "passthrough" else f"{gp:.0f} ({gp_net:.0f})") + " | "
                   + ("-" if sh == "passthrough" else
                      ("yes" if mism == 0 else f"NO: {mism} mismatches"))
-                  + (f", {errs} errors" if errs else "") + " |")
+                  + (f", {errs} errors" if errs else "") + " |"
+                  + (f" {med(sub, 'wire_out_ns') + med(sub, 'wire_in_ns'):.0f} "
+                     f"({med(sub, 'wire_runs'):.1f}) | {med(sub, 'total_all_ns'):.0f} | "
+                     f"{med(sub, 'net_all_ns'):.0f} |" if has_wire else ""))
+            cost_all[(n, sh)] = (med(sub, "total_all_ns"), med(sub, "net_all_ns"))
     print()
     floors = {k: med(rows, k) for k in ("floor_connect4_ns", "floor_release_ns",
                                          "floor_getpeername_ns")}
     print(f"Floors (empty program, median of every round): connect4 "
           f"{floors['floor_connect4_ns']:.0f} ns, sock_release {floors['floor_release_ns']:.0f} ns, "
-          f"getpeername4 {floors['floor_getpeername_ns']:.0f} ns.\n")
+          f"getpeername4 {floors['floor_getpeername_ns']:.0f} ns"
+          + (f", cgroup_skb {med(rows, 'floor_wire_ns'):.0f} ns per packet" if has_wire else "")
+          + ".\n")
+    if has_wire:
+        print("Request accounting (issue 11, on by default) runs once per packet of every "
+              "socket in the cgroup: the handshake, the byte and the teardown of each "
+              "connection here. **all programs** adds it to connect4 and release.\n")
     if (256, "spread") in cost and (256, "equal") in cost:
         sp, eq = cost[(256, "spread")], cost[(256, "equal")]
         un = cost.get((256, "passthrough"), (float("nan"), float("nan")))
@@ -247,6 +260,16 @@ def dec_section(res):
         print(f"| unsteered | {un[0]:.0f} | {un[1]:.0f} | total: "
               f"{verdict(un[0], TARGETS['unsteered ns'])}; net: "
               f"{verdict(un[1], TARGETS['unsteered ns'])} |")
+        if has_wire:
+            for name, key in (("spread", (256, "spread")), ("equal", (256, "equal")),
+                              ("unsteered", (256, "passthrough"))):
+                if key not in cost_all:
+                    continue
+                t, nt = cost_all[key]
+                lim = TARGETS["unsteered ns" if name == "unsteered" else
+                              "steered ns at 256 backends"]
+                print(f"| {name}, with request accounting | {t:.0f} | {nt:.0f} | total: "
+                      f"{verdict(t, lim)}; net: {verdict(nt, lim)} |")
         print()
 
 
