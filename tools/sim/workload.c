@@ -198,6 +198,8 @@ static const char *const estimator_names[SIM_EST_COUNT] = {
 	"flat", "credit", "pending", "sum", "pending-peers", "fluid",
 };
 
+static const char *const cadence_names[SIM_CAD_COUNT] = { "off", "max", "sum", "periodic" };
+
 static int parse_name(const char *s, const char *const *names, int n)
 {
 	int i;
@@ -250,6 +252,21 @@ int sim_estimator_parse(const char *s, enum sim_estimator *out)
 	if (i < 0)
 		return -1;
 	*out = (enum sim_estimator)i;
+	return 0;
+}
+
+const char *sim_cadence_name(enum sim_step_cadence k)
+{
+	return (unsigned)k < SIM_CAD_COUNT ? cadence_names[k] : "?";
+}
+
+int sim_cadence_parse(const char *s, enum sim_step_cadence *out)
+{
+	int i = parse_name(s, cadence_names, SIM_CAD_COUNT);
+
+	if (i < 0)
+		return -1;
+	*out = (enum sim_step_cadence)i;
 	return 0;
 }
 
@@ -329,6 +346,8 @@ int sim_config_check(const struct sim_config *c, char *why, size_t whylen)
 		return fail(why, whylen, "warm-up must be 0..1e8");
 	if ((unsigned)c->estimator >= SIM_EST_COUNT)
 		return fail(why, whylen, "unknown estimator");
+	if ((unsigned)c->step_cadence >= SIM_CAD_COUNT)
+		return fail(why, whylen, "unknown step cadence");
 	if ((unsigned)c->engine >= SIM_ENGINE_COUNT)
 		return fail(why, whylen, "unknown engine");
 	if ((unsigned)c->response >= SIM_RESP_COUNT)
