@@ -56,6 +56,14 @@ for e in batch fifo; do
 		job "$e-$m-r16" "$a --routers 16 --policies $v16"
 	done
 done
+# Batching, streaming, one router: the step length as an EWMA, and a
+# coarse clock (the kernel's coarse tick is 4 ms at HZ=250).
+b="--scenario cadence-est --engine batch --requests $n_batch"
+job "batch-stream-ewma0.25" "$b --step-ewma 0.25 --policies steer:max,steer:sum,steer:periodic"
+job "batch-stream-ewma0.125" "$b --step-ewma 0.125 --policies steer:max,steer:sum,steer:periodic"
+for t in 0.001 0.004; do
+	job "batch-stream-tick$t" "$b --clock-tick $t --policies steer:max,steer:sum,steer:periodic"
+done
 for s in 2 3; do
 	job "batch-stream-seed$s" "--scenario cadence-seed --engine batch --requests $n_batch --seed $s --policies oracle,steer,steer:max,steer:periodic"
 done
@@ -95,6 +103,12 @@ function cell(sc, seed, e, m, r, v,   k, o) {
 		return sprintf("%.1f ms, %.2fx (%.3f s)", p99[k] * 1000, o > 0 ? p99[k] / o : 0, ttft[k])
 	return sprintf("%.3f s, %.1fx", p99[k], p99[sc "|" seed "|" e "|" m "|1|" v] > 0 ? p99[k] / p99[sc "|" seed "|" e "|" m "|1|" v] : 0)
 }
+function cell2(sc, v,   k, o) {
+	k = sc "|1|batch|stream|1|" v
+	o = p99["cadence|1|batch|stream|1|oracle"]
+	if (!(k in p99) || o <= 0) return "-"
+	return sprintf("%.1f ms, %.2fx", p99[k] * 1000, p99[k] / o)
+}
 END {
 	split("fluid max sum periodic max+sparse sum+sparse periodic+sparse oracle", vs, " ")
 	split("batch|stream batch|full fifo|stream fifo|full", cols, " ")
@@ -132,4 +146,16 @@ END {
 	for (i = 1; i <= 4; i++)
 		printf("| %s | %s | %s |\n", ss[i], cell("cadence-seed", 2, "batch", "stream", 1, ss[i]),
 			cell("cadence-seed", 3, "batch", "stream", 1, ss[i]))
+	print ""
+	print "Batching, stream, one router: the step length and the clock, p99 wait / oracle"
+	print ""
+	print "| step length, clock | max | sum | periodic |"
+	print "|---|---|---|---|"
+	split("|last gap, exact;+ewma0.25|EWMA 1/4, exact;+ewma0.125|EWMA 1/8, exact;+tick0.001|last gap, 1 ms tick;+tick0.004|last gap, 4 ms tick", es, ";")
+	for (i = 1; i <= 5; i++) {
+		split(es[i], pr, "|")
+		sc = i == 1 ? "cadence" : "cadence-est"
+		printf("| %s | %s | %s | %s |\n", pr[2], cell2(sc, "max" pr[1]), cell2(sc, "sum" pr[1]),
+			cell2(sc, "periodic" pr[1]))
+	}
 }' "$out/cadence.csv"

@@ -91,6 +91,10 @@ static void usage(FILE *f)
 		"  --oracle-blind-step       batching: the oracle ignores the step under way\n"
 		"  --step-sparse             step cadence: the step length also from gaps\n"
 		"                            that may span many steps (lower envelope)\n"
+		"  --step-ewma A             step cadence: the step length as an EWMA of\n"
+		"                            one-step gaps with weight A (1: the last gap)\n"
+		"  --clock-tick S            step cadence: packets and connects read a coarse\n"
+		"                            clock of S seconds (0: exact)\n"
 		"  --steer-jitter            force the random water-fill phase even at\n"
 		"                            --peer-routers 1 (smg-steerd adds it when > 1)\n"
 		"Output:\n"
@@ -241,6 +245,8 @@ enum {
 	OPT_ORACLE_BLIND_STEP,
 	OPT_STEP_CADENCE,
 	OPT_STEP_SPARSE,
+	OPT_STEP_EWMA,
+	OPT_CLOCK_TICK,
 };
 
 static const struct option long_opts[] = {
@@ -280,6 +286,8 @@ static const struct option long_opts[] = {
 	{ "oracle-blind-step", no_argument, 0, OPT_ORACLE_BLIND_STEP },
 	{ "step-cadence", required_argument, 0, OPT_STEP_CADENCE },
 	{ "step-sparse", no_argument, 0, OPT_STEP_SPARSE },
+	{ "step-ewma", required_argument, 0, OPT_STEP_EWMA },
+	{ "clock-tick", required_argument, 0, OPT_CLOCK_TICK },
 	{ 0, 0, 0, 0 },
 };
 
@@ -387,6 +395,10 @@ static int apply_option(struct options *o, int opt, const char *arg)
 	case OPT_STEP_SPARSE:
 		c->step_sparse = true;
 		return 0;
+	case OPT_STEP_EWMA:
+		return parse_double(arg, &c->step_ewma);
+	case OPT_CLOCK_TICK:
+		return parse_double(arg, &c->clock_tick_s);
 	default:
 		return -1;
 	}

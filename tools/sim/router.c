@@ -42,6 +42,8 @@ struct sim_router {
 	 * packets (the kernel's per-slot last_rx_ns and step estimate). */
 	enum sim_step_cadence cadence;
 	bool step_sparse;		   /* L also from gaps that may span many steps */
+	double step_ewma;		   /* weight of a one-step gap in L (1: the last gap) */
+	double tick;			   /* the cadence's clock tick, s (0: exact) */
 	double last_rx[SIM_MAX_WORKERS];   /* last response packet, s (-1: none yet) */
 	double step_s[SIM_MAX_WORKERS];	   /* L: estimated step length, s (0: unknown) */
 	uint32_t streams[SIM_MAX_WORKERS]; /* own requests answered and not complete */
@@ -74,6 +76,8 @@ struct sim_router *sim_router_new(const struct sim_config *c, uint32_t index)
 	r->peer_fill = c->peer_fill && c->knobs.peer_routers > 1;
 	r->cadence = c->step_cadence;
 	r->step_sparse = c->step_sparse;
+	r->step_ewma = c->step_ewma;
+	r->tick = c->clock_tick_s;
 	for (uint32_t i = 0; i < c->workers; i++)
 		r->last_rx[i] = -1;
 	sim_rng_seed(&r->rng, c->seed, SIM_STREAM_ROUTER + index);
@@ -137,9 +141,15 @@ static void fluid_set(struct sim_router *r, uint32_t w, double v, double cap)
  * max and sum stop counting once that time has passed; periodic assumes
  * the steps went on back to back, unseen.
  */
+/* The time as the step cadence's clock reads it. */
+static double cadence_clock(const struct sim_router *r, double t)
+{
+	return r->tick > 0 ? floor(t / r->tick) * r->tick : t;
+}
+
 static double step_rest_s(const struct sim_router *r, uint32_t w)
 {
-	double l = r->step_s[w], since = r->now - r->last_rx[w];
+	double l = r->step_s[w], since = cadence_clock(r, r->now) - r->last_rx[w];
 
 	if (r->cadence == SIM_CAD_OFF || l <= 0 || r->last_rx[w] < 0 || since < 0)
 		return 0;
@@ -249,24 +259,24 @@ void sim_router_finished(struct sim_router *r, uint32_t w)
  * progress at the previous packet (streaming: a request decoding, which
  * gets a token at every step end), the gap is exactly one step: L is that
  * gap, the last step's length (the steps' lengths change slowly; an EWMA
- * of them did worse). Other gaps (full responses, or nothing streaming)
+ * of them, --step-ewma, did worse). Other gaps (full responses, or nothing streaming)
  * span one step or many and leave L alone, unless --step-sparse: then L
  * drops to a shorter gap at once and rises by at most L/16 per gap.
  */
-void sim_router_rx(struct sim_router *r, uint32_t w, double t)
+void sim_router_rx(struct sim_router *r, uint32_t w, double t_exact)
 {
-	double gap = t - r->last_rx[w], l = r->step_s[w];
+	double t = cadence_clock(r, t_exact), gap = t - r->last_rx[w], l = r->step_s[w];
 
 	if (r->last_rx[w] >= 0 && gap <= 0)
 		return; /* the same step end: another packet of it */
 	if (r->last_rx[w] >= 0 && r->one_step[w])
-		r->step_s[w] = gap;
+		r->step_s[w] = l <= 0 || r->step_ewma >= 1 ? gap : l + (gap - l) * r->step_ewma;
 	else if (r->last_rx[w] >= 0 && r->step_sparse)
 		r->step_s[w] = l <= 0 || gap < l ? gap : l + (fmin(gap, 2 * l) - l) / 16;
 	r->last_rx[w] = t;
 	r->one_step[w] = r->streams[w] > 0;
 	if (r->policy == SIM_POL_STEER && r->cadence != SIM_CAD_OFF) {
-		r->now = t;
+		r->now = t_exact;
 		update_slot(r, w);
 	}
 }

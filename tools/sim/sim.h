@@ -190,6 +190,12 @@ struct sim_config {
 	/* Ablation: the step length also from gaps between response packets
 	 * that may span many steps (full responses), as a lower envelope. */
 	bool step_sparse;
+	/* The step length from one-step gaps: L += (gap - L) x step_ewma;
+	 * 1 (the default) keeps the last gap. In (0, 1]. */
+	double step_ewma;
+	/* Ablation: the step cadence reads a coarse clock of this tick, s (the
+	 * kernel's bpf_ktime_get_coarse_ns(): 4 ms at HZ=250); 0 = exact. */
+	double clock_tick_s;
 	/* Ablation: every router sees every router's sends and answers at once
 	 * (wire counters shared without delay), so no peer scaling is needed. */
 	bool share_wire;

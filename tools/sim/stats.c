@@ -69,9 +69,16 @@ static void variant_name(const struct sim_config *c, char *buf, size_t len)
 	}
 	/* The step cadence only changes smg-steer's fluid estimator. */
 	if (c->step_cadence != SIM_CAD_OFF && c->policy == SIM_POL_STEER &&
-	    c->estimator == SIM_EST_FLUID)
+	    c->estimator == SIM_EST_FLUID) {
 		snprintf(buf + n, len - n, "+step%s%s", sim_cadence_name(c->step_cadence),
 			 c->step_sparse ? "+sparse" : "");
+		n = strlen(buf);
+		if (c->step_ewma < 1)
+			snprintf(buf + n, len - n, "+ewma%g", c->step_ewma);
+		n = strlen(buf);
+		if (c->clock_tick_s > 0)
+			snprintf(buf + n, len - n, "+tick%g", c->clock_tick_s);
+	}
 	if (!buf[0])
 		snprintf(buf, len, "+base");
 	memmove(buf, buf + 1, strlen(buf)); /* drop the leading '+' */

@@ -290,6 +290,7 @@ void sim_config_defaults(struct sim_config *c)
 		.keepalive = 1,
 		.phase_tokens = -1,
 		.wire_scale = 1.0,
+		.step_ewma = 1.0,
 		.response = SIM_RESP_STREAM,
 		/* A 1x worker prefills at smg's default throughput, so the
 		 * policy's fallback is right for the average worker. */
@@ -348,6 +349,10 @@ int sim_config_check(const struct sim_config *c, char *why, size_t whylen)
 		return fail(why, whylen, "unknown estimator");
 	if ((unsigned)c->step_cadence >= SIM_CAD_COUNT)
 		return fail(why, whylen, "unknown step cadence");
+	if (!(c->clock_tick_s >= 0 && c->clock_tick_s <= 1))
+		return fail(why, whylen, "clock tick must be in [0, 1] seconds");
+	if (!(c->step_ewma > 0 && c->step_ewma <= 1))
+		return fail(why, whylen, "step EWMA weight must be in (0, 1]");
 	if ((unsigned)c->engine >= SIM_ENGINE_COUNT)
 		return fail(why, whylen, "unknown engine");
 	if ((unsigned)c->response >= SIM_RESP_COUNT)
