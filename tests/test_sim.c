@@ -734,6 +734,174 @@ static void test_headline_ordering_of_estimators(void)
 	}
 }
 
+/* ---- The step cadence on the wire ------------------------------------------ */
+
+static struct sim_router *cadence_router(enum sim_step_cadence k)
+{
+	struct sim_config c;
+
+	sim_config_defaults(&c);
+	c.workers = 2;
+	c.policy = SIM_POL_STEER;
+	c.estimator = SIM_EST_FLUID;
+	c.step_cadence = k;
+	return sim_router_new(&c, 0);
+}
+
+/* Slot tokens at t within [lo, lo + 1] (the slot holds whole tokens). */
+static bool tokens_near(struct sim_router *r, uint32_t w, double t, double lo)
+{
+	uint64_t v = sim_router_slot_tokens_at(r, w, t);
+
+	if ((double)v >= lo - 1e-6 && (double)v <= lo + 1 + 1e-6)
+		return true;
+	printf("# at %.3f s: %llu tokens, want %.0f\n", t, (unsigned long long)v, lo);
+	return false;
+}
+
+static void test_step_cadence_predicts_the_rest_of_the_step(void)
+{
+	/* 2000 tokens/s published: 1 ms is 2 tokens. One request of 100
+	 * tokens streams its answer: packets at 0.50 s and 0.52 s are two
+	 * step ends, so a step lasts 20 ms and the one under way ends at
+	 * 0.54 s. */
+	static const enum sim_step_cadence k[] = { SIM_CAD_OFF, SIM_CAD_MAX, SIM_CAD_SUM,
+						   SIM_CAD_PERIODIC };
+	/* Slot tokens at 0.53 s (E = 0: rest 10 ms = 20 tokens), after 100
+	 * more tokens at 0.53 s (E = 100), and at 0.55 s (E = 60; the
+	 * predicted step end has passed: periodic assumes the next one,
+	 * 10 ms away). */
+	static const double at053[] = { 0, 20, 20, 20 }, more[] = { 100, 100, 120, 120 },
+			    at055[] = { 60, 60, 60, 80 };
+	struct sim_snapshot s[2] = { snap(0, 2000), snap(0, 2000) };
+	size_t i;
+
+	for (i = 0; i < 4; i++) {
+		struct sim_observation obs = { .snap = s, .now = 0 };
+		struct sim_router *r = cadence_router(k[i]);
+		uint32_t w;
+
+		CHECK(r, "no memory");
+		w = sim_router_pick(r, &obs);
+		sim_router_connected(r, w);
+		sim_router_sent(r, w, 100, true, 0);
+		sim_router_answered(r, w, 100, 0.5); /* its first token: streaming */
+		sim_router_rx(r, w, 0.5);
+		CHECK(sim_router_step_estimate(r, w) == 0, "a step length from one packet");
+		sim_router_rx(r, w, 0.52);
+		sim_router_rx(r, w, 0.52); /* another packet of the same step end */
+		CHECK(fabs(sim_router_step_estimate(r, w) - 0.02) < 1e-12 &&
+			      sim_router_last_rx(r, w) == 0.52,
+		      "step %.6f s, last packet %.3f s", sim_router_step_estimate(r, w),
+		      sim_router_last_rx(r, w));
+		CHECK(tokens_near(r, w, 0.53, at053[i]), "%s at 0.53 s", sim_cadence_name(k[i]));
+		sim_router_sent(r, w, 100, false, 0.53);
+		CHECK(tokens_near(r, w, 0.53, more[i]), "%s after a send", sim_cadence_name(k[i]));
+		CHECK(tokens_near(r, w, 0.55, at055[i]), "%s at 0.55 s", sim_cadence_name(k[i]));
+		sim_router_free(r);
+	}
+}
+
+static void test_step_cadence_needs_a_response_in_progress(void)
+{
+	/* Full responses: each answer is also the request's end, so the gap
+	 * between two packets may span many steps: no step length. */
+	struct sim_snapshot s[2] = { snap(0, 2000), snap(0, 2000) };
+	struct sim_observation obs = { .snap = s, .now = 0 };
+	struct sim_router *r = cadence_router(SIM_CAD_MAX);
+	uint32_t w, j;
+
+	CHECK(r, "no memory");
+	w = sim_router_pick(r, &obs);
+	for (j = 0; j < 3; j++) {
+		sim_router_connected(r, w);
+		sim_router_sent(r, w, 100, j == 0, 0.1 * j);
+		sim_router_answered(r, w, 100, 0.5 + 0.1 * j);
+		sim_router_finished(r, w);
+		sim_router_rx(r, w, 0.5 + 0.1 * j);
+	}
+	CHECK(sim_router_step_estimate(r, w) == 0 && sim_router_last_rx(r, w) == 0.7,
+	      "step %.3f s from completions, last packet %.3f s", sim_router_step_estimate(r, w),
+	      sim_router_last_rx(r, w));
+	CHECK(sim_router_slot_tokens_at(r, w, 0.71) == 0, "a step term without a step length");
+	sim_router_free(r);
+}
+
+static void test_streaming_routers_see_every_step_end(void)
+{
+	static const uint32_t routers[] = { 1, 16 };
+	size_t k;
+	int resp;
+
+	/* Stop mid-run, batches full: every router with a request decoding
+	 * on a worker has seen that worker's last step end when streaming;
+	 * with full responses only those with a completion there. */
+	for (resp = 0; resp < SIM_RESP_COUNT; resp++)
+		for (k = 0; k < 2; k++) {
+			struct sim_config c;
+			struct sim_result r;
+
+			small_config(&c, SIM_POL_STEER);
+			c.engine = SIM_ENGINE_BATCH;
+			c.response = (enum sim_response)resp;
+			c.routers = routers[k];
+			c.knobs.peer_routers = routers[k];
+			c.step_cadence = SIM_CAD_MAX;
+			c.requests = 3000;
+			c.warmup = 300;
+			c.drain = false;
+			CHECK(run(&c, &r) == 0, "run failed");
+			CHECK(r.rx_pairs >= c.workers, "%u routers: %llu pairs to check", c.routers,
+			      (unsigned long long)r.rx_pairs);
+			if (c.response == SIM_RESP_STREAM)
+				CHECK(r.rx_at_step_end == r.rx_pairs,
+				      "streaming, %u routers: %llu of %llu saw the last step end",
+				      c.routers, (unsigned long long)r.rx_at_step_end,
+				      (unsigned long long)r.rx_pairs);
+			else
+				CHECK(r.rx_at_step_end < r.rx_pairs,
+				      "full, %u routers: %llu of %llu saw the last step end",
+				      c.routers, (unsigned long long)r.rx_at_step_end,
+				      (unsigned long long)r.rx_pairs);
+		}
+}
+
+/* p99 wait of smg-steer with a step cadence on a small batching run. */
+static double cadence_p99(enum sim_response resp, enum sim_policy p, enum sim_step_cadence k)
+{
+	struct sim_config c;
+	struct sim_result r;
+
+	/* The headline's 16 workers: with 8 the prefill queue, not the
+	 * step, makes the tail. */
+	small_config(&c, p);
+	c.workers = 16;
+	c.engine = SIM_ENGINE_BATCH;
+	c.response = resp;
+	c.requests = 10000;
+	c.step_cadence = k;
+	if (run(&c, &r))
+		return -1;
+	return r.p99_s;
+}
+
+static void test_step_cadence_cuts_the_batching_p99_when_streaming(void)
+{
+	double oracle = cadence_p99(SIM_RESP_STREAM, SIM_POL_ORACLE, SIM_CAD_OFF);
+	double fluid = cadence_p99(SIM_RESP_STREAM, SIM_POL_STEER, SIM_CAD_OFF);
+	double max = cadence_p99(SIM_RESP_STREAM, SIM_POL_STEER, SIM_CAD_MAX);
+	double fluid_full = cadence_p99(SIM_RESP_FULL, SIM_POL_STEER, SIM_CAD_OFF);
+	double max_full = cadence_p99(SIM_RESP_FULL, SIM_POL_STEER, SIM_CAD_MAX);
+
+	printf("# batching p99: oracle %.4f fluid %.4f max %.4f (stream), fluid %.4f max %.4f "
+	       "(full)\n",
+	       oracle, fluid, max, fluid_full, max_full);
+	CHECK(oracle > 0 && max < 0.6 * fluid && max < 1.5 * oracle,
+	      "streaming: max %.4f s, fluid %.4f s, oracle %.4f s", max, fluid, oracle);
+	/* Full responses show no step: max is fluid, exactly. */
+	CHECK(max_full == fluid_full, "full: max %.4f s, fluid %.4f s", max_full, fluid_full);
+}
+
 int main(void)
 {
 	TAP_RUN(test_work_is_conserved);
@@ -758,5 +926,9 @@ int main(void)
 	TAP_RUN(test_batch_engine_respects_its_limits);
 	TAP_RUN(test_batch_capacity_is_measured_once_and_below_nominal);
 	TAP_RUN(test_headline_ordering_of_estimators);
+	TAP_RUN(test_step_cadence_predicts_the_rest_of_the_step);
+	TAP_RUN(test_step_cadence_needs_a_response_in_progress);
+	TAP_RUN(test_streaming_routers_see_every_step_end);
+	TAP_RUN(test_step_cadence_cuts_the_batching_p99_when_streaming);
 	return tap_done();
 }

@@ -34,6 +34,7 @@ void batch_init_worker(const struct sim_config *c, struct worker *w)
 	w->rate = c->batch.prefill_tps * w->speed;
 	w->kv_cap = c->batch.kv_tokens;
 	w->pf = NONE;
+	w->last_step_end = -1;
 }
 
 /* What an arrival at t would wait: the prompt tokens ahead, the rest of the step. */
@@ -138,10 +139,16 @@ static int begin_step(struct sim *s, uint32_t wi, double t)
 }
 
 /* One token for every request that decoded in the step: the running ones
- * before the first with prefill left. */
-static void decode_tokens(struct sim *s, struct worker *w, double t)
+ * before the first with prefill left. Their routers see response packets
+ * at the step's end: every one with streaming, the completions only with
+ * full responses; once per router and step, after the step's answers. */
+static void decode_tokens(struct sim *s, uint32_t wi, double t)
 {
+	struct worker *w = &s->w[wi];
+	bool stream = s->c->response == SIM_RESP_STREAM;
+	uint64_t rx = 0;
 	int32_t i = w->run_head;
+	uint32_t k;
 
 	while (i != NONE && i != w->pf) {
 		struct req *r = &s->reqs[i];
@@ -154,6 +161,8 @@ static void decode_tokens(struct sim *s, struct worker *w, double t)
 		r->kv_held = held;
 		if (r->generated == 1)
 			sim_req_first_token(s, i, t);
+		if (stream || r->generated >= r->output)
+			rx |= 1ull << r->router;
 		if (r->generated >= r->output) {
 			sim_list_unlink(s, &w->run_head, &w->run_tail, i);
 			w->running--;
@@ -163,14 +172,18 @@ static void decode_tokens(struct sim *s, struct worker *w, double t)
 		}
 		i = next;
 	}
+	for (k = 0; rx; k++, rx >>= 1)
+		if (rx & 1)
+			sim_router_rx(s->routers[k], wi, t);
 }
 
 int batch_on_step_done(struct sim *s, uint32_t wi, double t)
 {
 	struct worker *w = &s->w[wi];
 
-	decode_tokens(s, w, t);
+	decode_tokens(s, wi, t);
 	w->stepping = false;
+	w->last_step_end = t;
 	if (w->running > 0 || w->waiting > 0)
 		return begin_step(s, wi, t);
 	return 0;

@@ -266,8 +266,13 @@ void sim_req_first_token(struct sim *s, int32_t i, double t)
 	r->first_token = true;
 	if (r->measured_idx >= 0)
 		s->ttfts[s->nttfts++] = t - r->arrival;
-	if (s->c->response == SIM_RESP_STREAM)
+	if (s->c->response == SIM_RESP_STREAM) {
 		answer(s, &s->reqs[i]);
+		/* The FIFO engine decodes outside any step: its first token and
+		 * its completion are the packets modelled (batch.c: per step). */
+		if (!batching(s))
+			sim_router_rx(s->routers[r->router], r->worker, t);
+	}
 }
 
 static int32_t conn_alloc(struct sim *s)
@@ -314,9 +319,10 @@ void sim_req_done(struct sim *s, int32_t i, double t)
 {
 	struct req *r = &s->reqs[i];
 
-	(void)t;
 	answer(s, r); /* a no-op when streaming */
 	sim_router_finished(s->routers[r->router], r->worker);
+	if (!batching(s))
+		sim_router_rx(s->routers[r->router], r->worker, t);
 	s->finished++;
 	conn_release(s, r->conn);
 	req_free(s, i);
@@ -639,6 +645,27 @@ static void wait_stats(struct sim *s, struct sim_result *r)
 	r->ttft_p99_s = sim_quantile(s->ttfts, s->nttfts, 0.99);
 }
 
+/* Every router with a request that got a token at worker wi's last step
+ * end (a running request past its prefill) should have seen that step end,
+ * when streaming. */
+static void rx_check(const struct sim *s, uint32_t wi, struct sim_result *r)
+{
+	const struct worker *w = &s->w[wi];
+	uint64_t mask = 0;
+	int32_t i;
+	uint32_t k;
+
+	for (i = w->run_head; i != NONE; i = s->reqs[i].next)
+		if (s->reqs[i].generated > 0)
+			mask |= 1ull << s->reqs[i].router;
+	for (k = 0; mask; k++, mask >>= 1) {
+		if (!(mask & 1))
+			continue;
+		r->rx_pairs++;
+		r->rx_at_step_end += sim_router_last_rx(s->routers[k], wi) == w->last_step_end;
+	}
+}
+
 static void collect(struct sim *s, struct sim_result *r)
 {
 	double backlog[SIM_MAX_WORKERS];
@@ -672,6 +699,9 @@ static void collect(struct sim *s, struct sim_result *r)
 		o->queued_tokens_end = w->queued_tokens + worker_unprefilled_running(s, w, s->now);
 		o->max_running = w->max_running;
 		o->max_kv_used = w->max_kv_used;
+		o->last_step_end = batching(s) ? w->last_step_end : -1;
+		if (batching(s))
+			rx_check(s, i, r);
 		backlog[i] = w->backlog_win;
 		r->preemptions += o->preemptions;
 		r->served_tokens += o->served_tokens;

@@ -77,7 +77,8 @@ struct worker {
 	double prefill_left; /* sum of the running requests' prefill_left */
 	bool stepping;	     /* a step is under way */
 	double step_end;
-	uint32_t decoding; /* running requests whose prefill is done */
+	double last_step_end; /* -1 before the first */
+	uint32_t decoding;    /* running requests whose prefill is done */
 	uint32_t max_running, max_kv_used;
 	/* Accounting. */
 	double acc_t, backlog_area; /* integral of (queued work / rate) dt */

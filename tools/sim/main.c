@@ -19,6 +19,7 @@ struct run_spec {
 	enum sim_policy policy;
 	uint32_t peer_routers; /* 0: --peer-routers; UINT32_MAX: --routers */
 	int estimator;	       /* -1: --estimator; else enum sim_estimator */
+	int cadence;	       /* -1: --step-cadence; else enum sim_step_cadence */
 	char label[32];
 };
 
@@ -40,7 +41,8 @@ static void usage(FILE *f)
 		"  --policies LIST      comma-separated: rr random jsq p2c reqcount steer\n"
 		"                       steer-peers oracle, or all (default: all, which\n"
 		"                       adds steer=flat and steer-peers=flat); steer=EST\n"
-		"                       and steer-peers=EST run that estimator\n"
+		"                       and steer-peers=EST run that estimator, and a\n"
+		"                       suffix :CAD that step cadence (steer:max)\n"
 		"  --workers N          workers, 1..32 (default 16)\n"
 		"  --load X             offered load, fraction of fleet prefill capacity (0.8)\n"
 		"  --poll S             snapshot interval, seconds (1)\n"
@@ -69,6 +71,10 @@ static void usage(FILE *f)
 		"                       and unanswered, same combination), sum (snapshot +\n"
 		"                       pending), pending-peers, credit (real size at send,\n"
 		"                       drained at the poll), flat (one credit per connection)\n"
+		"  --step-cadence C     what fluid adds for the engine's step under way, from\n"
+		"                       the response packets (docs/simulator.md): off, max\n"
+		"                       (busy until the predicted step end), sum, periodic\n"
+		"                       (off)\n"
 		"Ablations and proposed fixes (docs/simulator.md), off by default:\n"
 		"  --report-running-prefill  snapshots count the request in prefill too\n"
 		"  --steer-credit-actual     same as --estimator credit\n"
@@ -83,6 +89,12 @@ static void usage(FILE *f)
 		"  --wire-token-scale X      the kernel counts X x each request's tokens\n"
 		"                            (a wrong bytes-per-token; default 1)\n"
 		"  --oracle-blind-step       batching: the oracle ignores the step under way\n"
+		"  --step-sparse             step cadence: the step length also from gaps\n"
+		"                            that may span many steps (lower envelope)\n"
+		"  --step-ewma A             step cadence: the step length as an EWMA of\n"
+		"                            one-step gaps with weight A (1: the last gap)\n"
+		"  --clock-tick S            step cadence: packets and connects read a coarse\n"
+		"                            clock of S seconds (0: exact)\n"
 		"  --steer-jitter            force the random water-fill phase even at\n"
 		"                            --peer-routers 1 (smg-steerd adds it when > 1)\n"
 		"Output:\n"
@@ -130,19 +142,31 @@ static int parse_double(const char *s, double *out)
 	return 0;
 }
 
-static int add_run(struct options *o, const char *name)
+/* NAME[=EST][:CAD]: the last two for steer and steer-peers only. */
+static int add_run(struct options *o, const char *spec)
 {
-	struct run_spec r = { .estimator = -1 };
-	char base[32];
-	const char *eq = strchr(name, '=');
+	struct run_spec r = { .estimator = -1, .cadence = -1 };
+	char base[32], buf[64], *colon;
+	const char *name = buf, *eq;
 	enum sim_estimator est;
+	enum sim_step_cadence cad;
 
-	if (o->nruns == MAX_RUNS)
+	if (o->nruns == MAX_RUNS || strlen(spec) >= sizeof(buf))
 		return -1;
+	snprintf(buf, sizeof(buf), "%s", spec);
+	colon = strchr(buf, ':');
+	if (colon) {
+		*colon = 0;
+		if (sim_cadence_parse(colon + 1, &cad))
+			return -1;
+		r.cadence = (int)cad;
+	}
+	eq = strchr(name, '=');
 	snprintf(base, sizeof(base), "%.*s", eq ? (int)(eq - name) : (int)strlen(name), name);
+	if ((eq || colon) && strcmp(base, "steer") != 0 && strcmp(base, "steer-peers") != 0)
+		return -1;
 	if (eq) {
-		if (sim_estimator_parse(eq + 1, &est) ||
-		    (strcmp(base, "steer") != 0 && strcmp(base, "steer-peers") != 0))
+		if (sim_estimator_parse(eq + 1, &est))
 			return -1;
 		r.estimator = (int)est;
 	}
@@ -219,6 +243,10 @@ enum {
 	OPT_PEER_FILL,
 	OPT_WIRE_SCALE,
 	OPT_ORACLE_BLIND_STEP,
+	OPT_STEP_CADENCE,
+	OPT_STEP_SPARSE,
+	OPT_STEP_EWMA,
+	OPT_CLOCK_TICK,
 };
 
 static const struct option long_opts[] = {
@@ -256,6 +284,10 @@ static const struct option long_opts[] = {
 	{ "peer-fill", no_argument, 0, OPT_PEER_FILL },
 	{ "wire-token-scale", required_argument, 0, OPT_WIRE_SCALE },
 	{ "oracle-blind-step", no_argument, 0, OPT_ORACLE_BLIND_STEP },
+	{ "step-cadence", required_argument, 0, OPT_STEP_CADENCE },
+	{ "step-sparse", no_argument, 0, OPT_STEP_SPARSE },
+	{ "step-ewma", required_argument, 0, OPT_STEP_EWMA },
+	{ "clock-tick", required_argument, 0, OPT_CLOCK_TICK },
 	{ 0, 0, 0, 0 },
 };
 
@@ -358,6 +390,15 @@ static int apply_option(struct options *o, int opt, const char *arg)
 	case OPT_ORACLE_BLIND_STEP:
 		c->oracle_blind_step = true;
 		return 0;
+	case OPT_STEP_CADENCE:
+		return sim_cadence_parse(arg, &c->step_cadence);
+	case OPT_STEP_SPARSE:
+		c->step_sparse = true;
+		return 0;
+	case OPT_STEP_EWMA:
+		return parse_double(arg, &c->step_ewma);
+	case OPT_CLOCK_TICK:
+		return parse_double(arg, &c->clock_tick_s);
 	default:
 		return -1;
 	}
@@ -421,6 +462,8 @@ static int run_one(const struct options *o, const struct run_spec *run)
 		c.knobs.peer_routers = c.routers;
 	if (run->estimator >= 0)
 		c.estimator = (enum sim_estimator)run->estimator;
+	if (run->cadence >= 0)
+		c.step_cadence = (enum sim_step_cadence)run->cadence;
 	if (sim_run(&c, &r, why, sizeof(why))) {
 		fprintf(stderr, "steer-sim: %s\n", why);
 		return -1;

@@ -38,6 +38,17 @@ struct sim_router {
 	 * since at 1e9 / npt[w] tokens/s (the published throughput). */
 	double fluid[SIM_MAX_WORKERS], fluid_t[SIM_MAX_WORKERS], fluid_poll[SIM_MAX_WORKERS];
 	uint64_t npt[SIM_MAX_WORKERS];
+	/* The step cadence, per backend, from this router's own response
+	 * packets (the kernel's per-slot last_rx_ns and step estimate). */
+	enum sim_step_cadence cadence;
+	bool step_sparse;		   /* L also from gaps that may span many steps */
+	double step_ewma;		   /* weight of a one-step gap in L (1: the last gap) */
+	double tick;			   /* the cadence's clock tick, s (0: exact) */
+	double last_rx[SIM_MAX_WORKERS];   /* last response packet, s (-1: none yet) */
+	double step_s[SIM_MAX_WORKERS];	   /* L: estimated step length, s (0: unknown) */
+	uint32_t streams[SIM_MAX_WORKERS]; /* own requests answered and not complete */
+	bool one_step[SIM_MAX_WORKERS];	   /* streams > 0 at the last packet: the
+					     * next packet ends the very next step */
 	double now;
 	/* smg-steer: the table this router's daemon published and the
 	 * kernel's per-backend counters, one slot per worker. */
@@ -63,6 +74,12 @@ struct sim_router *sim_router_new(const struct sim_config *c, uint32_t index)
 	r->phase_tokens = c->phase_tokens;
 	r->guess_mean = c->peer_guess_mean;
 	r->peer_fill = c->peer_fill && c->knobs.peer_routers > 1;
+	r->cadence = c->step_cadence;
+	r->step_sparse = c->step_sparse;
+	r->step_ewma = c->step_ewma;
+	r->tick = c->clock_tick_s;
+	for (uint32_t i = 0; i < c->workers; i++)
+		r->last_rx[i] = -1;
 	sim_rng_seed(&r->rng, c->seed, SIM_STREAM_ROUTER + index);
 	/* Round robin starts somewhere random, as independent routers do. */
 	r->rr_next = sim_rng_below(&r->rng, r->n);
@@ -118,6 +135,38 @@ static void fluid_set(struct sim_router *r, uint32_t w, double v, double cap)
 	r->fluid_t[w] = r->now;
 }
 
+/*
+ * The rest of w's step under way at r->now, as the step cadence predicts it
+ * (seconds): the step that began at the last response packet ends L later.
+ * max and sum stop counting once that time has passed; periodic assumes
+ * the steps went on back to back, unseen.
+ */
+/* The time as the step cadence's clock reads it. */
+static double cadence_clock(const struct sim_router *r, double t)
+{
+	return r->tick > 0 ? floor(t / r->tick) * r->tick : t;
+}
+
+static double step_rest_s(const struct sim_router *r, uint32_t w)
+{
+	double l = r->step_s[w], since = cadence_clock(r, r->now) - r->last_rx[w];
+
+	if (r->cadence == SIM_CAD_OFF || l <= 0 || r->last_rx[w] < 0 || since < 0)
+		return 0;
+	if (r->cadence == SIM_CAD_PERIODIC)
+		return l - fmod(since, l);
+	return since < l ? l - since : 0;
+}
+
+/* fluid's E (tokens) with the step cadence's rest of the step, converted to
+ * tokens at the published throughput: max() is a later busy-until. */
+static double fluid_with_cadence(const struct sim_router *r, uint32_t w)
+{
+	double e = fluid_now(r, w), rest = step_rest_s(r, w) * 1e9 / (double)r->npt[w];
+
+	return r->cadence == SIM_CAD_MAX ? fmax(e, rest) : e + rest;
+}
+
 /* The slot's in-flight tokens, as steer_select() reads them, from the
  * counters the estimator uses. */
 static void update_slot(struct sim_router *r, uint32_t w)
@@ -138,7 +187,9 @@ static void update_slot(struct sim_router *r, uint32_t w)
 		break;
 	case SIM_EST_FLUID:
 	default:
-		v += (uint64_t)ceil(fluid_now(r, w)) + (uint64_t)ceil(r->others[w]);
+		v += (uint64_t)ceil(r->cadence == SIM_CAD_OFF ? fluid_now(r, w)
+							      : fluid_with_cadence(r, w)) +
+		     (uint64_t)ceil(r->others[w]);
 		break;
 	}
 	r->slots[w].inflight_tokens = v;
@@ -180,6 +231,7 @@ void sim_router_peer_sent(struct sim_router *r, uint32_t w, uint32_t tokens, dou
 void sim_router_answered(struct sim_router *r, uint32_t w, uint32_t tokens, double t)
 {
 	r->stats.answered_tokens += tokens;
+	r->streams[w]++;
 	sim_router_peer_answered(r, w, tokens, t);
 }
 
@@ -198,6 +250,35 @@ void sim_router_finished(struct sim_router *r, uint32_t w)
 {
 	if (r->live[w] > 0)
 		r->live[w]--;
+	if (r->streams[w] > 0)
+		r->streams[w]--;
+}
+
+/*
+ * A response packet from w at t. When this router had a response in
+ * progress at the previous packet (streaming: a request decoding, which
+ * gets a token at every step end), the gap is exactly one step: L is that
+ * gap, the last step's length (the steps' lengths change slowly; an EWMA
+ * of them, --step-ewma, did worse). Other gaps (full responses, or nothing streaming)
+ * span one step or many and leave L alone, unless --step-sparse: then L
+ * drops to a shorter gap at once and rises by at most L/16 per gap.
+ */
+void sim_router_rx(struct sim_router *r, uint32_t w, double t_exact)
+{
+	double t = cadence_clock(r, t_exact), gap = t - r->last_rx[w], l = r->step_s[w];
+
+	if (r->last_rx[w] >= 0 && gap <= 0)
+		return; /* the same step end: another packet of it */
+	if (r->last_rx[w] >= 0 && r->one_step[w])
+		r->step_s[w] = l <= 0 || r->step_ewma >= 1 ? gap : l + (gap - l) * r->step_ewma;
+	else if (r->last_rx[w] >= 0 && r->step_sparse)
+		r->step_s[w] = l <= 0 || gap < l ? gap : l + (fmin(gap, 2 * l) - l) / 16;
+	r->last_rx[w] = t;
+	r->one_step[w] = r->streams[w] > 0;
+	if (r->policy == SIM_POL_STEER && r->cadence != SIM_CAD_OFF) {
+		r->now = t_exact;
+		update_slot(r, w);
+	}
 }
 
 void sim_router_closed(struct sim_router *r, uint32_t w)
@@ -261,6 +342,16 @@ uint64_t sim_router_slot_tokens_at(struct sim_router *r, uint32_t w, double t)
 uint64_t sim_router_pending_tokens(const struct sim_router *r, uint32_t w)
 {
 	return w < r->n ? r->pending[w] : 0;
+}
+
+double sim_router_last_rx(const struct sim_router *r, uint32_t w)
+{
+	return w < r->n ? r->last_rx[w] : -1;
+}
+
+double sim_router_step_estimate(const struct sim_router *r, uint32_t w)
+{
+	return w < r->n ? r->step_s[w] : 0;
 }
 
 /* ---- Helpers ------------------------------------------------------------ */

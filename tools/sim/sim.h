@@ -111,12 +111,29 @@ enum sim_estimator {
 	SIM_EST_COUNT
 };
 
+/*
+ * Step cadence (docs/simulator.md, "The step phase on the wire"): what
+ * smg-steer adds to fluid's wait from the response packets its kernel sees.
+ * Per backend, t_last is the last response packet of this router's own
+ * requests (with streaming, a batching engine's step end) and L the step
+ * length estimated from consecutive packets.
+ */
+enum sim_step_cadence {
+	SIM_CAD_OFF = 0,      /* fluid alone */
+	SIM_CAD_MAX = 1,      /* busy until max(busy_until, t_last + L): tree-compatible */
+	SIM_CAD_SUM = 2,      /* wait + max(0, t_last + L - now) */
+	SIM_CAD_PERIODIC = 3, /* wait + L - ((now - t_last) mod L): steps never missed */
+	SIM_CAD_COUNT
+};
+
 const char *sim_engine_name(enum sim_engine e);
 int sim_engine_parse(const char *s, enum sim_engine *out);
 const char *sim_response_name(enum sim_response r);
 int sim_response_parse(const char *s, enum sim_response *out);
 const char *sim_estimator_name(enum sim_estimator e);
 int sim_estimator_parse(const char *s, enum sim_estimator *out);
+const char *sim_cadence_name(enum sim_step_cadence k);
+int sim_cadence_parse(const char *s, enum sim_step_cadence *out);
 
 /* The continuous-batching engine's parameters, smg's mock worker defaults
  * (crates/mock_worker, "Realistic engine"), for a 1x worker. */
@@ -168,6 +185,17 @@ struct sim_config {
 	bool steer_jitter;
 	/* smg-steer's in-flight estimator (issue 11). */
 	enum sim_estimator estimator;
+	/* What fluid adds for the step under way, from response packets. */
+	enum sim_step_cadence step_cadence;
+	/* Ablation: the step length also from gaps between response packets
+	 * that may span many steps (full responses), as a lower envelope. */
+	bool step_sparse;
+	/* The step length from one-step gaps: L += (gap - L) x step_ewma;
+	 * 1 (the default) keeps the last gap. In (0, 1]. */
+	double step_ewma;
+	/* Ablation: the step cadence reads a coarse clock of this tick, s (the
+	 * kernel's bpf_ktime_get_coarse_ns(): 4 ms at HZ=250); 0 = exact. */
+	double clock_tick_s;
 	/* Ablation: every router sees every router's sends and answers at once
 	 * (wire counters shared without delay), so no peer scaling is needed. */
 	bool share_wire;
@@ -274,6 +302,10 @@ void sim_router_connected(struct sim_router *r, uint32_t w);
 void sim_router_sent(struct sim_router *r, uint32_t w, uint32_t tokens, bool first, double t);
 void sim_router_answered(struct sim_router *r, uint32_t w, uint32_t tokens, double t);
 void sim_router_finished(struct sim_router *r, uint32_t w);
+/* One or more response packets of this router's own requests on w reached
+ * it at t (a batching engine's step end with streaming; a first token or a
+ * completion otherwise): what the kernel's ingress program sees. */
+void sim_router_rx(struct sim_router *r, uint32_t w, double t);
 void sim_router_closed(struct sim_router *r, uint32_t w);
 /* Another router sent, or had answered, a request on w (--share-wire). */
 void sim_router_peer_sent(struct sim_router *r, uint32_t w, uint32_t tokens, double t);
@@ -291,6 +323,10 @@ uint64_t sim_router_inflight_tokens(const struct sim_router *r, uint32_t w);
 uint64_t sim_router_slot_tokens_at(struct sim_router *r, uint32_t w, double t);
 /* Tokens of this router's requests on w sent and not yet answered. */
 uint64_t sim_router_pending_tokens(const struct sim_router *r, uint32_t w);
+/* The last response packet from w (s; -1 before the first) and the step
+ * length estimated from the packets (s; 0 while unknown). */
+double sim_router_last_rx(const struct sim_router *r, uint32_t w);
+double sim_router_step_estimate(const struct sim_router *r, uint32_t w);
 
 /* ---- Running ------------------------------------------------------------- */
 
@@ -305,6 +341,7 @@ struct sim_worker_result {
 	double queued_tokens_end; /* waiting + the head's remainder at the end */
 	uint32_t max_running;	  /* batching: most requests running at once */
 	uint32_t max_kv_used;	  /* batching: most KV tokens held at an admission */
+	double last_step_end;	  /* batching: end of its last step, s (-1: none) */
 };
 
 struct sim_result {
@@ -320,10 +357,14 @@ struct sim_result {
 	double served_tokens;	 /* sum over workers */
 	double queued_tokens_end;
 	uint64_t arrived, started, finished;
-	uint64_t answered;		 /* requests whose first response byte arrived */
-	uint64_t connections;		 /* connections opened (routing decisions) */
-	double sent_tokens;		 /* prompt tokens of every request sent */
-	double answered_tokens;		 /* prompt tokens of the requests answered */
+	uint64_t answered;	/* requests whose first response byte arrived */
+	uint64_t connections;	/* connections opened (routing decisions) */
+	double sent_tokens;	/* prompt tokens of every request sent */
+	double answered_tokens; /* prompt tokens of the requests answered */
+	/* Batching, at the end: (worker, router) pairs where the router has a
+	 * request that got a token at the worker's last step end, and of
+	 * those, how many routers' last response packet is that step end. */
+	uint64_t rx_pairs, rx_at_step_end;
 	struct sim_router_stats routers; /* summed over routers */
 	uint32_t workers;
 	struct sim_worker_result w[SIM_MAX_WORKERS];

@@ -63,8 +63,22 @@ static void variant_name(const struct sim_config *c, char *buf, size_t len)
 		snprintf(buf + n, len - n, "+wirex%g", c->wire_scale);
 		n = strlen(buf);
 	}
-	if (c->phase_tokens >= 0)
+	if (c->phase_tokens >= 0) {
 		snprintf(buf + n, len - n, "+phase%lld", (long long)c->phase_tokens);
+		n = strlen(buf);
+	}
+	/* The step cadence only changes smg-steer's fluid estimator. */
+	if (c->step_cadence != SIM_CAD_OFF && c->policy == SIM_POL_STEER &&
+	    c->estimator == SIM_EST_FLUID) {
+		snprintf(buf + n, len - n, "+step%s%s", sim_cadence_name(c->step_cadence),
+			 c->step_sparse ? "+sparse" : "");
+		n = strlen(buf);
+		if (c->step_ewma < 1)
+			snprintf(buf + n, len - n, "+ewma%g", c->step_ewma);
+		n = strlen(buf);
+		if (c->clock_tick_s > 0)
+			snprintf(buf + n, len - n, "+tick%g", c->clock_tick_s);
+	}
 	if (!buf[0])
 		snprintf(buf, len, "+base");
 	memmove(buf, buf + 1, strlen(buf)); /* drop the leading '+' */

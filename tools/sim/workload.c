@@ -198,6 +198,8 @@ static const char *const estimator_names[SIM_EST_COUNT] = {
 	"flat", "credit", "pending", "sum", "pending-peers", "fluid",
 };
 
+static const char *const cadence_names[SIM_CAD_COUNT] = { "off", "max", "sum", "periodic" };
+
 static int parse_name(const char *s, const char *const *names, int n)
 {
 	int i;
@@ -253,6 +255,21 @@ int sim_estimator_parse(const char *s, enum sim_estimator *out)
 	return 0;
 }
 
+const char *sim_cadence_name(enum sim_step_cadence k)
+{
+	return (unsigned)k < SIM_CAD_COUNT ? cadence_names[k] : "?";
+}
+
+int sim_cadence_parse(const char *s, enum sim_step_cadence *out)
+{
+	int i = parse_name(s, cadence_names, SIM_CAD_COUNT);
+
+	if (i < 0)
+		return -1;
+	*out = (enum sim_step_cadence)i;
+	return 0;
+}
+
 void sim_config_defaults(struct sim_config *c)
 {
 	*c = (struct sim_config){
@@ -273,6 +290,7 @@ void sim_config_defaults(struct sim_config *c)
 		.keepalive = 1,
 		.phase_tokens = -1,
 		.wire_scale = 1.0,
+		.step_ewma = 1.0,
 		.response = SIM_RESP_STREAM,
 		/* A 1x worker prefills at smg's default throughput, so the
 		 * policy's fallback is right for the average worker. */
@@ -329,6 +347,12 @@ int sim_config_check(const struct sim_config *c, char *why, size_t whylen)
 		return fail(why, whylen, "warm-up must be 0..1e8");
 	if ((unsigned)c->estimator >= SIM_EST_COUNT)
 		return fail(why, whylen, "unknown estimator");
+	if ((unsigned)c->step_cadence >= SIM_CAD_COUNT)
+		return fail(why, whylen, "unknown step cadence");
+	if (!(c->clock_tick_s >= 0 && c->clock_tick_s <= 1))
+		return fail(why, whylen, "clock tick must be in [0, 1] seconds");
+	if (!(c->step_ewma > 0 && c->step_ewma <= 1))
+		return fail(why, whylen, "step EWMA weight must be in (0, 1]");
 	if ((unsigned)c->engine >= SIM_ENGINE_COUNT)
 		return fail(why, whylen, "unknown engine");
 	if ((unsigned)c->response >= SIM_RESP_COUNT)
