@@ -27,6 +27,12 @@
 #      ablation, interleaved: BPF ns per message and per packet next to the
 #      empty-program floor, keep-alive request/response latency, and upload
 #      throughput, steered and unsteered.
+#   8. what the programs cost an unsteered connection with the statistics off
+#      (offcost): the shipped data plane, the same with request accounting
+#      off, empty programs of the shipped hook types and no program, in four
+#      sibling cgroups interleaved round by round; every operation timed by itself (udp connect + close, a whole
+#      unsteered TCP connection, a UDP packet each way, a steered connect),
+#      per-round medians paired; then the same rounds with bpf_stats on.
 #   7. ingress (tools/bench/ingress.py): clients off the node, in network
 #      namespaces on a bridge, through smg-steer's XDP path (native and
 #      generic mode), nftables DNAT
@@ -47,8 +53,10 @@
 # BENCH_NOREL_SCALES (1000,10000,100000), BENCH_NOREL_POLLS (5),
 # BENCH_WIRE_MESSAGES (5000 round trips per phase), BENCH_WIRE_BULK_MB (32),
 # BENCH_INGRESS_ROUNDS (6), BENCH_INGRESS_SECONDS (1), BENCH_INGRESS_CONC (1,4),
-# BENCH_INGRESS_ARMS (xdp,xdpg,nft,haproxy,ecmp,direct),
-# BENCH_PARTS ("conn wrk dec ctl src norel wire ingress"). The machine is shared and noisy: many
+# BENCH_INGRESS_ARMS (xdp,xdpg,nft,haproxy,ecmp,direct), BENCH_OFF_ROUNDS (1500
+# rounds with the statistics off), BENCH_OFF_ROUNDS_ON (300 with them on),
+# BENCH_OFF_CPU (the CPU offcost is pinned to: the last one; "" for none),
+# BENCH_PARTS ("conn wrk dec ctl src norel wire ingress off"). The machine is shared and noisy: many
 # short interleaved rounds and their medians beat a few long ones.
 set -euo pipefail
 
@@ -79,13 +87,16 @@ ING_ROUNDS=${BENCH_INGRESS_ROUNDS:-6}
 ING_SECONDS=${BENCH_INGRESS_SECONDS:-1}
 ING_CONC=${BENCH_INGRESS_CONC:-1,4}
 ING_ARMS=${BENCH_INGRESS_ARMS:-xdp,xdpg,nft,haproxy,ecmp,direct}
-PARTS=${BENCH_PARTS:-conn wrk dec ctl src norel wire ingress}
+OFF_ROUNDS=${BENCH_OFF_ROUNDS:-1500}
+OFF_ROUNDS_ON=${BENCH_OFF_ROUNDS_ON:-300}
+OFF_CPU=${BENCH_OFF_CPU-$(($(nproc) - 1))}
+PARTS=${BENCH_PARTS:-conn wrk dec ctl src norel wire ingress off}
 
 if [ "$(id -u)" != 0 ]; then
 	echo "bench: must run as root (it loads BPF programs and creates a network namespace)" >&2
 	exit 1
 fi
-for b in onebyte connbench vipctl deccost grpcmem fastworker norelbench wirecost xdppass; do
+for b in onebyte connbench vipctl deccost grpcmem fastworker norelbench wirecost xdppass offcost; do
 	[ -x "$BIN/$b" ] || { echo "bench: $BIN/$b missing; run 'make bench'" >&2; exit 1; }
 done
 [ -r "$BUILD/steer_wire_msg.bpf.o" ] || { echo "bench: $BUILD/steer_wire_msg.bpf.o missing" >&2; exit 1; }
@@ -117,6 +128,10 @@ CG_NB="$cgroot/$tag-nb"   # norelbench: without the release hook
 CG_NC="$cgroot/$tag-nc"   # norelbench: the release hook cut to its cookie test
 CG_NN="$cgroot/$tag-nn"   # norelbench: no program at all
 CG_WIRE="$cgroot/$tag-wire" # wirecost's client (its server stays outside)
+CG_OS="$cgroot/$tag-os"   # offcost: the data plane as shipped
+CG_OE="$cgroot/$tag-oe"   # offcost: empty programs of the same hook types
+CG_ON="$cgroot/$tag-on"   # offcost: no program (its listener and sink live here)
+CG_OW="$cgroot/$tag-ow"   # offcost: the data plane with request accounting off
 PIN="/sys/fs/bpf/$tag"    # prefix: $PIN-dp, $PIN-dec, $PIN-ctl-*
 NETNS="smgb$$"            # ingress: named network namespaces $NETNS-*
 TMP=$(mktemp -d "/tmp/$tag.XXXXXX")
@@ -149,7 +164,7 @@ cleanup() {
 	for cg in "$cgroot/$NETNS"-*; do
 		[ -d "$cg" ] && rmdir "$cg" 2>/dev/null || true
 	done
-	for cg in "$CG_DP" "$CG_DPNW" "$CG_DEC" "$CG_CTL" "$CG_CLI" "$CG_SRV" "$CG_NA" "$CG_NB" "$CG_NC" "$CG_NN" "$CG_WIRE"; do
+	for cg in "$CG_DP" "$CG_DPNW" "$CG_DEC" "$CG_CTL" "$CG_CLI" "$CG_SRV" "$CG_NA" "$CG_NB" "$CG_NC" "$CG_NN" "$CG_WIRE" "$CG_OS" "$CG_OE" "$CG_ON" "$CG_OW"; do
 		[ -d "$cg" ] && rmdir "$cg" 2>/dev/null || true
 	done
 	rm -rf "$TMP"
@@ -158,7 +173,7 @@ trap cleanup EXIT
 trap 'echo "bench: interrupted" >&2; exit 130' INT
 trap 'exit 143' TERM
 
-mkdir -p "$RES" "$CG_DP" "$CG_DPNW" "$CG_DEC" "$CG_CTL" "$CG_CLI" "$CG_SRV" "$CG_NA" "$CG_NB" "$CG_NC" "$CG_NN" "$CG_WIRE"
+mkdir -p "$RES" "$CG_DP" "$CG_DPNW" "$CG_DEC" "$CG_CTL" "$CG_CLI" "$CG_SRV" "$CG_NA" "$CG_NB" "$CG_NC" "$CG_NN" "$CG_WIRE" "$CG_OS" "$CG_OE" "$CG_ON" "$CG_OW"
 
 log() { printf '[%s] %s\n' "$(date +%T)" "$*"; }
 
@@ -597,6 +612,19 @@ ingress_part() {
 	loadavg "ingress end"
 }
 
+# ---- 8. the programs' cost with the statistics off ------------------------------------------
+
+off_part() {
+	local cpu=()
+	[ -n "$OFF_CPU" ] && cpu=(--cpu "$OFF_CPU")
+	log "statistics off: ship / empty / none, $OFF_ROUNDS rounds off, $OFF_ROUNDS_ON on"
+	loadavg "offcost start"
+	fg_wait "$BIN/offcost" --pin "$PIN-off" --cgroup-ship "$CG_OS" --cgroup-empty "$CG_OE" \
+		--cgroup-none "$CG_ON" --cgroup-nowire "$CG_OW" --rounds "$OFF_ROUNDS" --rounds-on "$OFF_ROUNDS_ON" \
+		--hooks "$RES/offcost_hooks.csv" "${cpu[@]}" --header >"$RES/offcost.csv"
+	loadavg "offcost end"
+}
+
 # ---- main -------------------------------------------------------------------------------------
 
 t_start=$(date +%s)
@@ -624,6 +652,7 @@ machine >"$RES/machine.md"
 	echo "norelbench ... --part walk --scales 1000 --polls $NOREL_POLLS   # again, with the TIME_WAIT sockets of --part bpf"
 	echo "norelbench ... --part wall --rounds $((2 * ROUNDS)) --wall-ops 20000"
 	echo "wirecost --pin PIN --cgroup CG --msg-obj steer_wire_msg.bpf.o --rounds $ROUNDS --messages $WIRE_MESSAGES --bulk-mb $WIRE_BULK_MB   # 512 B requests, 256 B responses"
+	echo "offcost --pin PIN --cgroup-ship CG --cgroup-empty CG --cgroup-none CG --cgroup-nowire CG --rounds $OFF_ROUNDS --rounds-on $OFF_ROUNDS_ON ${OFF_CPU:+--cpu $OFF_CPU}   # statistics off, then on"
 	echo "ingress.py run --rounds $ING_ROUNDS --seconds $ING_SECONDS --concurrency $ING_CONC --arms $ING_ARMS   # namespaces on a bridge"
 	echo '```'
 } >>"$RES/machine.md"
@@ -643,6 +672,7 @@ case " $PARTS " in *" src "*) src_part ;; esac
 case " $PARTS " in *" norel "*) norel_part ;; esac
 case " $PARTS " in *" wire "*) wire_part ;; esac
 case " $PARTS " in *" ingress "*) ingress_part ;; esac
+case " $PARTS " in *" off "*) off_part ;; esac
 
 log "done in $(($(date +%s) - t_start)) s; writing $RESULTS/summary.md"
 "$PY" "$here/summarize.py" "$RES" >"$RES/summary.md"

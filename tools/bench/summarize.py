@@ -14,6 +14,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import ingress_summary  # noqa: E402
+import offcost_summary  # noqa: E402
 
 TARGETS = {
     "vip/direct per-connection time": 1.02,
@@ -597,6 +598,7 @@ def main():
     norel_section(res)
     wire_section(res)
     ingress_summary.section(res)
+    offcost_summary.section(res)
     return 0
 
 
