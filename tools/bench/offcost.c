@@ -500,7 +500,10 @@ static int pkt_socket(struct sockaddr_in *m_addr)
 	return m;
 }
 
-static long timed_ops(enum workload w, long n, long *errors)
+/* n operations of w, each timed into B.t; the programs' statistics of arm a
+ * read around the loop only (not around the pkt socket's own connect and close). */
+static long timed_ops(enum workload w, enum arm a, long n, long *errors, struct stats *s0,
+		      struct stats *s1)
 {
 	struct sockaddr_in m_addr;
 	uint64_t t0, t1;
@@ -511,6 +514,7 @@ static long timed_ops(enum workload w, long n, long *errors)
 		return -1;
 	for (k = 0; w == W_STEERED && k < N_DEST; k++) /* what the daemon does each poll */
 		steer_dp_inflight_exchange(B.dp, B.slot[k]);
+	read_stats(a, s0);
 	t0 = now_ns();
 	for (k = 0; k < n && !stopping; k++) {
 		switch (w) {
@@ -532,6 +536,7 @@ static long timed_ops(enum workload w, long n, long *errors)
 		t0 = t1;
 		*errors += rc != 0;
 	}
+	read_stats(a, s1);
 	if (m >= 0)
 		close(m);
 	return k;
@@ -544,9 +549,7 @@ static int row(const char *phase, int round, enum workload w, enum arm a)
 	double mean = 0, ns_sum = 0, runs_sum = 0;
 	int h;
 
-	read_stats(a, s0);
-	n = timed_ops(w, B.ops[w], &errors);
-	read_stats(a, s1);
+	n = timed_ops(w, a, B.ops[w], &errors, s0, s1);
 	if (n <= 0)
 		return -1;
 	for (k = 0; k < n; k++) {
@@ -604,10 +607,11 @@ static int workload_round(const char *name, int r, enum workload w)
 			return -1;
 		}
 		for (x = w; rc == 0; x = W_STEERED) {
+			struct stats s0[HOOKS], s1[HOOKS];
 			long e = 0;
 
 			if (r == 0) /* warm-up */
-				rc = timed_ops(x, B.ops[x] / 4 + 1, &e) < 0;
+				rc = timed_ops(x, a, B.ops[x] / 4 + 1, &e, s0, s1) < 0;
 			else
 				rc = row(name, r, x, a);
 			if (x != W_TCP || a != A_SHIP || !B.on[W_STEERED])
