@@ -12,10 +12,10 @@
  *           [--ops-pkt 400] [--ops-steered 100] [--workloads udp,tcp,pkt,steered]
  *           [--hooks FILE] [--cpu N] [--header]
  *
- * Three sibling cgroups: ship = the data plane attached as smg-steerd does it
+ * Sibling cgroups: ship = the data plane attached as smg-steerd does it
  * (steer_dp_open as owner: the connect, getpeername and release programs and,
- * by default, the cgroup_skb request accounting), with a table published for a
- * virtual address; empty = an empty program (r0 = 1) of exactly each hook type
+ * by default, the cgroup_skb request accounting), with tables published for
+ * 64 virtual addresses; empty = an empty program (r0 = 1) of exactly each hook type
  * ship attaches, read from ship's pinned links; none = no program; nowire
  * (with --cgroup-nowire; pins at PREFIX-nowire) = the data plane with the
  * request accounting off (smg-steerd --wire-estimator off). In each
@@ -39,10 +39,11 @@
  *   steered  (ship only, right after ship's tcp block) the tcp operation to
  *            the virtual addresses 127.0.8.1-64:8000, each steered over its
  *            one backend, the listener's address 127.0.9.1-64:9000.
- * Phase off: --rounds rounds, the statistics off. The ship and empty programs'
- * run counts are read around every row (outside the timed loop): with the
- * statistics off the kernel counts no run, so a non-zero count in an off row
- * means something held them on. Phase on: --rounds-on rounds with
+ * Phase off: --rounds rounds, the statistics off. The run counts of the
+ * block's cgroup's programs are read around every block (outside the timed
+ * operations): with the statistics off the kernel counts no run, so a
+ * non-zero count in an off row means something held them on (a warning on
+ * stderr; the summary reports the total). Phase on: --rounds-on rounds with
  * BPF_ENABLE_STATS held: the same rows, plus each hook's run_time_ns and
  * run_cnt per operation (ship's programs, or empty's floors).
  * One CSV row per workload, cgroup and round on stdout.
@@ -565,6 +566,11 @@ static int row(const char *phase, int round, enum workload w, enum arm a)
 		runs_sum += (double)(s1[h].cnt - s0[h].cnt);
 	}
 	printf(",%.3f,%.1f", runs_sum / (double)n, ns_sum / (double)n);
+	if (runs_sum > 0 && !strcmp(phase, "off"))
+		fprintf(stderr,
+			"offcost: round %d: %.0f program runs counted with the statistics "
+			"off: someone holds them on\n",
+			round, runs_sum);
 	for (h = 0; h < HOOKS; h++) {
 		if (a == A_NONE || B.prog[a][h] < 0)
 			printf(",,");
