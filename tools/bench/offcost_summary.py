@@ -128,20 +128,42 @@ def state_table(rows):
     print()
 
 
+def hook_table(rows, cols, workloads):
+    print("Runs and bpf_stats ns per operation by hook (statistics on, medians over rounds; "
+          "ship / empty; the hooks that ran):\n")
+    print("| workload | " + " | ".join(cols) + " |")
+    print("|---|" + "---|" * len(cols))
+    for w in workloads:
+        cells = []
+        for h in cols:
+            s_runs = by_round(rows, "on", w, "ship", f"{h}_runs_per_op")
+            s_ns = by_round(rows, "on", w, "ship", f"{h}_ns_per_op")
+            e_ns = by_round(rows, "on", w, "empty", f"{h}_ns_per_op")
+            vals = [v for v in s_runs.values() if v == v]
+            if not vals:
+                cells.append("-")
+                continue
+            floor = f"{statistics.median(e_ns.values()):.0f}" if e_ns else "-"
+            cells.append(f"{statistics.median(vals):.2f} runs, "
+                         f"{statistics.median(s_ns.values()):.0f} / {floor} ns")
+        print(f"| {w} | " + " | ".join(cells) + " |")
+    print()
+
+
 def section(res):
     rows = read(os.path.join(res, "offcost.csv"))
     if not rows:
         return
     hooks = read(os.path.join(res, "offcost_hooks.csv"))
     print("## 8. The programs' cost with the statistics off (offcost)\n")
-    print("Three sibling cgroups in the bench's namespace: **ship** = the data plane as "
+    print("Sibling cgroups in the bench's namespace: **ship** = the data plane as "
           "smg-steerd attaches it (wire accounting on, 64 virtual addresses published), "
           "**empty** = an empty program (`r0 = 1`) of each hook type ship attaches, "
           "**nowire** = the data plane with request accounting off (`--wire-estimator off`: "
           "no cgroup_skb program), "
           "**none** = no program. Blocks of operations, each operation timed by itself "
           "(CLOCK_MONOTONIC); a block's median per operation; per round, the blocks of a "
-          "workload run back to back in the three cgroups (the first rotates). Figures are "
+          "workload run back to back in each cgroup (the first rotates). Figures are "
           "medians over rounds of the paired per-round differences, with a 95 % interval of "
           "that median and the quartiles of the differences.\n")
     if hooks:
@@ -165,7 +187,8 @@ def section(res):
           "bpf_stats net | **wall, stats off: ship - none** (95 % CI; quartiles) | "
           "empty - none | ship - empty | nowire - none | wall, stats on: ship - none |")
     print("|---|---:|---:|---:|---:|---|---|---|---|---:|")
-    for w in WORKLOADS:
+    present = {r["workload"] for r in rows}
+    for w in (w for w in WORKLOADS if w in present):
         level = statistics.median(by_round(rows, "off", w, "none", "median_ns").values() or
                                   [float("nan")])
         ship_bpf = by_round(rows, "on", w, "ship", "bpf_ns_per_op")
@@ -189,27 +212,10 @@ def section(res):
           "operation)\n")
     state_table(rows)
 
-    print("Runs and bpf_stats ns per operation by hook (statistics on, medians over rounds; "
-          "ship / empty; the hooks that ran):\n")
     ran = [r for r in rows if r["phase"] == "on" and r["cgroup"] == "ship"]
     cols = [h for h in hook_cols(rows) if any(num(r[f"{h}_runs_per_op"]) > 0.5 for r in ran)]
-    print("| workload | " + " | ".join(cols) + " |")
-    print("|---|" + "---|" * len(cols))
-    for w in WORKLOADS + ("steered",):
-        cells = []
-        for h in cols:
-            s_runs = by_round(rows, "on", w, "ship", f"{h}_runs_per_op")
-            s_ns = by_round(rows, "on", w, "ship", f"{h}_ns_per_op")
-            e_ns = by_round(rows, "on", w, "empty", f"{h}_ns_per_op")
-            vals = [v for v in s_runs.values() if v == v]
-            if not vals:
-                cells.append("-")
-                continue
-            floor = f"{statistics.median(e_ns.values()):.0f}" if e_ns else "-"
-            cells.append(f"{statistics.median(vals):.2f} runs, "
-                         f"{statistics.median(s_ns.values()):.0f} / {floor} ns")
-        print(f"| {w} | " + " | ".join(cells) + " |")
-    print()
+    if cols:
+        hook_table(rows, cols, [w for w in WORKLOADS + ("steered",) if w in present])
 
     st = paired(rows, "off", "steered", "ship", "tcp", "ship")
     if st:
