@@ -10,8 +10,11 @@
 #      programs over 64 backends, HAProxy leastconn (mode tcp) and nginx stream
 #      least_conn over the same 64 backends; measured by connbench (connect, read
 #      one byte, close) and by wrk (HTTP, Connection: close, 64 nginx backends);
-#   2. BPF time per connection, every program summed, at 8, 64 and 256
-#      backends, unsteered, spread, equal and rebuild (deccost);
+#      then connbench --pair: steered against direct in one thread, blocks
+#      alternating, free, on one CPU and across two;
+#   2. BPF time per connection, every program summed (request accounting's
+#      per packet included), at 8, 64 and 256 backends, unsteered, spread,
+#      equal and rebuild (deccost);
 #   3. the control plane: the real smg-steerd at 100, 1,000 and 5,000 backends
 #      against fake workers (ctlplane.py): bench/fastworker (C), then the Python
 #      reference tests/fake_worker.py --many at 100 and 1,000;
