@@ -129,7 +129,7 @@ def conn_pairs_section(res):
     rows = read(os.path.join(res, "conn_pairs.csv"))
     if not rows:
         return
-    print("### Sequential, side by side in one thread (connbench --pair)\n")
+    print("### Sequential, side by side in one thread (connbench --pair-addr)\n")
     print("Blocks of connections alternate between the two paths (ABBA order), the client "
           "moving between their cgroups; each connection is timed from socket() to close(). "
           "Ratio = median over block pairs of the blocks' median (or mean) times, with the "
