@@ -8,7 +8,8 @@
  * not counted and keeps its flat connect credit; the parent holds no
  * cgroup_skb program. A restart with child B moves the pinned links to B (A
  * then counts nothing, B does, one link of each pinned); a restart with the
- * same cgroup keeps the very links (no gap).
+ * same cgroup keeps the very links (no gap); a wire cgroup removed while the
+ * daemon was away is left behind at the next start.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -224,6 +225,32 @@ static void test_no_wire_cgroup_counts_in_the_steering_cgroup(void)
 	close(fd);
 }
 
+/* ---- 5. the wire cgroup was removed while the daemon was away ----------------------- */
+
+static void test_a_removed_wire_cgroup_is_left_behind(void)
+{
+	char gone[PATH_MAX];
+	struct wire_now b, a;
+	uint32_t s;
+	int fd;
+
+	CHECK(testenv_child_cgroup("gone", gone, sizeof(gone)) == 0, "mkdir: %s", strerror(errno));
+	CHECK(reopen(gone) == 0, "reopen with the new cgroup: %s", err);
+	CHECK(wire_attached(gone) == 1, "the new cgroup has no accounting");
+	steer_dp_close(dp); /* as a pod goes away while the daemon restarts */
+	dp = NULL;
+	CHECK(rmdir(gone) == 0, "rmdir %s: %s", gone, strerror(errno));
+	CHECK(reopen(NULL) == 0, "reopen after the removal: %s", err);
+	CHECK(wire_attached(testenv_cgroup()) == 1, "the steering cgroup has no accounting");
+	s = slot_of(&vip, &r_be);
+	fd = connect_from(testenv_cgroup());
+	CHECK(fd >= 0, "connect: %s", strerror(-fd));
+	CHECK(request(fd, 321, &b, &a, s) == 0, "request not served");
+	CHECK(a.sent == b.sent + 321, "sent %llu -> %llu", (unsigned long long)b.sent,
+	      (unsigned long long)a.sent);
+	close(fd);
+}
+
 static int setup(void)
 {
 	if (testenv_init("wirecg") != 0)
@@ -255,6 +282,7 @@ int main(void)
 	TAP_RUN(test_a_restart_in_place_keeps_the_links);
 	TAP_RUN(test_a_restart_moves_accounting_to_the_new_cgroup);
 	TAP_RUN(test_no_wire_cgroup_counts_in_the_steering_cgroup);
+	TAP_RUN(test_a_removed_wire_cgroup_is_left_behind);
 	if (dp) {
 		steer_dp_detach(dp, err, sizeof(err));
 		steer_dp_close(dp);

@@ -96,7 +96,8 @@ static int dp_wire_unlink(struct steer_dp *dp, char *err, size_t errlen);
  * A link a previous owner pinned on another cgroup than the one asked for now
  * (--wire-cgroup changed across a restart): detach it and remove its pin, so
  * that the caller attaches anew. Accounting stops in the old cgroup; sockets
- * that pass neither program meanwhile keep their flat connect credit. The
+ * that pass neither program meanwhile keep their flat connect credit. A link
+ * whose cgroup was removed since (a pod's, gone) is moved the same way.
  * 1 when it was moved (l is destroyed), 0 when it stays (l is kept), or
  * -errno (l is destroyed).
  */
@@ -120,8 +121,12 @@ static int wire_link_elsewhere(struct steer_dp *dp, struct bpf_link *l, uint64_t
 	if (unlink(path) != 0 && errno != ENOENT)
 		return steer_seterr(err, errlen, errno, "cannot unpin %s: %s", path,
 				    strerror(errno));
-	log_info("data plane: request accounting moved from cgroup id %llu to %s (%s)",
-		 (unsigned long long)info.cgroup.cgroup_id, dp->wire_cgroup, path);
+	if (info.cgroup.cgroup_id == 0) /* the kernel detached it when the cgroup went */
+		log_info("data plane: request accounting moved from a removed cgroup to %s (%s)",
+			 dp->wire_cgroup, path);
+	else
+		log_info("data plane: request accounting moved from cgroup id %llu to %s (%s)",
+			 (unsigned long long)info.cgroup.cgroup_id, dp->wire_cgroup, path);
 	return 1;
 }
 
