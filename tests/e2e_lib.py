@@ -52,6 +52,7 @@ class Env:
         self.pin = f"/sys/fs/bpf/smg-steer-test-{name}-{os.getpid()}"
         self.tmp = tempfile.mkdtemp(prefix=f"smg-steer-{name}-")
         self.procs = []
+        self.children = []
         os.mkdir(self.cgroup)
         atexit.register(self.cleanup)
         for sig in (signal.SIGTERM, signal.SIGINT):
@@ -60,6 +61,17 @@ class Env:
     def _on_signal(self, sig, frame):
         self.cleanup()
         sys.exit(1)
+
+    def child_cgroup(self, name):
+        """A cgroup below the test's, removed (first) by cleanup."""
+        path = os.path.join(self.cgroup, name)
+        os.mkdir(path)
+        self.children.append(path)
+        return path
+
+    def enter(self, cgroup):
+        with open(os.path.join(cgroup, "cgroup.procs"), "w") as f:
+            f.write(str(os.getpid()))
 
     def enter_cgroup(self):
         with open(os.path.join(self.cgroup, "cgroup.procs"), "w") as f:
@@ -94,6 +106,11 @@ class Env:
                 self.leave_cgroup()
             except OSError:
                 pass
+            for c in reversed(self.children):
+                try:
+                    os.rmdir(c)
+                except OSError:
+                    pass
             try:
                 os.rmdir(self.cgroup)
             except OSError:

@@ -377,6 +377,7 @@ static void test_help_version(void)
 		"--peer-routers",
 		"--bytes-per-token",
 		"--wire-estimator",
+		"--wire-cgroup",
 		"--unhealthy-after",
 		"--healthy-after",
 		"--log-level",

@@ -19,6 +19,9 @@ the VIP with requests of known sizes. Asserted, with exact numbers:
 - a socket closed mid-request leaves nothing pending;
 - a daemon restart (--keep-pinned) leaves every counter where it was;
 - SIGHUP applies a changed bytes-per-token from the file;
+- --wire-cgroup: a connection made outside it is steered but not counted,
+  one made in it is; the pinned links move there at restart; a reload that
+  changes it warns;
 - --wire-estimator off attaches no accounting program and counts nothing.
 """
 import json
@@ -335,6 +338,50 @@ with t.case("SIGHUP applies a changed bytes-per-token (the service key beats the
     release("r6")
     read_answer(s)
     s.close()
+
+with t.case("--wire-cgroup: only sockets made in it are counted; moved at restart; reload warns"):
+    rc, _ = d.stop()
+    t.check(rc == 0, f"daemon exit {rc}")
+    child = env.child_cgroup("clients")
+    write_config(BPT, f"wire-cgroup: {child}\n")
+    d = L.Daemon(env, ["--config", CFG]).start()
+    d.wait_publishes(2)
+    t.check(f"request bytes counted only in cgroup {child}" in d.log_text(),
+            "the start line does not say where accounting runs")
+    t.check("request accounting moved from cgroup id" in d.log_text(),
+            "the pinned links on the steering cgroup were not moved")
+    links = sorted(n for n in os.listdir(env.pin) if n.startswith("steer_lnk_w"))
+    t.check(links == ["steer_lnk_win", "steer_lnk_wout"], f"wire links pinned: {links}")
+    before = {addr: wire(addr) for addr in (A, B)}
+    s5 = connect()  # made in the steering cgroup, outside --wire-cgroup
+    r8 = request(None, body=b"j" * 1500)
+    c0 = counts()
+    s5.sendall(r8)
+    peer5 = held_by(c0)
+    read_answer(s5)
+    s5.close()
+    t.check(peer5 in (A, B), f"not steered: {peer5}")
+    t.check({addr: wire(addr) for addr in (A, B)} == before,
+            f"counted outside --wire-cgroup: {before} -> {wire(peer5)}")
+    env.enter(child)
+    try:
+        s6 = connect()  # the socket belongs to the child for good
+    finally:
+        env.enter_cgroup()
+    r9 = request(None, body=b"k" * 2500)
+    c0 = counts()
+    s6.sendall(r9)
+    peer6 = held_by(c0)
+    w = wire(peer6)
+    t.check(w["sent_bytes"] == before[peer6]["sent_bytes"] + len(r9),
+            f"from the child: sent {before[peer6]['sent_bytes']} -> {w['sent_bytes']}, "
+            f"want +{len(r9)}")
+    read_answer(s6)
+    s6.close()
+    write_config(BPT)  # no wire-cgroup: a reload says it needs a restart
+    d.send(signal.SIGHUP)
+    L.wait_for(lambda: "a --wire-cgroup change needs a restart" in d.log_text(), 30,
+               "the reload's warning")
 
 with t.case("--wire-estimator off: no accounting programs attached, bytes not counted"):
     rc, _ = d.stop()

@@ -25,6 +25,9 @@ static char cg_root[PATH_MAX];
 static char cg_dir[PATH_MAX + 128];
 static char pin_dir[PATH_MAX];
 static pid_t owner_pid;
+#define MAX_CHILDREN 4
+static char children[MAX_CHILDREN][PATH_MAX + 160];
+static int n_children;
 
 const char *testenv_cgroup(void)
 {
@@ -82,6 +85,26 @@ int testenv_enter_cgroup(void)
 	return move_self(cg_dir);
 }
 
+int testenv_enter(const char *cg)
+{
+	return move_self(cg);
+}
+
+int testenv_child_cgroup(const char *name, char *out, size_t len)
+{
+	char *dir;
+
+	if (n_children == MAX_CHILDREN || !cg_dir[0])
+		return -ENOSPC;
+	dir = children[n_children];
+	snprintf(dir, sizeof(children[0]), "%s/%s", cg_dir, name);
+	if (mkdir(dir, 0755) != 0)
+		return -errno;
+	n_children++;
+	snprintf(out, len, "%s", dir);
+	return 0;
+}
+
 /* Remove everything this test created. Runs once, in the creating process. */
 static void cleanup(void)
 {
@@ -93,6 +116,8 @@ static void cleanup(void)
 	}
 	if (cg_dir[0]) {
 		move_self(cg_root);
+		while (n_children > 0)
+			rmdir(children[--n_children]);
 		rmdir(cg_dir);
 	}
 }

@@ -25,6 +25,11 @@ const char *testenv_pin_dir(void); /* under /sys/fs/bpf, not yet created */
 /* Move the calling process back to the root cgroup (outside the hooks). */
 int testenv_leave_cgroup(void);
 int testenv_enter_cgroup(void);
+/* Create the cgroup name below the test's (removed at exit, first); its path
+ * in out. 0 or -errno. */
+int testenv_child_cgroup(const char *name, char *out, size_t len);
+/* Move the calling process (all its threads) into the cgroup cg. */
+int testenv_enter(const char *cg);
 
 /* A TCP listener that writes its name to each client, then closes. */
 struct test_backend {

@@ -49,12 +49,15 @@ static void derived_defaults_set(struct ctx *c)
 
 static int globals_resolve(struct ctx *c)
 {
+	int rc;
+
 	defaults_set(&c->out);
 	cfg_layer_apply(&c->out, &c->top);
 	cfg_layer_apply(&c->out, &c->flags);
 	derived_defaults_set(c);
 	memcpy(c->out.config_path, c->config_path, sizeof(c->out.config_path));
-	return cfg_check_timing(c);
+	rc = cfg_check_timing(c);
+	return rc ? rc : cfg_check_wire_cgroup(c);
 }
 
 /* The flags' service joins the file's, replacing one with the same vip. */

@@ -101,6 +101,9 @@ struct steer_config {
 	 * cgroup_skb programs are not attached, so unsteered sockets pay no
 	 * per-packet dispatch); connections keep the flat connect credit. */
 	bool wire_off;
+	/* --wire-cgroup: the cgroup2 directory the accounting programs attach
+	 * to, equal to or below cgroup. Empty: the same as cgroup. */
+	char wire_cgroup[PATH_MAX];
 
 	/* Polling, nanoseconds. */
 	uint64_t interval_ns; /* --load-check-interval, default 1 s */

@@ -491,6 +491,7 @@ const struct setting cfg_settings[] = {
 	{ "peer-routers", N_OPTS, KNOB_PEERS, NULL },
 	{ "bytes-per-token", N_OPTS, KNOB_BYTES_PER_TOKEN, NULL },
 	{ "wire-estimator", OPT_WIRE_ESTIMATOR, -1, parse_wire_estimator },
+	{ "wire-cgroup", OPT_WIRE_CGROUP, -1, cfg_parse_wire_cgroup },
 	{ "unhealthy-after", OPT_UNHEALTHY, -1, parse_unhealthy },
 	{ "healthy-after", OPT_HEALTHY, -1, parse_healthy },
 	{ "log-level", OPT_LOG_LEVEL, -1, parse_log_level },
@@ -553,6 +554,8 @@ void cfg_layer_apply(struct steer_config *dst, const struct layer *l)
 		dst->wire_pending = v->wire_pending;
 		dst->wire_off = v->wire_off;
 	}
+	if (l->set[OPT_WIRE_CGROUP])
+		memcpy(dst->wire_cgroup, v->wire_cgroup, sizeof(dst->wire_cgroup));
 	if (l->set[OPT_DNS_INTERVAL])
 		dst->dns_interval_ns = v->dns_interval_ns;
 	if (l->set[OPT_DNS_SERVER])

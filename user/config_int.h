@@ -90,6 +90,7 @@ enum opt {
 	OPT_DNS_INTERVAL,
 	OPT_DNS_SERVER,
 	OPT_WIRE_ESTIMATOR,
+	OPT_WIRE_CGROUP,
 	OPT_XDP_DEV,
 	OPT_XDP_MODE,
 	OPT_XDP_ENCAP_SRC,
@@ -121,7 +122,7 @@ struct setting {
 };
 
 /* Every option that is both a flag and a top-level key, in --help order. */
-#define CFG_N_SETTINGS 21
+#define CFG_N_SETTINGS 22
 extern const struct setting cfg_settings[CFG_N_SETTINGS];
 
 /* ---- XDP ingress options (config_xdp.c) ---------------------------------------- */
@@ -130,6 +131,10 @@ int cfg_parse_xdp_dev(const char *v, struct steer_config *dst, char *why, size_t
 int cfg_parse_xdp_mode(const char *v, struct steer_config *dst, char *why, size_t whylen);
 int cfg_parse_xdp_encap_src(const char *v, struct steer_config *dst, char *why, size_t whylen);
 void cfg_xdp_apply(struct steer_config *dst, const struct layer *l);
+
+/* ---- Request accounting's cgroup (config_wire.c) ------------------------------- */
+
+int cfg_parse_wire_cgroup(const char *v, struct steer_config *dst, char *why, size_t whylen);
 
 /* ---- One service being assembled ------------------------------------------- */
 
@@ -188,6 +193,8 @@ void cfg_knobs_apply(struct steer_policy *dst, const struct knob_layer *kl);
 void cfg_layer_apply(struct steer_config *dst, const struct layer *l);
 /* The checks between options, once the layers are resolved into c->out. */
 int cfg_check_timing(struct ctx *c);
+/* --wire-cgroup within --cgroup, and not with --wire-estimator off (config_wire.c). */
+int cfg_check_wire_cgroup(struct ctx *c);
 
 /* ---- config_backend.c ------------------------------------------------------ */
 

@@ -42,6 +42,11 @@ const char *steer_dp_cgroup(const struct steer_dp *dp)
 	return dp->cgroup;
 }
 
+const char *steer_dp_wire_cgroup(const struct steer_dp *dp)
+{
+	return dp->wire_cgroup;
+}
+
 void dp_pin_path(const struct steer_dp *dp, const char *name, char *buf, size_t len)
 {
 	snprintf(buf, len, "%s/%s", dp->pin_dir, name);
@@ -59,15 +64,15 @@ int dp_link_swap(struct bpf_link *l, struct bpf_program *prog, const char *path,
 			    strerror(errno));
 }
 
-/* Attach prog to the cgroup cg_fd (dp->cgroup) and pin the link at path. */
-int dp_link_attach_pinned(const struct steer_dp *dp, struct bpf_program *prog, int cg_fd,
-			  const char *path, struct bpf_link **out, char *err, size_t errlen)
+/* Attach prog to the cgroup cg_fd (the directory cgroup) and pin the link at path. */
+int dp_link_attach_pinned(const char *cgroup, struct bpf_program *prog, int cg_fd, const char *path,
+			  struct bpf_link **out, char *err, size_t errlen)
 {
 	struct bpf_link *l = bpf_program__attach_cgroup(prog, cg_fd);
 
 	if (!l)
 		return steer_seterr(err, errlen, errno, "cannot attach %s to cgroup %s: %s",
-				    bpf_program__name(prog), dp->cgroup, strerror(errno));
+				    bpf_program__name(prog), cgroup, strerror(errno));
 	if (bpf_link__pin(l, path) != 0) {
 		int rc = steer_seterr(err, errlen, errno, "cannot pin %s: %s", path,
 				      strerror(errno));
@@ -252,7 +257,7 @@ static int open_pinned(struct steer_dp *dp, const char *name, int *fd, char *err
 	return 0;
 }
 
-static int cgroup_id_of(const char *path, uint64_t *id)
+int dp_cgroup_id(const char *path, uint64_t *id)
 {
 	struct stat st;
 
@@ -290,7 +295,7 @@ static int attach_or_adopt_links(struct steer_dp *dp, char *err, size_t errlen)
 	uint64_t want_id = 0;
 	int cg_fd, i, rc = 0;
 
-	if (cgroup_id_of(dp->cgroup, &want_id) != 0)
+	if (dp_cgroup_id(dp->cgroup, &want_id) != 0)
 		return steer_seterr(err, errlen, errno, "cgroup %s: %s", dp->cgroup,
 				    strerror(errno));
 	cg_fd = open(dp->cgroup, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -327,8 +332,8 @@ static int attach_or_adopt_links(struct steer_dp *dp, char *err, size_t errlen)
 				rc = dp_layout_take_over(dp, err, errlen);
 			continue;
 		}
-		rc = dp_link_attach_pinned(dp, link_prog(dp, i), cg_fd, path, &dp->links[i], err,
-					   errlen);
+		rc = dp_link_attach_pinned(dp->cgroup, link_prog(dp, i), cg_fd, path, &dp->links[i],
+					   err, errlen);
 		if (rc != 0)
 			break;
 		if (i == DP_LINK_RELEASE)
@@ -490,6 +495,10 @@ static int dp_init_paths(struct steer_dp *dp, const struct steer_dp_opts *opts, 
 		return steer_seterr(
 			err, errlen, ENOENT,
 			"no cgroup2 mount in /proc/mounts; mount cgroup2 or pass --cgroup");
+	if (strlen(opts->wire_cgroup ? opts->wire_cgroup : "") >= sizeof(dp->wire_cgroup))
+		return steer_seterr(err, errlen, ENAMETOOLONG, "wire cgroup path too long");
+	snprintf(dp->wire_cgroup, sizeof(dp->wire_cgroup), "%s",
+		 opts->wire_cgroup ? opts->wire_cgroup : dp->cgroup);
 	return ensure_bpffs(dp->pin_dir, err, errlen);
 }
 

@@ -40,6 +40,13 @@ struct steer_dp_opts {
 	 * connect credit alone, as before issue 11.
 	 */
 	bool wire_off;
+	/*
+	 * Owner only: the cgroup2 directory the accounting programs attach to,
+	 * equal to or below cgroup (NULL: cgroup). Steered sockets created
+	 * outside it are not counted and keep their flat connect credit. Wire
+	 * links a previous owner pinned on another cgroup are moved here.
+	 */
+	const char *wire_cgroup;
 };
 
 int steer_dp_open(const struct steer_dp_opts *opts, struct steer_dp **out, char *err,
@@ -53,6 +60,8 @@ int steer_dp_detach(struct steer_dp *dp, char *err, size_t errlen);
 bool steer_dp_adopted(const struct steer_dp *dp);
 const char *steer_dp_pin_dir(const struct steer_dp *dp);
 const char *steer_dp_cgroup(const struct steer_dp *dp);
+/* Where request bytes are counted (the owner's wire_cgroup, or its cgroup). */
+const char *steer_dp_wire_cgroup(const struct steer_dp *dp);
 
 /* ---- Publishing ---------------------------------------------------------- */
 

@@ -49,6 +49,7 @@ struct bpf_program;
 struct steer_dp {
 	char pin_dir[STEER_PIN_DIR_MAX];
 	char cgroup[PATH_MAX];
+	char wire_cgroup[PATH_MAX]; /* steer_dp_opts.wire_cgroup, or cgroup */
 	bool own;
 	bool wire_off; /* steer_dp_opts.wire_off */
 	int lock_fd;
@@ -104,8 +105,10 @@ struct steer_dp {
 void dp_pin_path(const struct steer_dp *dp, const char *name, char *buf, size_t len);
 int dp_link_swap(struct bpf_link *l, struct bpf_program *prog, const char *path, char *err,
 		 size_t errlen);
-int dp_link_attach_pinned(const struct steer_dp *dp, struct bpf_program *prog, int cg_fd,
-			  const char *path, struct bpf_link **out, char *err, size_t errlen);
+int dp_link_attach_pinned(const char *cgroup, struct bpf_program *prog, int cg_fd, const char *path,
+			  struct bpf_link **out, char *err, size_t errlen);
+/* The cgroup id of a cgroup2 directory (its inode number); 0 or -errno. */
+int dp_cgroup_id(const char *path, uint64_t *id);
 int dp_current_generation_fd(const struct steer_dp *dp);
 /* Points the pin steer_tables at generation fd (dataplane_publish.c). */
 void dp_pin_generation(struct steer_dp *dp, int fd);

@@ -6,7 +6,10 @@
  *
  * The object is loaded with the same pin root as steer.bpf.o, after it, so
  * that it takes every map over by pin. Its links are pinned like the others:
- * --keep-pinned and restarts keep them, and a new owner swaps its programs in.
+ * --keep-pinned and restarts keep them, and a new owner swaps its programs in
+ * (or, when --wire-cgroup changed, moves them to the new cgroup). They attach
+ * to steer_dp_opts.wire_cgroup, which may be narrower than the steering
+ * programs' cgroup: their dispatch costs every packet of every socket there.
  * The kernel writes every counter of steer_wire but drain_seq; user space
  * zeroes an entry only when its slot changes owner, before any table points
  * at the slot, and bumps drain_seq at every drain of the slot's in-flight
@@ -28,6 +31,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include "log.h"
 #include "steer_wire.skel.h"
 
 static const char *const wire_link_names[DP_WIRE_LINKS] = {
@@ -88,17 +92,59 @@ int dp_wire_open(struct steer_dp *dp, char *err, size_t errlen)
 
 static int dp_wire_unlink(struct steer_dp *dp, char *err, size_t errlen);
 
-/* Attach both programs to the cgroup, or swap them into links a previous
- * owner pinned, as attach_or_adopt_links does for the others. */
+/*
+ * A link a previous owner pinned on another cgroup than the one asked for now
+ * (--wire-cgroup changed across a restart): detach it and remove its pin, so
+ * that the caller attaches anew. Accounting stops in the old cgroup; sockets
+ * that pass neither program meanwhile keep their flat connect credit. A link
+ * whose cgroup was removed since (a pod's, gone) is moved the same way.
+ * 1 when it was moved (l is destroyed), 0 when it stays (l is kept), or
+ * -errno (l is destroyed).
+ */
+static int wire_link_elsewhere(struct steer_dp *dp, struct bpf_link *l, uint64_t want_id,
+			       const char *path, char *err, size_t errlen)
+{
+	struct bpf_link_info info = { 0 };
+	__u32 len = sizeof(info);
+
+	if (bpf_obj_get_info_by_fd(bpf_link__fd(l), &info, &len) != 0 ||
+	    info.type != BPF_LINK_TYPE_CGROUP || info.cgroup.cgroup_id == want_id)
+		return 0;
+	if (bpf_link__detach(l) != 0) {
+		int rc = steer_seterr(err, errlen, errno, "cannot detach %s: %s", path,
+				      strerror(errno));
+
+		bpf_link__destroy(l);
+		return rc;
+	}
+	bpf_link__destroy(l);
+	if (unlink(path) != 0 && errno != ENOENT)
+		return steer_seterr(err, errlen, errno, "cannot unpin %s: %s", path,
+				    strerror(errno));
+	if (info.cgroup.cgroup_id == 0) /* the kernel detached it when the cgroup went */
+		log_info("data plane: request accounting moved from a removed cgroup to %s (%s)",
+			 dp->wire_cgroup, path);
+	else
+		log_info("data plane: request accounting moved from cgroup id %llu to %s (%s)",
+			 (unsigned long long)info.cgroup.cgroup_id, dp->wire_cgroup, path);
+	return 1;
+}
+
+/* Attach both programs to the wire cgroup, or swap them into links a
+ * previous owner pinned there, as attach_or_adopt_links does for the others. */
 int dp_wire_attach(struct steer_dp *dp, char *err, size_t errlen)
 {
+	const char *cg = dp->wire_cgroup;
+	uint64_t want_id = 0;
 	int cg_fd, i, rc = 0;
 
 	if (dp->wire_off)
 		return dp_wire_unlink(dp, err, errlen);
-	cg_fd = open(dp->cgroup, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dp_cgroup_id(cg, &want_id) != 0)
+		return steer_seterr(err, errlen, errno, "cgroup %s: %s", cg, strerror(errno));
+	cg_fd = open(cg, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (cg_fd < 0)
-		return steer_seterr(err, errlen, errno, "cannot open cgroup %s: %s", dp->cgroup,
+		return steer_seterr(err, errlen, errno, "cannot open cgroup %s: %s", cg,
 				    strerror(errno));
 	for (i = 0; i < DP_WIRE_LINKS && rc == 0; i++) {
 		char path[PATH_MAX];
@@ -107,12 +153,21 @@ int dp_wire_attach(struct steer_dp *dp, char *err, size_t errlen)
 		dp_pin_path(dp, wire_link_names[i], path, sizeof(path));
 		l = access(path, F_OK) == 0 ? bpf_link__open(path) : NULL;
 		if (l) {
+			rc = wire_link_elsewhere(dp, l, want_id, path, err, errlen);
+			if (rc < 0)
+				break;
+			if (rc == 1) {
+				rc = 0;
+				l = NULL;
+			}
+		}
+		if (l) {
 			rc = dp_link_swap(l, wire_prog(dp, i), path, err, errlen);
 			if (rc == 0)
 				dp->wire_links[i] = l;
 			continue;
 		}
-		rc = dp_link_attach_pinned(dp, wire_prog(dp, i), cg_fd, path, &dp->wire_links[i],
+		rc = dp_link_attach_pinned(cg, wire_prog(dp, i), cg_fd, path, &dp->wire_links[i],
 					   err, errlen);
 	}
 	close(cg_fd);

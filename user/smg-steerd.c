@@ -84,6 +84,8 @@ static void reload(struct daemon *d)
 	}
 	if (strcmp(next.pin_path, d->cfg.pin_path) || strcmp(next.cgroup, d->cfg.cgroup))
 		log_warn("reload: --pin-path and --cgroup changes need a restart; ignored");
+	if (strcmp(next.wire_cgroup, d->cfg.wire_cgroup))
+		log_warn("reload: a --wire-cgroup change needs a restart; ignored");
 	if (next.n_xdp_devs != d->cfg.n_xdp_devs ||
 	    memcmp(next.xdp_devs, d->cfg.xdp_devs, sizeof(next.xdp_devs)) ||
 	    next.xdp_mode != d->cfg.xdp_mode || strcmp(next.xdp_encap_src, d->cfg.xdp_encap_src))
@@ -105,6 +107,7 @@ static void reload(struct daemon *d)
 	d->n_svcs = next.n_services;
 	snprintf(next.pin_path, sizeof(next.pin_path), "%s", d->cfg.pin_path);
 	snprintf(next.cgroup, sizeof(next.cgroup), "%s", d->cfg.cgroup);
+	snprintf(next.wire_cgroup, sizeof(next.wire_cgroup), "%s", d->cfg.wire_cgroup);
 	snprintf(next.metrics_listen, sizeof(next.metrics_listen), "%s", d->cfg.metrics_listen);
 	next.metrics_enabled = d->cfg.metrics_enabled;
 	if (next.wire_off != d->cfg.wire_off) { /* whether the programs are attached */
@@ -189,7 +192,9 @@ static int start(struct daemon *d)
 	struct steer_dp_opts o = { .pin_dir = d->cfg.pin_path,
 				   .cgroup = d->cfg.cgroup[0] ? d->cfg.cgroup : NULL,
 				   .own = true,
-				   .wire_off = d->cfg.wire_off };
+				   .wire_off = d->cfg.wire_off,
+				   .wire_cgroup =
+					   d->cfg.wire_cgroup[0] ? d->cfg.wire_cgroup : NULL };
 	char err[512];
 	int rc;
 
@@ -228,6 +233,8 @@ static int start(struct daemon *d)
 	log_info("steering %zu service(s) in cgroup %s, state pinned at %s%s", d->n_svcs,
 		 steer_dp_cgroup(d->dp), steer_dp_pin_dir(d->dp),
 		 steer_dp_adopted(d->dp) ? " (adopted)" : "");
+	if (!d->cfg.wire_off && strcmp(steer_dp_wire_cgroup(d->dp), steer_dp_cgroup(d->dp)))
+		log_info("request bytes counted only in cgroup %s", steer_dp_wire_cgroup(d->dp));
 	d->started = true;
 	return 0;
 }
