@@ -135,18 +135,18 @@ static void fluid_set(struct sim_router *r, uint32_t w, double v, double cap)
 	r->fluid_t[w] = r->now;
 }
 
-/*
- * The rest of w's step under way at r->now, as the step cadence predicts it
- * (seconds): the step that began at the last response packet ends L later.
- * max and sum stop counting once that time has passed; periodic assumes
- * the steps went on back to back, unseen.
- */
 /* The time as the step cadence's clock reads it. */
 static double cadence_clock(const struct sim_router *r, double t)
 {
 	return r->tick > 0 ? floor(t / r->tick) * r->tick : t;
 }
 
+/*
+ * The rest of w's step under way at r->now, as the step cadence predicts it
+ * (seconds): the step that began at the last response packet ends L later.
+ * max and sum stop counting once that time has passed; periodic assumes
+ * the steps went on back to back, unseen.
+ */
 static double step_rest_s(const struct sim_router *r, uint32_t w)
 {
 	double l = r->step_s[w], since = cadence_clock(r, r->now) - r->last_rx[w];
