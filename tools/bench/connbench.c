@@ -49,6 +49,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "benchlib.h"
+
 #define MAX_THREADS 64
 
 struct worker {
@@ -70,14 +72,6 @@ static bool send_request; /* --request */
 static uint64_t warm_end_ns, end_ns;
 static struct worker workers[MAX_THREADS];
 static pthread_barrier_t start_line;
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
 
 static void record(struct worker *w, uint64_t ns)
 {
@@ -104,7 +98,7 @@ static int64_t one_connection(const struct sockaddr_in *to, unsigned char *byte)
 
 	if (fd < 0)
 		return -1;
-	t0 = now_ns();
+	t0 = bench_now_ns();
 	if (connect(fd, (const struct sockaddr *)to, sizeof(*to)) != 0 ||
 	    (send_request && write(fd, "r", 1) != 1)) {
 		close(fd);
@@ -113,7 +107,7 @@ static int64_t one_connection(const struct sockaddr_in *to, unsigned char *byte)
 	do
 		n = read(fd, byte, 1);
 	while (n < 0 && errno == EINTR);
-	t1 = now_ns();
+	t1 = bench_now_ns();
 	close(fd);
 	return n == 1 ? (int64_t)(t1 - t0) : -1;
 }
@@ -125,7 +119,7 @@ static void *run(void *arg)
 	uint64_t t;
 
 	pthread_barrier_wait(&start_line);
-	while ((t = now_ns()) < end_ns) {
+	while ((t = bench_now_ns()) < end_ns) {
 		unsigned char byte = 0;
 		int64_t lat = one_connection(&target[next++ % (unsigned)n_targets], &byte);
 
@@ -140,15 +134,8 @@ static void *run(void *arg)
 		record(w, (uint64_t)lat);
 		w->seen[byte]++;
 	}
-	w->done_ns = now_ns();
+	w->done_ns = bench_now_ns();
 	return NULL;
-}
-
-static int cmp_u32(const void *a, const void *b)
-{
-	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-
-	return x < y ? -1 : x > y;
 }
 
 static double percentile_us(const uint32_t *sorted, size_t n, double q)
@@ -159,21 +146,6 @@ static double percentile_us(const uint32_t *sorted, size_t n, double q)
 		return 0;
 	i = (size_t)(q * (double)(n - 1) + 0.5);
 	return sorted[i] / 1000.0;
-}
-
-static int join_cgroup(const char *dir)
-{
-	char path[4096], pid[32];
-	int fd, rc = 0;
-
-	snprintf(path, sizeof(path), "%s/cgroup.procs", dir);
-	snprintf(pid, sizeof(pid), "%d", (int)getpid());
-	fd = open(path, O_WRONLY | O_CLOEXEC);
-	if (fd < 0 || write(fd, pid, strlen(pid)) != (ssize_t)strlen(pid))
-		rc = -1;
-	if (fd >= 0)
-		close(fd);
-	return rc;
 }
 
 static int parse_target(const char *s, struct sockaddr_in *dst)
@@ -238,12 +210,12 @@ static double quantile(double *v, size_t n, double q)
 /* One connection, socket() to close(): its wall time in ns, or -1. */
 static int64_t timed_connection(const struct sockaddr_in *to)
 {
-	uint64_t t0 = now_ns();
+	uint64_t t0 = bench_now_ns();
 	unsigned char byte;
 
 	if (one_connection(to, &byte) < 0)
 		return -1;
-	return (int64_t)(now_ns() - t0);
+	return (int64_t)(bench_now_ns() - t0);
 }
 
 /* One block on path p: its median and mean connection time. */
@@ -253,7 +225,7 @@ static int run_block(struct pair_path *p, int block, uint32_t *scratch, struct b
 	double sum = 0;
 	int k = 0;
 
-	if (p->cgroup && join_cgroup(p->cgroup) != 0) {
+	if (p->cgroup && bench_join_cgroup(p->cgroup) != 0) {
 		fprintf(stderr, "connbench: cannot join cgroup %s: %s\n", p->cgroup,
 			strerror(errno));
 		return -1;
@@ -271,7 +243,7 @@ static int run_block(struct pair_path *p, int block, uint32_t *scratch, struct b
 		scratch[k++] = ns > UINT32_MAX ? UINT32_MAX : (uint32_t)ns;
 		sum += (double)ns;
 	}
-	qsort(scratch, (size_t)block, sizeof(*scratch), cmp_u32);
+	qsort(scratch, (size_t)block, sizeof(*scratch), bench_cmp_u32);
 	out->med_ns = scratch[block / 2];
 	out->mean_ns = sum / block;
 	return 0;
@@ -314,7 +286,7 @@ static int run_pairs(struct pair_path *a, struct pair_path *b, int block, double
 	size_t cap = 1024, pairs = 0;
 	struct block_stat *sa = malloc(cap * sizeof(*sa)), *sb = malloc(cap * sizeof(*sb));
 	uint32_t *scratch = malloc((size_t)block * sizeof(*scratch));
-	uint64_t warm_end = now_ns() + (uint64_t)warm_ms * 1000000ULL, errors = 0;
+	uint64_t warm_end = bench_now_ns() + (uint64_t)warm_ms * 1000000ULL, errors = 0;
 	uint64_t end = warm_end + (uint64_t)(seconds * 1e9);
 	int rc = 0;
 
@@ -325,9 +297,9 @@ static int run_pairs(struct pair_path *a, struct pair_path *b, int block, double
 	if (header)
 		printf("label_a,label_b,block,pairs,errors,p50_a_us,p50_b_us,ratio_p50,"
 		       "ratio_p50_q1,ratio_p50_q3,ratio_mean,ratio_mean_q1,ratio_mean_q3\n");
-	for (unsigned round = 0; rc == 0 && now_ns() < end; round++) {
+	for (unsigned round = 0; rc == 0 && bench_now_ns() < end; round++) {
 		struct block_stat x, y;
-		bool counted = now_ns() >= warm_end;
+		bool counted = bench_now_ns() >= warm_end;
 		/* ABBA: each path goes first in half the pairs */
 		bool a_first = (round & 1) == 0;
 
@@ -398,7 +370,7 @@ static void report(const char *label, struct worker *w, int conc, uint64_t start
 		memcpy(all + k, w[t].lat_ns, w[t].n * sizeof(*all));
 		k += w[t].n;
 	}
-	qsort(all, total, sizeof(*all), cmp_u32);
+	qsort(all, total, sizeof(*all), bench_cmp_u32);
 	for (i = 0; i < total; i++)
 		sum += all[i];
 	for (i = 0; i < 256; i++)
@@ -508,7 +480,7 @@ int main(int argc, char **argv)
 		consecutive_targets(pb.addr, pb.n_addr);
 		return run_pairs(&pa, &pb, block, seconds, warm_ms, header);
 	}
-	if (cgroup && join_cgroup(cgroup) != 0) {
+	if (cgroup && bench_join_cgroup(cgroup) != 0) {
 		fprintf(stderr, "connbench: cannot join cgroup %s: %s\n", cgroup, strerror(errno));
 		return 1;
 	}
@@ -516,7 +488,7 @@ int main(int argc, char **argv)
 		printf("label,concurrency,seconds,connections,errors,conns_per_s,p50_us,p99_us,"
 		       "mean_us,per_conn_us,backends_seen,attempts\n");
 	pthread_barrier_init(&start_line, NULL, (unsigned)conc + 1);
-	start = now_ns() + 50000000ULL; /* threads are up by then */
+	start = bench_now_ns() + 50000000ULL; /* threads are up by then */
 	warm_end_ns = start + (uint64_t)warm_ms * 1000000ULL;
 	end_ns = warm_end_ns + (uint64_t)(seconds * 1e9);
 	for (t = 0; t < conc; t++)

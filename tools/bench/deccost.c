@@ -112,28 +112,6 @@ static void on_signal(int sig)
 	stopping = 1;
 }
 
-/* The program behind one of the pinned links. Returns a program fd or -errno. */
-static int prog_of_link(const char *pin_dir, const char *link)
-{
-	struct bpf_link_info info;
-	__u32 len = sizeof(info);
-	char path[4096];
-	int lfd, pfd;
-
-	snprintf(path, sizeof(path), "%s/%s", pin_dir, link);
-	lfd = bpf_obj_get(path);
-	if (lfd < 0)
-		return -errno;
-	memset(&info, 0, sizeof(info));
-	if (bpf_obj_get_info_by_fd(lfd, &info, &len) != 0) {
-		close(lfd);
-		return -errno;
-	}
-	close(lfd);
-	pfd = bpf_prog_get_fd_by_id(info.prog_id);
-	return pfd < 0 ? -errno : pfd;
-}
-
 /*
  * The measuring floor: a program of two instructions (r0 = 1; exit) of each
  * type, attached next to ours. Its run time is what the statistics and the
@@ -141,19 +119,12 @@ static int prog_of_link(const char *pin_dir, const char *link)
  */
 static int attach_empty(struct bench *b, const char *cgroup)
 {
-	static const struct bpf_insn insns[] = {
-		{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_0, .imm = 1 },
-		{ .code = BPF_JMP | BPF_EXIT },
-	};
 	int cg = open(cgroup, O_RDONLY | O_DIRECTORY | O_CLOEXEC), i, rc = 0;
 
 	if (cg < 0)
 		return -errno;
 	for (i = 0; i < PROGS && rc == 0; i++) {
-		LIBBPF_OPTS(bpf_prog_load_opts, po, .expected_attach_type = prog_attach[i]);
-
-		b->empty_fd[i] = bpf_prog_load(prog_type[i], "bench_empty", "GPL", insns,
-					       sizeof(insns) / sizeof(insns[0]), &po);
+		b->empty_fd[i] = bench_empty_prog(prog_type[i], prog_attach[i]);
 		if (b->empty_fd[i] >= 0)
 			b->empty_link_fd[i] =
 				bpf_link_create(b->empty_fd[i], cg, prog_attach[i], NULL);
@@ -492,7 +463,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	for (i = 0; i < PROGS; i++)
-		b.prog_fd[i] = prog_of_link(o.pin_dir, prog_links[i]);
+		b.prog_fd[i] = bench_prog_of_link(o.pin_dir, prog_links[i], NULL, NULL);
 	stats_fd = bpf_enable_stats(BPF_STATS_RUN_TIME);
 	if (b.prog_fd[0] < 0 || b.prog_fd[1] < 0 || b.prog_fd[2] < 0 || b.prog_fd[3] < 0 ||
 	    b.prog_fd[4] < 0 || stats_fd < 0 || attach_empty(&b, o.cgroup) != 0) {

@@ -132,14 +132,6 @@ static void on_signal(int sig)
 	stopping = 1;
 }
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 static int stats_of(int fd, struct stats *s)
 {
 	struct bpf_prog_info info;
@@ -156,37 +148,13 @@ static int stats_of(int fd, struct stats *s)
 	return 0;
 }
 
-static int prog_of_link(const char *pin_dir, const char *link)
-{
-	struct bpf_link_info info;
-	__u32 len = sizeof(info);
-	char path[600];
-	int lfd, pfd;
-
-	snprintf(path, sizeof(path), "%s/%s", pin_dir, link);
-	lfd = bpf_obj_get(path);
-	if (lfd < 0)
-		return -1;
-	memset(&info, 0, sizeof(info));
-	pfd = bpf_obj_get_info_by_fd(lfd, &info, &len) == 0 ? bpf_prog_get_fd_by_id(info.prog_id)
-							    : -1;
-	close(lfd);
-	return pfd;
-}
-
 /* r0 = 1; exit, of each cgroup hook type, attached to both measured cgroups. */
 static int attach_empty(void)
 {
-	static const struct bpf_insn insns[] = {
-		{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_0, .imm = 1 },
-		{ .code = BPF_JMP | BPF_EXIT },
-	};
 	int i, v;
 
 	for (i = 0; i < CG_PROGS; i++) {
-		LIBBPF_OPTS(bpf_prog_load_opts, po, .expected_attach_type = cg_attach[i]);
-
-		B.empty[i] = bpf_prog_load(cg_type[i], "bench_empty", "GPL", insns, 2, &po);
+		B.empty[i] = bench_empty_prog(cg_type[i], cg_attach[i]);
 		if (B.empty[i] < 0)
 			return -1;
 		for (v = 0; v < NV; v++) {
@@ -596,7 +564,7 @@ static int part_wall(bool header)
 
 			if (bench_join_cgroup(B.cg[c]) != 0)
 				return -1;
-			t0 = now_ns();
+			t0 = bench_now_ns();
 			for (k = 0; k < B.wall_ops; k++) {
 				int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 
@@ -606,7 +574,7 @@ static int part_wall(bool header)
 					close(fd);
 			}
 			printf("%d,%s,%ld,%.1f\n", r, variant_names[c], B.wall_ops,
-			       (double)(now_ns() - t0) / (double)B.wall_ops);
+			       (double)(bench_now_ns() - t0) / (double)B.wall_ops);
 			fflush(stdout);
 		}
 	return rc;
@@ -654,9 +622,9 @@ static int setup(const char *prefix)
 			fprintf(stderr, "norelbench: %s\n", err);
 			return -1;
 		}
-		B.prog[v][0] = prog_of_link(B.pin[v], STEER_LINK_CONNECT4);
-		B.prog[v][1] = prog_of_link(B.pin[v], STEER_LINK_RELEASE);
-		B.prog[v][2] = prog_of_link(B.pin[v], STEER_LINK_PEER4);
+		B.prog[v][0] = bench_prog_of_link(B.pin[v], STEER_LINK_CONNECT4, NULL, NULL);
+		B.prog[v][1] = bench_prog_of_link(B.pin[v], STEER_LINK_RELEASE, NULL, NULL);
+		B.prog[v][2] = bench_prog_of_link(B.pin[v], STEER_LINK_PEER4, NULL, NULL);
 		if (B.prog[v][0] < 0 || B.prog[v][1] < 0 || B.prog[v][2] < 0)
 			return -1;
 	}
@@ -667,7 +635,7 @@ static int setup(const char *prefix)
 		return -1;
 	}
 	close(B.prog[V_LEAN][1]);
-	B.prog[V_LEAN][1] = prog_of_link(B.pin[V_LEAN], STEER_LINK_RELEASE);
+	B.prog[V_LEAN][1] = bench_prog_of_link(B.pin[V_LEAN], STEER_LINK_RELEASE, NULL, NULL);
 	/* fentry needs a trampoline, which some kernels refuse (EPERM here):
 	 * without that floor then. */
 	if (steer_norel_open(B.obj, B.pin[V_NOREL], (1u << NOREL_FLOORS) - 1, &B.nr, err,

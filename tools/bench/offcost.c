@@ -154,14 +154,6 @@ static void on_signal(int sig)
 	stopping = 1;
 }
 
-static inline uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 static struct sockaddr_in sin_of(const char *s)
 {
 	struct steer_addr a;
@@ -196,20 +188,14 @@ static int pinned_hook(const char *pin, enum hook h, bool ship)
 {
 	struct bpf_link_info li;
 	struct bpf_prog_info pi;
-	__u32 len = sizeof(li);
-	char path[600];
-	int lfd, pfd = -1;
+	__u32 len = sizeof(pi);
+	int pfd = bench_prog_of_link(pin, hook_links[h], &li, NULL);
 
-	snprintf(path, sizeof(path), "%s/%s", pin, hook_links[h]);
-	lfd = bpf_obj_get(path);
-	if (lfd < 0)
-		return -1;
-	memset(&li, 0, sizeof(li));
-	if (bpf_obj_get_info_by_fd(lfd, &li, &len) == 0 && li.type == BPF_LINK_TYPE_CGROUP)
-		pfd = bpf_prog_get_fd_by_id(li.prog_id);
-	close(lfd);
-	len = sizeof(pi);
 	memset(&pi, 0, sizeof(pi));
+	if (pfd >= 0 && li.type != BPF_LINK_TYPE_CGROUP) {
+		close(pfd);
+		pfd = -1;
+	}
 	if (pfd < 0 || bpf_obj_get_info_by_fd(pfd, &pi, &len) != 0) {
 		if (pfd >= 0)
 			close(pfd);
@@ -225,14 +211,9 @@ static int pinned_hook(const char *pin, enum hook h, bool ship)
 /* r0 = 1; exit: of the same program and attach type, on the empty cgroup. */
 static int attach_empty(enum hook h)
 {
-	static const struct bpf_insn insns[] = {
-		{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_0, .imm = 1 },
-		{ .code = BPF_JMP | BPF_EXIT },
-	};
-	LIBBPF_OPTS(bpf_prog_load_opts, po, .expected_attach_type = B.attach[h]);
 	int cg;
 
-	B.prog[A_EMPTY][h] = bpf_prog_load(B.type[h], "offcost_empty", "GPL", insns, 2, &po);
+	B.prog[A_EMPTY][h] = bench_empty_prog(B.type[h], B.attach[h]);
 	if (B.prog[A_EMPTY][h] < 0)
 		return -1;
 	cg = open(B.cg[A_EMPTY], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -469,13 +450,6 @@ static int op_pkt(int m, const struct sockaddr_in *m_addr)
 
 /* ---- one row: a workload in a cgroup ------------------------------------------------------ */
 
-static int cmp_u32(const void *a, const void *b)
-{
-	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-
-	return x < y ? -1 : x > y;
-}
-
 static void read_stats(enum arm a, struct stats *s)
 {
 	int h;
@@ -516,7 +490,7 @@ static long timed_ops(enum workload w, enum arm a, long n, long *errors, struct 
 	for (k = 0; w == W_STEERED && k < N_DEST; k++) /* what the daemon does each poll */
 		steer_dp_inflight_exchange(B.dp, B.slot[k]);
 	read_stats(a, s0);
-	t0 = now_ns();
+	t0 = bench_now_ns();
 	for (k = 0; k < n && !stopping; k++) {
 		switch (w) {
 		case W_UDP:
@@ -532,7 +506,7 @@ static long timed_ops(enum workload w, enum arm a, long n, long *errors, struct 
 			rc = op_tcp(&B.vip_sin[k % N_DEST]);
 			break;
 		}
-		t1 = now_ns();
+		t1 = bench_now_ns();
 		B.t[k] = (uint32_t)(t1 - t0 > UINT32_MAX ? UINT32_MAX : t1 - t0);
 		t0 = t1;
 		*errors += rc != 0;
@@ -557,7 +531,7 @@ static int row(const char *phase, int round, enum workload w, enum arm a)
 		mean += B.t[k];
 		slow += B.t[k] > SLOW_NS;
 	}
-	qsort(B.t, (size_t)n, sizeof(B.t[0]), cmp_u32);
+	qsort(B.t, (size_t)n, sizeof(B.t[0]), bench_cmp_u32);
 	printf("%s,%d,%s,%s,%ld,%ld,%ld,%u,%u,%u,%.1f", phase, round, workload_names[w],
 	       arm_names[a], n, errors, slow, B.t[n / 2], B.t[n / 4], B.t[3 * n / 4],
 	       mean / (double)n);

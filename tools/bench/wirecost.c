@@ -184,37 +184,6 @@ static int start_server(struct bench *b)
 
 /* ---- programs --------------------------------------------------------------------- */
 
-static int prog_of_link(const char *pin_dir, const char *link, int *link_fd)
-{
-	struct bpf_link_info info;
-	__u32 len = sizeof(info);
-	char path[4096];
-	int lfd;
-
-	snprintf(path, sizeof(path), "%s/%s", pin_dir, link);
-	lfd = bpf_obj_get(path);
-	if (lfd < 0)
-		return -errno;
-	memset(&info, 0, sizeof(info));
-	if (bpf_obj_get_info_by_fd(lfd, &info, &len) != 0) {
-		close(lfd);
-		return -errno;
-	}
-	*link_fd = lfd;
-	return bpf_prog_get_fd_by_id(info.prog_id);
-}
-
-static int empty_prog(enum bpf_prog_type type, enum bpf_attach_type at)
-{
-	static const struct bpf_insn insns[] = {
-		{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_0, .imm = 1 },
-		{ .code = BPF_JMP | BPF_EXIT },
-	};
-	LIBBPF_OPTS(bpf_prog_load_opts, po, .expected_attach_type = at);
-
-	return bpf_prog_load(type, "bench_empty", "GPL", insns, 2, &po);
-}
-
 /* The shipped programs (taken off their pinned links, which are removed: the
  * bench attaches them itself), the ablation object and the floors. */
 static int setup_programs(struct bench *b)
@@ -223,12 +192,12 @@ static int setup_programs(struct bench *b)
 	int lfd, map_fd;
 	char path[4096];
 
-	b->prog_fd[G_OUT] = prog_of_link(b->o.pin, STEER_LINK_WIRE_OUT, &lfd);
+	b->prog_fd[G_OUT] = bench_prog_of_link(b->o.pin, STEER_LINK_WIRE_OUT, NULL, &lfd);
 	if (b->prog_fd[G_OUT] < 0)
 		return -1;
 	bpf_link_detach(lfd);
 	close(lfd);
-	b->prog_fd[G_IN] = prog_of_link(b->o.pin, STEER_LINK_WIRE_IN, &lfd);
+	b->prog_fd[G_IN] = bench_prog_of_link(b->o.pin, STEER_LINK_WIRE_IN, NULL, &lfd);
 	if (b->prog_fd[G_IN] < 0)
 		return -1;
 	bpf_link_detach(lfd);
@@ -257,9 +226,11 @@ static int setup_programs(struct bench *b)
 	    bpf_prog_attach(b->prog_fd[G_SKB], map_fd, BPF_SK_SKB_STREAM_VERDICT, 0) != 0)
 		return -1;
 
-	b->prog_fd[G_FLOOR_OUT] = empty_prog(BPF_PROG_TYPE_CGROUP_SKB, BPF_CGROUP_INET_EGRESS);
-	b->prog_fd[G_FLOOR_IN] = empty_prog(BPF_PROG_TYPE_CGROUP_SKB, BPF_CGROUP_INET_INGRESS);
-	b->prog_fd[G_FLOOR_OPS] = empty_prog(BPF_PROG_TYPE_SOCK_OPS, BPF_CGROUP_SOCK_OPS);
+	b->prog_fd[G_FLOOR_OUT] =
+		bench_empty_prog(BPF_PROG_TYPE_CGROUP_SKB, BPF_CGROUP_INET_EGRESS);
+	b->prog_fd[G_FLOOR_IN] =
+		bench_empty_prog(BPF_PROG_TYPE_CGROUP_SKB, BPF_CGROUP_INET_INGRESS);
+	b->prog_fd[G_FLOOR_OPS] = bench_empty_prog(BPF_PROG_TYPE_SOCK_OPS, BPF_CGROUP_SOCK_OPS);
 	if (b->prog_fd[G_FLOOR_OUT] < 0 || b->prog_fd[G_FLOOR_IN] < 0 ||
 	    b->prog_fd[G_FLOOR_OPS] < 0)
 		return -1;
@@ -323,14 +294,6 @@ static void read_stats(const struct bench *b, struct stats *s)
 
 /* ---- the client ------------------------------------------------------------------- */
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
-
 static int dial(const struct steer_addr *a)
 {
 	struct sockaddr_in sa = { .sin_family = AF_INET,
@@ -385,14 +348,14 @@ static int round_trips(struct bench *b, const struct steer_addr *to, struct wall
 	int fd = dial(to), rc = 0;
 
 	for (i = 0; fd >= 0 && lat && req && resp && i < n; i++) {
-		uint64_t t0 = now_ns();
+		uint64_t t0 = bench_now_ns();
 
 		if (write(fd, req, (size_t)b->o.request) != b->o.request ||
 		    read_n(fd, resp, b->o.response) != 0) {
 			rc = -1;
 			break;
 		}
-		lat[i] = now_ns() - t0;
+		lat[i] = bench_now_ns() - t0;
 		sum += lat[i];
 	}
 	if (fd < 0 || i < n)
@@ -435,7 +398,7 @@ static int bulk(struct bench *b, const struct steer_addr *to, struct wall *w)
 	long total = b->o.bulk_mb * 1024 * 1024, sent = 0;
 	char *buf = calloc(1, BULK_CHUNK), k;
 	int fd = dial(to), rc = -1;
-	uint64_t t0 = now_ns();
+	uint64_t t0 = bench_now_ns();
 
 	if (fd >= 0 && buf) {
 		memcpy(buf, "BULK", 4);
@@ -453,7 +416,7 @@ static int bulk(struct bench *b, const struct steer_addr *to, struct wall *w)
 			fprintf(stderr, "wirecost: upload: %ld of %ld bytes, then %s\n", sent,
 				total, strerror(errno));
 	}
-	w->mib_s = (double)sent / 1048576.0 / ((double)(now_ns() - t0) / 1e9);
+	w->mib_s = (double)sent / 1048576.0 / ((double)(bench_now_ns() - t0) / 1e9);
 	w->msgs = sent / BULK_CHUNK;
 	if (fd >= 0)
 		close(fd);

@@ -11,26 +11,10 @@
 set -eu
 export LC_ALL=C
 
-usage() {
-	echo "usage: $0 OUTDIR [--quick]" >&2
-	exit 2
-}
-
-[ $# -ge 1 ] || usage
-out=$1
-quick=0
-if [ $# -ge 2 ]; then
-	[ "$2" = "--quick" ] || usage
-	quick=1
-fi
-
 here=$(cd "$(dirname "$0")" && pwd)
-top=$(cd "$here/../.." && pwd)
-sim="$top/build/steer-sim"
-make -s -C "$top" build/steer-sim >&2
-mkdir -p "$out"
-work=$(mktemp -d /tmp/steer-sim-cadence.XXXXXX)
-trap 'rm -rf "$work"' EXIT INT TERM
+# shellcheck source=tools/sim/lib.sh
+. "$here/lib.sh"
+sim_setup cadence "$@"
 
 # As run.sh: 500k measured requests on the batching engine, 1M on the FIFO one.
 if [ "$quick" = 1 ]; then
@@ -38,12 +22,6 @@ if [ "$quick" = 1 ]; then
 else
 	n_batch=500000 n_fifo=1000000
 fi
-
-jobs="$work/jobs"
-: >"$jobs"
-job() {
-	printf '%s\t%s\n' "$1" "$2" >>"$jobs"
-}
 
 v1="steer,steer:max,steer:sum,steer:periodic"
 v16="steer-peers,steer-peers:max,steer-peers:sum,steer-peers:periodic"
@@ -68,20 +46,7 @@ for s in 2 3; do
 	job "batch-stream-seed$s" "--scenario cadence-seed --engine batch --requests $n_batch --seed $s --policies oracle,steer,steer:max,steer:periodic"
 done
 
-# Two at a time, each into its own file; merged in label order.
-export sim work
-start=$(date +%s)
-# shellcheck disable=SC2016 # $1 and $2 are the inner shell's
-tr '\t' '\n' <"$jobs" | xargs -d '\n' -n 2 -P 2 sh -c '
-	label=$1; args=$2
-	# shellcheck disable=SC2086
-	"$sim" --no-header $args >"$work/$label.csv" || { echo "steer-sim failed: $args" >&2; exit 255; }
-' sh
-{
-	"$sim" --csv-header
-	for f in "$work"/*.csv; do cat "$f"; done
-} >"$out/cadence.csv"
-echo "steer-sim: $(($(wc -l <"$out/cadence.csv") - 1)) rows in $(($(date +%s) - start)) s -> $out/cadence.csv" >&2
+sim_run_jobs "$out/cadence.csv"
 
 # Columns: 1 scenario, 2 policy, 3 variant, 6 routers, 12 seed, 16 p99,
 # 23 engine, 24 response, 28 TTFT p99.

@@ -11,26 +11,10 @@
 set -eu
 export LC_ALL=C # file order, sort and number formats the same everywhere
 
-usage() {
-	echo "usage: $0 OUTDIR [--quick]" >&2
-	exit 2
-}
-
-[ $# -ge 1 ] || usage
-out=$1
-quick=0
-if [ $# -ge 2 ]; then
-	[ "$2" = "--quick" ] || usage
-	quick=1
-fi
-
 here=$(cd "$(dirname "$0")" && pwd)
-top=$(cd "$here/../.." && pwd)
-sim="$top/build/steer-sim"
-make -s -C "$top" build/steer-sim >&2
-mkdir -p "$out"
-work=$(mktemp -d /tmp/steer-sim-run.XXXXXX)
-trap 'rm -rf "$work"' EXIT INT TERM
+# shellcheck source=tools/sim/lib.sh
+. "$here/lib.sh"
+sim_setup run "$@"
 
 # Measured requests per run. The headline needs the most: the oracle's p99
 # moves by +-20 % between seeds at 200k requests and settles near 2M. The
@@ -42,11 +26,6 @@ else
 fi
 
 # One job per line: a label (file name order = CSV order) and arguments.
-jobs="$work/jobs"
-: >"$jobs"
-job() {
-	printf '%s\t%s\n' "$1" "$2" >>"$jobs"
-}
 
 # Headline: bimodal, 80 % load, 1 s poll, 16 workers; 1 and 16 routers.
 # 'all' runs smg-steer as it is (steer: the fluid wire estimator) and as it
@@ -132,20 +111,7 @@ done
 # Model choices: staggered polls, measured gen_throughput (above).
 job 70-stagger "--scenario stagger --requests $n_abl --stagger --policies jsq,p2c,reqcount,steer=flat,steer,oracle"
 
-# Two at a time, each into its own file; merged in label order.
-export sim work
-start=$(date +%s)
-# shellcheck disable=SC2016 # $1 and $2 are the inner shell's
-tr '\t' '\n' <"$jobs" | xargs -d '\n' -n 2 -P 2 sh -c '
-	label=$1; args=$2
-	# shellcheck disable=SC2086
-	"$sim" --no-header $args >"$work/$label.csv" || { echo "steer-sim failed: $args" >&2; exit 255; }
-' sh
-{
-	"$sim" --csv-header
-	for f in "$work"/*.csv; do cat "$f"; done
-} >"$out/results.csv"
-echo "steer-sim: $(($(wc -l <"$out/results.csv") - 1)) rows in $(($(date +%s) - start)) s -> $out/results.csv" >&2
+sim_run_jobs "$out/results.csv"
 
 # Plots (gnuplot-nox); skipped with a note when gnuplot is missing.
 if command -v gnuplot >/dev/null 2>&1; then
