@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "config.h"
@@ -141,6 +142,47 @@ static inline char *capture_stdout(int (*fn)(void *), void *arg, int *rc)
 		fclose(f);
 	unlink(path);
 	return text;
+}
+
+/* Runs the real smg-steerd (STEER_BUILD, else build/san) with args and
+ * --check-config: its exit code, and its stderr in out. */
+static inline int run_check_config(const char *const *args, char *out, size_t outlen)
+{
+	const char *build = getenv("STEER_BUILD");
+	char bin[PATH_MAX], errpath[PATH_MAX];
+	const char *argv[24];
+	int argc = 0, status;
+	pid_t pid;
+	FILE *f;
+
+	snprintf(bin, sizeof(bin), "%s/smg-steerd", build ? build : "build/san");
+	snprintf(errpath, sizeof(errpath), "%s/stderr", tmpdir);
+	argv[argc++] = bin;
+	while (*args && argc < 22)
+		argv[argc++] = *args++;
+	argv[argc++] = "--check-config";
+	argv[argc] = NULL;
+	fflush(stdout); /* the child must not write the parent's buffered lines again */
+	pid = fork();
+	if (pid == 0) {
+		int fd = open(errpath, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+		int null = open("/dev/null", O_WRONLY);
+
+		if (fd < 0 || null < 0 || dup2(fd, 2) < 0 || dup2(null, 1) < 0)
+			_exit(127);
+		execv(bin, (char *const *)argv);
+		_exit(127);
+	}
+	if (pid < 0 || waitpid(pid, &status, 0) != pid)
+		return -1;
+	out[0] = 0;
+	f = fopen(errpath, "r");
+	if (f) {
+		out[fread(out, 1, outlen - 1, f)] = 0;
+		fclose(f);
+	}
+	unlink(errpath);
+	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
 /* The cgroup2 mount point: the one cgroup every machine has. */

@@ -13,7 +13,6 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
-#include <sys/wait.h>
 
 #include "config_testlib.h"
 
@@ -531,46 +530,6 @@ static void test_depth(void)
 
 /* ---- The probe's reproductions, against the real binary ------------------------------------ */
 
-/* Runs smg-steerd argv... --check-config; its exit code, and stderr in out. */
-static int run_steerd(const char *const *args, char *out, size_t outlen)
-{
-	const char *build = getenv("STEER_BUILD");
-	char bin[PATH_MAX], errpath[PATH_MAX];
-	const char *argv[24];
-	int argc = 0, status, fd;
-	pid_t pid;
-	FILE *f;
-
-	snprintf(bin, sizeof(bin), "%s/smg-steerd", build ? build : "build/san");
-	snprintf(errpath, sizeof(errpath), "%s/stderr", tmpdir);
-	argv[argc++] = bin;
-	while (*args && argc < 22)
-		argv[argc++] = *args++;
-	argv[argc++] = "--check-config";
-	argv[argc] = NULL;
-	fflush(stdout); /* the child must not write the parent's buffered lines again */
-	pid = fork();
-	if (pid == 0) {
-		int null = open("/dev/null", O_WRONLY);
-
-		fd = open(errpath, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-		if (fd < 0 || null < 0 || dup2(fd, 2) < 0 || dup2(null, 1) < 0)
-			_exit(127);
-		execv(bin, (char *const *)argv);
-		_exit(127);
-	}
-	if (pid < 0 || waitpid(pid, &status, 0) != pid)
-		return -1;
-	out[0] = 0;
-	f = fopen(errpath, "r");
-	if (f) {
-		out[fread(out, 1, outlen - 1, f)] = 0;
-		fclose(f);
-	}
-	unlink(errpath);
-	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
-
 static void test_probe_repros_exit_2(void)
 {
 	static const struct refusal t[] = {
@@ -600,7 +559,7 @@ static void test_probe_repros_exit_2(void)
 	size_t i;
 
 	for (i = 0; i < N(t); i++) {
-		rc = run_steerd(t[i].args, out, sizeof(out));
+		rc = run_check_config(t[i].args, out, sizeof(out));
 		if (rc == 2 && !strncmp(out, "smg-steerd: ", 12) && strstr(out, t[i].needles[0]) &&
 		    (!t[i].needles[1] || strstr(out, t[i].needles[1])) &&
 		    strchr(out, '\n') == out + strlen(out) - 1)
@@ -613,7 +572,7 @@ static void test_probe_repros_exit_2(void)
 	deep = nested(40000, "");
 	CHECK(deep && !write_file(yaml_path, deep), "write");
 	free(deep);
-	rc = run_steerd(ARGS("--config", yaml_path), out, sizeof(out));
+	rc = run_check_config(ARGS("--config", yaml_path), out, sizeof(out));
 	unlink(yaml_path);
 	CHECK(rc == 2 && strstr(out, "nested deeper than 64 levels"), "deep: exit %d, '%s'", rc,
 	      out);

@@ -15,7 +15,6 @@
 #define _GNU_SOURCE
 #endif
 #include <errno.h>
-#include <sys/wait.h>
 
 #include "config_testlib.h"
 
@@ -161,64 +160,24 @@ static void test_accepted(void)
 	steer_config_free(&c);
 }
 
-/* The real smg-steerd --check-config: exit 2, the message on stderr. */
-static int check_config(const char *const *args, char *out, size_t outlen)
-{
-	const char *build = getenv("STEER_BUILD");
-	char bin[PATH_MAX], errpath[PATH_MAX];
-	const char *argv[16];
-	int argc = 0, status;
-	size_t n;
-	pid_t pid;
-	FILE *f;
-
-	snprintf(bin, sizeof(bin), "%s/smg-steerd", build ? build : "build/san");
-	snprintf(errpath, sizeof(errpath), "%s/stderr", tmpdir);
-	argv[argc++] = bin;
-	while (*args && argc < 14)
-		argv[argc++] = *args++;
-	argv[argc++] = "--check-config";
-	argv[argc] = NULL;
-	fflush(stdout);
-	pid = fork();
-	if (pid == 0) {
-		int fd = open(errpath, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-		int null = open("/dev/null", O_WRONLY);
-
-		if (fd < 0 || null < 0 || dup2(fd, 2) < 0 || dup2(null, 1) < 0)
-			_exit(127);
-		execv(bin, (char *const *)argv);
-		_exit(127);
-	}
-	if (pid < 0 || waitpid(pid, &status, 0) != pid)
-		return -1;
-	out[0] = 0;
-	f = fopen(errpath, "r");
-	if (f) {
-		n = fread(out, 1, outlen - 1, f);
-		out[n] = 0;
-		fclose(f);
-	}
-	unlink(errpath);
-	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
-
 static void test_check_config_exits_2(void)
 {
 	char out[1024];
 	int rc;
 
-	rc = check_config(ARGS(BASE, "--cgroup", child, "--wire-cgroup", parent), out, sizeof(out));
+	rc = run_check_config(ARGS(BASE, "--cgroup", child, "--wire-cgroup", parent), out,
+			      sizeof(out));
 	CHECK(rc == 2 && strstr(out, "--wire-cgroup: '") && strstr(out, "is not the --cgroup"),
 	      "outside: exit %d, '%s'", rc, out);
-	rc = check_config(ARGS(BASE, "--wire-cgroup", child, "--wire-estimator", "off"), out,
-			  sizeof(out));
+	rc = run_check_config(ARGS(BASE, "--wire-cgroup", child, "--wire-estimator", "off"), out,
+			      sizeof(out));
 	CHECK(rc == 2 && strstr(out, "--wire-cgroup: given with --wire-estimator off"),
 	      "with off: exit %d, '%s'", rc, out);
-	rc = check_config(ARGS(BASE, "--wire-cgroup", "rel"), out, sizeof(out));
+	rc = run_check_config(ARGS(BASE, "--wire-cgroup", "rel"), out, sizeof(out));
 	CHECK(rc == 2 && strstr(out, "--wire-cgroup: must be an absolute path"),
 	      "relative: exit %d, '%s'", rc, out);
-	rc = check_config(ARGS(BASE, "--cgroup", parent, "--wire-cgroup", child), out, sizeof(out));
+	rc = run_check_config(ARGS(BASE, "--cgroup", parent, "--wire-cgroup", child), out,
+			      sizeof(out));
 	CHECK(rc == 0, "valid: exit %d, '%s'", rc, out);
 }
 
