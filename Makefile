@@ -53,6 +53,8 @@ WIRE_OBJ := $(O)/steer_wire.bpf.o
 WIRE_SKEL := $(O)/steer_wire.skel.h
 # The rejected mechanism (sockops + sockhash + sk_msg/sk_skb), kept for the bench only.
 WIRE_MSG_OBJ := $(O)/steer_wire_msg.bpf.o
+# Another rejected mechanism (tp_btf sock_send_length + tcp_probe), for the bench and its test only.
+WIRE_TR_OBJ := $(O)/steer_wire_tr.bpf.o
 BPF_HDRS := bpf/steer_common.h bpf/steer_select.h bpf/steer_maps.bpf.h bpf/steer_choose.bpf.h bpf/steer_wire.bpf.h
 VMLINUX := $(O)/vmlinux.h
 # Every proto/*.proto: the GetLoads subsets of the engines' services.
@@ -97,7 +99,7 @@ FUZZ_RUNS ?=
 all: deps
 	@$(MAKE) --no-print-directory build-all
 
-build-all: $(SKEL) $(WIRE_SKEL) $(WIRE_MSG_OBJ) $(XDP_SKELS) $(NOREL_OBJ) $(LIB_OBJS) $(PROGRAMS) tests $(PY_PROTO)
+build-all: $(SKEL) $(WIRE_SKEL) $(WIRE_MSG_OBJ) $(WIRE_TR_OBJ) $(XDP_SKELS) $(NOREL_OBJ) $(LIB_OBJS) $(PROGRAMS) tests $(PY_PROTO)
 
 deps:
 	@tools/deps.sh build

@@ -15,6 +15,15 @@
 
 #define WIRE_U32_MAX 0xffffffffu
 
+/* The clock a send or an answer reads: the coarse one (one tick of
+ * resolution, and cheaper) in the cgroup programs. Tracing programs may not
+ * read it (the fentry ablation, steer_wire_tr.bpf.c, defines this as the
+ * precise bpf_ktime_get_ns: the same CLOCK_MONOTONIC, less than a tick ahead,
+ * which can only start a slot's busy time that much later). */
+#ifndef WIRE_CLOCK_NS
+#define WIRE_CLOCK_NS() bpf_ktime_get_coarse_ns()
+#endif
+
 /* What a record's accounting touches; NULL members when the maps are missing. */
 struct wire_ref {
 	struct steer_slot *s;
@@ -87,7 +96,7 @@ static __always_inline void wire_sent(struct steer_sock *r, __u64 cookie, __u64 
 
 	if (!bytes || !wire_ref(r, &ref))
 		return;
-	clock = bpf_ktime_get_coarse_ns(); /* no helper runs under the lock */
+	clock = WIRE_CLOCK_NS(); /* no helper runs under the lock */
 	bpf_spin_lock(&ref.tr->lock);
 	now = key_clock(ref.st, clock);
 	/* Released (or reconnected) meanwhile: its bytes are not the slot's. */
@@ -140,7 +149,7 @@ static __always_inline void wire_answered(struct steer_sock *r, __u64 cookie)
 
 	if (!r->unanswered || !wire_ref(r, &ref))
 		return;
-	clock = bpf_ktime_get_coarse_ns();
+	clock = WIRE_CLOCK_NS();
 	bpf_spin_lock(&ref.tr->lock);
 	if (r->cookie == cookie && (r->flags & STEER_SOCK_LIVE) && r->unanswered) {
 		__u64 now = key_clock(ref.st, clock);

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include <bpf/bpf.h>
+#include <bpf/btf.h>
 #include <bpf/libbpf.h>
 
 #include "dataplane.h"
@@ -115,6 +116,32 @@ static inline int bench_empty_prog(enum bpf_prog_type type, enum bpf_attach_type
 	LIBBPF_OPTS(bpf_prog_load_opts, po, .expected_attach_type = at);
 	int fd = bpf_prog_load(type, "bench_empty", "GPL", insns, 2, &po);
 
+	return fd < 0 ? -errno : fd;
+}
+
+/*
+ * An empty BTF tracepoint program (tp_btf; r0 = 0; exit) on the tracepoint
+ * name, not yet attached (bpf_raw_tracepoint_open(NULL, fd) attaches it): the
+ * floor next to a tracepoint program. Returns its descriptor, or -errno.
+ */
+static inline int bench_empty_tp_btf(const char *name)
+{
+	static const struct bpf_insn insns[] = {
+		{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_0, .imm = 0 },
+		{ .code = BPF_JMP | BPF_EXIT },
+	};
+	struct btf *vmlinux = btf__load_vmlinux_btf();
+	char type[128];
+	int id, fd;
+
+	snprintf(type, sizeof(type), "btf_trace_%s", name);
+	id = vmlinux ? btf__find_by_name_kind(vmlinux, type, BTF_KIND_TYPEDEF) : -ENOENT;
+	btf__free(vmlinux);
+	if (id < 0)
+		return id;
+	LIBBPF_OPTS(bpf_prog_load_opts, po, .expected_attach_type = BPF_TRACE_RAW_TP,
+		    .attach_btf_id = (__u32)id);
+	fd = bpf_prog_load(BPF_PROG_TYPE_TRACING, "bench_empty_tp", "GPL", insns, 2, &po);
 	return fd < 0 ? -errno : fd;
 }
 

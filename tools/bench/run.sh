@@ -102,7 +102,9 @@ fi
 for b in onebyte connbench vipctl deccost grpcmem fastworker norelbench wirecost xdppass offcost; do
 	[ -x "$BIN/$b" ] || { echo "bench: $BIN/$b missing; run 'make bench'" >&2; exit 1; }
 done
-[ -r "$BUILD/steer_wire_msg.bpf.o" ] || { echo "bench: $BUILD/steer_wire_msg.bpf.o missing" >&2; exit 1; }
+for o in steer_wire_msg steer_wire_tr; do
+	[ -r "$BUILD/$o.bpf.o" ] || { echo "bench: $BUILD/$o.bpf.o missing" >&2; exit 1; }
+done
 [ -x "$BUILD/smg-steerd" ] || { echo "bench: $BUILD/smg-steerd missing" >&2; exit 1; }
 [ -r "$BUILD/steer_norel.bpf.o" ] || { echo "bench: $BUILD/steer_norel.bpf.o missing" >&2; exit 1; }
 
@@ -596,10 +598,10 @@ norel_part() {
 # ---- 6. request accounting on steered sockets ----------------------------------------------------
 
 wire_part() {
-	log "request accounting: off / cgroup_skb (shipped) / sockops+sk_msg+sk_skb (card), $ROUNDS rounds"
+	log "request accounting: off / cgroup_skb (shipped) / sockops+sk_msg+sk_skb (card) / fexit+fentry, $ROUNDS rounds"
 	loadavg "wire start"
 	fg_wait "$BIN/wirecost" --pin "$PIN-wire" --cgroup "$CG_WIRE" \
-		--msg-obj "$BUILD/steer_wire_msg.bpf.o" --rounds "$ROUNDS" \
+		--msg-obj "$BUILD/steer_wire_msg.bpf.o" --tr-obj "$BUILD/steer_wire_tr.bpf.o" --rounds "$ROUNDS" \
 		--messages "$WIRE_MESSAGES" --bulk-mb "$WIRE_BULK_MB" --header >"$RES/wire.csv"
 	loadavg "wire end"
 }
@@ -654,7 +656,7 @@ machine >"$RES/machine.md"
 	echo "norelbench ... --part bpf --backends 256 --connects $DEC_CONNECTS --rounds $ROUNDS"
 	echo "norelbench ... --part walk --scales 1000 --polls $NOREL_POLLS   # again, with the TIME_WAIT sockets of --part bpf"
 	echo "norelbench ... --part wall --rounds $((2 * ROUNDS)) --wall-ops 20000"
-	echo "wirecost --pin PIN --cgroup CG --msg-obj steer_wire_msg.bpf.o --rounds $ROUNDS --messages $WIRE_MESSAGES --bulk-mb $WIRE_BULK_MB   # 512 B requests, 256 B responses"
+	echo "wirecost --pin PIN --cgroup CG --msg-obj steer_wire_msg.bpf.o --tr-obj steer_wire_tr.bpf.o --rounds $ROUNDS --messages $WIRE_MESSAGES --bulk-mb $WIRE_BULK_MB   # 512 B requests, 256 B responses"
 	echo "offcost --pin PIN --cgroup-ship CG --cgroup-empty CG --cgroup-none CG --cgroup-nowire CG --rounds $OFF_ROUNDS --rounds-on $OFF_ROUNDS_ON ${OFF_CPU:+--cpu $OFF_CPU}   # statistics off, then on"
 	echo "ingress.py run --rounds $ING_ROUNDS --seconds $ING_SECONDS --concurrency $ING_CONC --arms $ING_ARMS   # namespaces on a bridge"
 	echo '```'

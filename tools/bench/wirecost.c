@@ -3,6 +3,7 @@
  * wirecost.c - what request accounting on steered sockets costs, side by side.
  *
  *   wirecost --pin DIR --cgroup DIR --msg-obj build/steer_wire_msg.bpf.o
+ *            [--tr-obj build/steer_wire_tr.bpf.o]
  *            [--backend 127.0.6.1:9600] [--rounds 8] [--messages 5000]
  *            [--request 512] [--response 256] [--bulk-mb 32] [--header]
  *
@@ -14,6 +15,10 @@
  *   msg  the design card's mechanism (steer_wire_msg.bpf.c): sockops puts the
  *        steered socket into a SOCKHASH, sk_msg counts each sendmsg, an sk_skb
  *        stream verdict program sees each chunk received;
+ *   trace  (with --tr-obj) BTF tracepoints: sock_send_length counts each
+ *        sendmsg, tcp_probe sees each segment received (steer_wire_tr.bpf.c);
+ *        host-wide, so its floors (empty programs on the same two
+ *        tracepoints) are attached only while it is measured;
  * each over four phases:
  *   rr          one steered keep-alive connection, --messages request/response
  *               round trips (--request bytes out, --response bytes back);
@@ -58,9 +63,10 @@ enum variant {
 	V_OFF,
 	V_SKB,
 	V_MSG,
+	V_TR,
 	VARIANTS
 };
-static const char *const variant_names[VARIANTS] = { "off", "skb", "msg" };
+static const char *const variant_names[VARIANTS] = { "off", "skb", "msg", "trace" };
 enum phase {
 	P_RR,
 	P_DIRECT,
@@ -80,14 +86,20 @@ enum prog {
 	G_FLOOR_OUT,
 	G_FLOOR_IN,
 	G_FLOOR_OPS,
+	G_TR_SEND,
+	G_TR_RECV,
+	G_FLOOR_TR_SEND,
+	G_FLOOR_TR_RECV,
 	PROGS
 };
-static const char *const prog_names[PROGS] = { "skb_egress",	"skb_ingress",	"sockops",
-					       "sk_msg",	"sk_skb",	"floor_egress",
-					       "floor_ingress", "floor_sockops" };
+static const char *const prog_names[PROGS] = {
+	"skb_egress",	  "skb_ingress",  "sockops",	   "sk_msg",
+	"sk_skb",	  "floor_egress", "floor_ingress", "floor_sockops",
+	"tp_send_length", "tp_tcp_probe", "floor_tp_send", "floor_tp_probe",
+};
 
 struct opts {
-	const char *pin, *cgroup, *msg_obj, *backend;
+	const char *pin, *cgroup, *msg_obj, *tr_obj, *backend;
 	int rounds;
 	long messages, request, response, bulk_mb;
 	bool header;
@@ -100,7 +112,8 @@ struct bench {
 	int prog_fd[PROGS];
 	int cg_fd;
 	int link_out, link_in, link_ops; /* -1 when detached */
-	struct bpf_object *msg_obj;
+	int link_tr[4];			 /* the trace variant's and its floors' */
+	struct bpf_object *msg_obj, *tr_obj;
 	pid_t server;
 };
 
@@ -184,6 +197,34 @@ static int start_server(struct bench *b)
 
 /* ---- programs --------------------------------------------------------------------- */
 
+/* The trace ablation and its floors, loaded but not attached (none without
+ * --tr-obj: its descriptors stay -1 and the variant is skipped). */
+static int setup_trace(struct bench *b)
+{
+	int i;
+
+	for (i = 0; i < 4; i++)
+		b->link_tr[i] = -1;
+	b->prog_fd[G_TR_SEND] = b->prog_fd[G_TR_RECV] = -1;
+	b->prog_fd[G_FLOOR_TR_SEND] = b->prog_fd[G_FLOOR_TR_RECV] = -1;
+	if (!b->o.tr_obj)
+		return 0;
+	LIBBPF_OPTS(bpf_object_open_opts, oo, .pin_root_path = b->o.pin);
+	b->tr_obj = bpf_object__open_file(b->o.tr_obj, &oo);
+	if (!b->tr_obj)
+		return -1;
+	bpf_map__set_autocreate(bpf_object__find_map_by_name(b->tr_obj, "steer_tmpl"), false);
+	if (bpf_object__load(b->tr_obj) != 0)
+		return -1;
+	b->prog_fd[G_TR_SEND] =
+		bpf_program__fd(bpf_object__find_program_by_name(b->tr_obj, "steer_wtr_send"));
+	b->prog_fd[G_TR_RECV] =
+		bpf_program__fd(bpf_object__find_program_by_name(b->tr_obj, "steer_wtr_recv"));
+	b->prog_fd[G_FLOOR_TR_SEND] = bench_empty_tp_btf("sock_send_length");
+	b->prog_fd[G_FLOOR_TR_RECV] = bench_empty_tp_btf("tcp_probe");
+	return b->prog_fd[G_FLOOR_TR_SEND] < 0 || b->prog_fd[G_FLOOR_TR_RECV] < 0 ? -1 : 0;
+}
+
 /* The shipped programs (taken off their pinned links, which are removed: the
  * bench attaches them itself), the ablation object and the floors. */
 static int setup_programs(struct bench *b)
@@ -239,7 +280,7 @@ static int setup_programs(struct bench *b)
 	    bpf_link_create(b->prog_fd[G_FLOOR_OPS], b->cg_fd, BPF_CGROUP_SOCK_OPS, NULL) < 0)
 		return -1;
 	b->link_out = b->link_in = b->link_ops = -1;
-	return 0;
+	return setup_trace(b);
 }
 
 static void detach_fd(int *fd)
@@ -253,9 +294,23 @@ static void detach_fd(int *fd)
 
 static int use_variant(struct bench *b, enum variant v)
 {
+	static const enum prog tr_progs[4] = { G_TR_SEND, G_TR_RECV, G_FLOOR_TR_SEND,
+					       G_FLOOR_TR_RECV };
+	int i;
+
 	detach_fd(&b->link_out);
 	detach_fd(&b->link_in);
 	detach_fd(&b->link_ops);
+	for (i = 0; i < 4; i++)
+		detach_fd(&b->link_tr[i]);
+	if (v == V_TR) {
+		for (i = 0; i < 4; i++) {
+			b->link_tr[i] = bpf_raw_tracepoint_open(NULL, b->prog_fd[tr_progs[i]]);
+			if (b->link_tr[i] < 0)
+				return -1;
+		}
+		return 0;
+	}
 	if (v == V_SKB) {
 		b->link_out =
 			bpf_link_create(b->prog_fd[G_OUT], b->cg_fd, BPF_CGROUP_INET_EGRESS, NULL);
@@ -501,12 +556,10 @@ static int publish(struct bench *b)
 static int parse(int argc, char **argv, struct opts *o)
 {
 	static const struct option lo[] = {
-		{ "pin", 1, 0, 'p' },	  { "cgroup", 1, 0, 'c' },
-		{ "msg-obj", 1, 0, 'o' }, { "backend", 1, 0, 'b' },
-		{ "rounds", 1, 0, 'r' },  { "messages", 1, 0, 'm' },
-		{ "request", 1, 0, 'q' }, { "response", 1, 0, 's' },
-		{ "bulk-mb", 1, 0, 'B' }, { "header", 0, 0, 'H' },
-		{ 0, 0, 0, 0 },
+		{ "pin", 1, 0, 'p' },	  { "cgroup", 1, 0, 'c' },   { "msg-obj", 1, 0, 'o' },
+		{ "backend", 1, 0, 'b' }, { "rounds", 1, 0, 'r' },   { "messages", 1, 0, 'm' },
+		{ "request", 1, 0, 'q' }, { "response", 1, 0, 's' }, { "bulk-mb", 1, 0, 'B' },
+		{ "header", 0, 0, 'H' },  { "tr-obj", 1, 0, 't' },   { 0, 0, 0, 0 },
 	};
 	int c;
 
@@ -526,6 +579,9 @@ static int parse(int argc, char **argv, struct opts *o)
 			break;
 		case 'o':
 			o->msg_obj = optarg;
+			break;
+		case 't':
+			o->tr_obj = optarg;
 			break;
 		case 'b':
 			o->backend = optarg;
@@ -566,7 +622,8 @@ int main(int argc, char **argv)
 	int stats_fd, r, v, p, rc = 0;
 
 	if (parse(argc, argv, &b.o) != 0) {
-		fprintf(stderr, "usage: wirecost --pin DIR --cgroup DIR --msg-obj FILE [--backend "
+		fprintf(stderr, "usage: wirecost --pin DIR --cgroup DIR --msg-obj FILE [--tr-obj "
+				"FILE] [--backend "
 				"A:P] [--rounds N] [--messages N] [--request B] [--response B] "
 				"[--bulk-mb N] [--header]\n");
 		return 2;
@@ -595,6 +652,8 @@ int main(int argc, char **argv)
 		printf("round,variant,phase,metric,value\n");
 	for (r = 1; r <= b.o.rounds && rc == 0; r++)
 		for (v = 0; v < VARIANTS && rc == 0; v++) {
+			if (v == V_TR && !b.tr_obj)
+				continue;
 			if (use_variant(&b, (enum variant)v) != 0) {
 				fprintf(stderr, "wirecost: cannot attach %s\n", variant_names[v]);
 				rc = 1;
@@ -612,6 +671,8 @@ out:
 	}
 	if (b.msg_obj)
 		bpf_object__close(b.msg_obj);
+	if (b.tr_obj)
+		bpf_object__close(b.tr_obj);
 	steer_dp_detach(b.dp, err, sizeof(err));
 	steer_dp_close(b.dp);
 	return rc;
