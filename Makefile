@@ -207,7 +207,7 @@ $(O)/obj/wire_lib.o: tests/wire_lib.c tests/wire_lib.h $(HDRS)
 	$(CC) $(CFLAGS_ALL) -Itests -c $< -o $@
 
 # The request-accounting tests share their responders and client.
-$(O)/tests/test_wire $(O)/tests/test_wire_fluid $(O)/tests/test_wire_cgroup: $(O)/obj/wire_lib.o
+$(O)/tests/test_wire $(O)/tests/test_wire_fluid $(O)/tests/test_wire_cgroup $(O)/tests/test_wire_trace: $(O)/obj/wire_lib.o
 
 $(O)/tests/%: tests/%.c $(wildcard tests/*.h) $(O)/obj/testenv.o $(LIB_OBJS) $(HDRS)
 	@mkdir -p $(@D)

@@ -521,12 +521,15 @@ def wire_section(res):
           "same cgroup), and 64 KiB-write uploads (bulk, bulkdirect). Variants interleaved "
           "round by round: off = no accounting program, skb = the shipped cgroup_skb "
           "egress/ingress programs, msg = the card's sockops + SOCKHASH + sk_msg + sk_skb "
-          "verdict. BPF ns = run_time_ns / run_cnt (per run) or / messages (per message: "
+          "verdict, trace = the tracepoint ablation (tp_btf sock_send_length + tcp_probe, "
+          "host-wide: they also run for the server's unsteered socket, outside the cgroup). "
+          "BPF ns = run_time_ns / run_cnt (per run) or / messages (per message: "
           "requests written for egress and sk_msg, responses read for ingress and sk_skb, "
           "64 KiB writes in bulk); floor = an empty program of the same cgroup type attached "
           "next to them. Medians over the rounds.\n")
     progs = {"skb": [("skb_egress", "floor_egress"), ("skb_ingress", "floor_ingress")],
-             "msg": [("sockops", "floor_sockops"), ("sk_msg", None), ("sk_skb", None)]}
+             "msg": [("sockops", "floor_sockops"), ("sk_msg", None), ("sk_skb", None)],
+             "trace": [("tp_send_length", "floor_tp_send"), ("tp_tcp_probe", "floor_tp_probe")]}
     print("| variant | phase | program | runs per message | ns per run | floor ns per run | "
           "ns per message | net ns per message (minus floor) |")
     print("|---|---|---|---:|---:|---:|---:|---:|")
@@ -550,7 +553,9 @@ def wire_section(res):
     print("| variant | rr p50 us | rr p99 us | rr mean us | direct p50 us | bulk MiB/s | "
           "bulkdirect MiB/s | bulk / bulkdirect |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|")
-    for v in ("off", "skb", "msg"):
+    for v in ("off", "skb", "msg", "trace"):
+        if wire_med(rows, v, "rr", "messages") != wire_med(rows, v, "rr", "messages"):
+            continue
         b, bd = wire_med(rows, v, "bulk", "mib_per_s"), wire_med(rows, v, "bulkdirect",
                                                                   "mib_per_s")
         print(f"| {v} | {wire_med(rows, v, 'rr', 'p50_us'):.1f} | "
@@ -570,7 +575,30 @@ def wire_section(res):
           f"{worst:.0f} | {verdict(worst, TARGETS['wire ns per message'])} |")
     print(f"| unsteered socket, BPF ns per packet (one early return; floor alone "
           f"{wire_med(rows, 'skb', 'direct', 'floor_egress_ns_per_run'):.0f}) | {unst:.0f} | "
-          f"report |\n")
+          f"report |")
+    trace_rows(rows)
+    print()
+
+
+def trace_rows(rows):
+    """The tracepoint ablation's steered event: each tracepoint runs once per message for
+    the steered client and once for the unsteered server (both on this host), so the
+    steered run is rr's ns per message less direct's (all unsteered) plus one unsteered
+    run."""
+    if wire_med(rows, "trace", "rr", "messages") != wire_med(rows, "trace", "rr", "messages"):
+        return
+    for prog, floor, what in (("tp_send_length", "floor_tp_send", "send"),
+                              ("tp_tcp_probe", "floor_tp_probe", "receive")):
+        rr = wire_med(rows, "trace", "rr", f"{prog}_ns_per_msg")
+        direct = wire_med(rows, "trace", "direct", f"{prog}_ns_per_msg")
+        unsteered = wire_med(rows, "trace", "direct", f"{prog}_ns_per_run")
+        fl = wire_med(rows, "trace", "direct", f"{floor}_ns_per_run")
+        steered = rr - direct + unsteered
+        print(f"| tracepoint ablation, {what}: BPF ns per steered message (net of the floor "
+              f"{fl:.0f}) | {steered:.0f} ({steered - fl:.0f}) | "
+              f"{verdict(steered - fl, TARGETS['wire ns per message'])} |")
+        print(f"| tracepoint ablation, {what}: unsteered run, any socket of the host "
+              f"(one early return) | {unsteered:.0f} | report |")
 
 
 def main():
