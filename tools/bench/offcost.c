@@ -10,7 +10,7 @@
  *           [--cgroup-nowire CG [--tr-obj steer_wire_tr.bpf.o]]
  *           [--rounds 1500] [--rounds-on 300] [--ops-udp 400] [--ops-tcp 100]
  *           [--ops-pkt 400] [--ops-steered 100] [--workloads udp,tcp,pkt,steered]
- *           [--hooks FILE] [--cpu N] [--header]
+ *           [--tr-settle-ms 5] [--hooks FILE] [--cpu N] [--header]
  *
  * Sibling cgroups: ship = the data plane attached as smg-steerd does it
  * (steer_dp_open as owner: the connect, getpeername and release programs and,
@@ -24,7 +24,15 @@
  * loaded on nowire's pins. The tracepoints are the whole host's (every socket
  * pays the call, the listener's and the sink's in none too): they are attached
  * only around trace's blocks (outside the timed operations) and detached for
- * every other arm. In each
+ * every other arm. Attaching or detaching one patches the kernel's text on
+ * every CPU (1-10 ms here) and leaves the next milliseconds' operations
+ * slower (measured: the next 5 TCP connections about 1.8 us each, the next
+ * 100 about 0.2 us each), which the next block would pay; and a block's cost
+ * depends on what ran just before it (10 ms of untimed connections before
+ * one arm's blocks only made their connections about 0.5 us dearer). So with
+ * --tr-obj every block of every arm is preceded by the same: its workload,
+ * untimed, in its cgroup, for --tr-settle-ms (for trace, after the attach).
+ * In each
  * round, for each workload, the process moves itself into each cgroup in turn
  * (the first one rotates) and runs a short block of operations there, timing
  * every operation by itself (CLOCK_MONOTONIC, vDSO); a row is one block, with
@@ -87,6 +95,7 @@
 #define TTL_NS (3600ULL * 1000000000ULL)
 #define SLOW_NS 1000000u /* an operation over 1 ms: a retransmission or a preemption */
 #define MAX_OPS 100000
+#define SETTLE_OPS 8 /* operations per settling step */
 
 /* Each hook the data plane may attach, by its pinned link. */
 enum hook {
@@ -156,12 +165,14 @@ static struct oc {
 	long ops[WORKLOADS];
 	bool on[WORKLOADS];
 	int rounds, rounds_on;
+	uint64_t settle_ns; /* with --tr-obj: untimed operations before each block */
 	uint32_t *t;
 } B = {
 	.ops = { 400, 100, 400, 100 },
 	.on = { true, true, true, true },
 	.rounds = 1500,
 	.rounds_on = 300,
+	.settle_ns = 5000000,
 	.lfd = -1,
 	.sink = -1,
 	.cpu = -1,
@@ -608,6 +619,21 @@ static long timed_ops(enum workload w, enum arm a, long n, long *errors, struct 
 	return k;
 }
 
+/* The workload, untimed, until the text patching of a tracepoint's attach or
+ * detach has worn off; before every block, so that all have the same past
+ * (see the top). */
+static int settle(enum workload w, enum arm a)
+{
+	struct stats s0[HOOKS], s1[HOOKS];
+	uint64_t end = bench_now_ns() + B.settle_ns;
+	long e = 0;
+
+	while (bench_now_ns() < end && !stopping)
+		if (timed_ops(w, a, SETTLE_OPS, &e, s0, s1) < 0)
+			return -1;
+	return 0;
+}
+
 static int row(const char *phase, int round, enum workload w, enum arm a)
 {
 	struct stats s0[HOOKS], s1[HOOKS];
@@ -680,7 +706,7 @@ static int workload_round(const char *name, int r, enum workload w)
 			fprintf(stderr, "offcost: cannot join %s: %s\n", B.cg[a], strerror(errno));
 			return -1;
 		}
-		if (a == A_TRACE && trace_attach() != 0)
+		if ((a == A_TRACE && trace_attach() != 0) || (B.tr_obj && settle(w, a) != 0))
 			return -1;
 		for (x = w; rc == 0; x = W_STEERED) {
 			struct stats s0[HOOKS], s1[HOOKS];
@@ -694,7 +720,7 @@ static int workload_round(const char *name, int r, enum workload w)
 				break;
 		}
 		if (a == A_TRACE)
-			trace_detach();
+			trace_detach(); /* the next block's settling covers it */
 	}
 	return rc;
 }
@@ -770,7 +796,7 @@ static void usage(void)
 			"[--rounds-on R] "
 			"[--ops-udp N] [--ops-tcp N] "
 			"[--ops-pkt N] [--ops-steered N] [--workloads udp,tcp,pkt,steered] "
-			"[--hooks FILE] [--cpu N] [--header]\n");
+			"[--tr-settle-ms MS] [--hooks FILE] [--cpu N] [--header]\n");
 	exit(2);
 }
 
@@ -783,6 +809,7 @@ int main(int argc, char **argv)
 		{ "cgroup-none", required_argument, 0, 'n' },
 		{ "cgroup-nowire", required_argument, 0, 'W' },
 		{ "tr-obj", required_argument, 0, 'T' },
+		{ "tr-settle-ms", required_argument, 0, 'M' },
 		{ "rounds", required_argument, 0, 'r' },
 		{ "rounds-on", required_argument, 0, 'R' },
 		{ "ops-udp", required_argument, 0, 'u' },
@@ -820,6 +847,9 @@ int main(int argc, char **argv)
 			break;
 		case 'T':
 			B.tr_path = optarg;
+			break;
+		case 'M':
+			B.settle_ns = (uint64_t)atoi(optarg) * 1000000u;
 			break;
 		case 'r':
 			B.rounds = atoi(optarg);

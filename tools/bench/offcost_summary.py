@@ -171,8 +171,10 @@ def trace_tables(rows, present):
     print("Request accounting from two BTF tracepoints (ablation, arm **trace**: nowire's "
           "cgroup and data plane, plus steer_wire_tr.bpf.o's tp_btf/sock_send_length and "
           "tp_btf/tcp_probe programs on nowire's maps, attached host-wide around trace's "
-          "blocks only, outside the timed operations). Wall ns per operation, statistics "
-          "off, paired per round:\n")
+          "blocks only, outside the timed operations; an attach or detach patches the "
+          "kernel's text and slows the next milliseconds, so every block of every arm "
+          "follows a few milliseconds of its workload, untimed: `--tr-settle-ms`). Wall ns "
+          "per operation, statistics off, paired per round:\n")
     print("| workload | **trace - nowire**: the tracepoints' own cost (95 % CI; quartiles) | "
           "ship - nowire: cgroup_skb's own cost (95 % CI) | **trace - none**: whole design "
           "(95 % CI; quartiles) | ship - none (95 % CI) | trace - ship (95 % CI) |")
