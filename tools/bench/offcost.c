@@ -10,7 +10,7 @@
  *           [--cgroup-nowire CG [--tr-obj steer_wire_tr.bpf.o]]
  *           [--rounds 1500] [--rounds-on 300] [--ops-udp 400] [--ops-tcp 100]
  *           [--ops-pkt 400] [--ops-steered 100] [--workloads udp,tcp,pkt,steered]
- *           [--tr-settle-ms 5] [--hooks FILE] [--cpu N] [--header]
+ *           [--tr-settle-ms 10] [--hooks FILE] [--cpu N] [--header]
  *
  * Sibling cgroups: ship = the data plane attached as smg-steerd does it
  * (steer_dp_open as owner: the connect, getpeername and release programs and,
@@ -172,7 +172,7 @@ static struct oc {
 	.on = { true, true, true, true },
 	.rounds = 1500,
 	.rounds_on = 300,
-	.settle_ns = 5000000,
+	.settle_ns = 10000000,
 	.lfd = -1,
 	.sink = -1,
 	.cpu = -1,
