@@ -7,7 +7,7 @@
  * one early return").
  *
  *   offcost --pin PREFIX --cgroup-ship CG --cgroup-empty CG --cgroup-none CG
- *           [--cgroup-nowire CG [--tr-obj steer_wire_tr.bpf.o]]
+ *           [--cgroup-nowire CG [--tr-obj steer_wire_tr.bpf.o [--tr-empty]]]
  *           [--rounds 1500] [--rounds-on 300] [--ops-udp 400] [--ops-tcp 100]
  *           [--ops-pkt 400] [--ops-steered 100] [--workloads udp,tcp,pkt,steered]
  *           [--tr-settle-ms 10] [--hooks FILE] [--cpu N] [--header]
@@ -32,6 +32,8 @@
  * one arm's blocks only made their connections about 0.5 us dearer). So with
  * --tr-obj every block of every arm is preceded by the same: its workload,
  * untimed, in its cgroup, for --tr-settle-ms (for trace, after the attach).
+ * --tr-empty: trace's tracepoint programs are empty ones (r0 = 0) on the same
+ * tracepoints instead: the dispatch's floor, as empty is for the cgroup hooks.
  * In each
  * round, for each workload, the process moves itself into each cgroup in turn
  * (the first one rotates) and runs a short block of operations there, timing
@@ -150,6 +152,7 @@ struct stats {
 static struct oc {
 	struct steer_dp *dp, *dp_nowire;
 	const char *pin, *cg[ARMS], *hooks_out, *tr_path;
+	bool tr_empty; /* --tr-empty */
 	char pin_nowire[512];
 	/* per arm and hook: its program (trace: nowire's and the tracepoint
 	 * programs), the empty twin's link; -1: none */
@@ -365,11 +368,15 @@ static int setup_trace(void)
 			return -1;
 	for (i = 0; i < 2; i++) {
 		struct bpf_program *p = bpf_object__find_program_by_name(B.tr_obj, tp_progs[i]);
+		int fd = !p	      ? -1
+			 : B.tr_empty ? bench_empty_tp_btf(tp_names[i])
+				      : dup(bpf_program__fd(p));
 
-		if (!p || (B.prog[A_TRACE][CG_HOOKS + i] = dup(bpf_program__fd(p))) < 0) {
+		if (fd < 0) {
 			fprintf(stderr, "offcost: no program %s in %s\n", tp_progs[i], B.tr_path);
 			return -1;
 		}
+		B.prog[A_TRACE][CG_HOOKS + i] = fd;
 	}
 	B.cg[A_TRACE] = B.cg[A_NOWIRE];
 	return 0;
@@ -791,12 +798,13 @@ static int parse_workloads(const char *s)
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: offcost --pin PREFIX --cgroup-ship CG --cgroup-empty CG "
-			"--cgroup-none CG [--cgroup-nowire CG [--tr-obj FILE]] [--rounds R] "
-			"[--rounds-on R] "
-			"[--ops-udp N] [--ops-tcp N] "
-			"[--ops-pkt N] [--ops-steered N] [--workloads udp,tcp,pkt,steered] "
-			"[--tr-settle-ms MS] [--hooks FILE] [--cpu N] [--header]\n");
+	fprintf(stderr,
+		"usage: offcost --pin PREFIX --cgroup-ship CG --cgroup-empty CG "
+		"--cgroup-none CG [--cgroup-nowire CG [--tr-obj FILE [--tr-empty]]] [--rounds R] "
+		"[--rounds-on R] "
+		"[--ops-udp N] [--ops-tcp N] "
+		"[--ops-pkt N] [--ops-steered N] [--workloads udp,tcp,pkt,steered] "
+		"[--tr-settle-ms MS] [--hooks FILE] [--cpu N] [--header]\n");
 	exit(2);
 }
 
@@ -810,6 +818,7 @@ int main(int argc, char **argv)
 		{ "cgroup-nowire", required_argument, 0, 'W' },
 		{ "tr-obj", required_argument, 0, 'T' },
 		{ "tr-settle-ms", required_argument, 0, 'M' },
+		{ "tr-empty", no_argument, 0, 'E' },
 		{ "rounds", required_argument, 0, 'r' },
 		{ "rounds-on", required_argument, 0, 'R' },
 		{ "ops-udp", required_argument, 0, 'u' },
@@ -847,6 +856,9 @@ int main(int argc, char **argv)
 			break;
 		case 'T':
 			B.tr_path = optarg;
+			break;
+		case 'E':
+			B.tr_empty = true;
 			break;
 		case 'M':
 			B.settle_ns = (uint64_t)atoi(optarg) * 1000000u;
