@@ -622,11 +622,11 @@ ingress_part() {
 off_part() {
 	local cpu=()
 	[ -n "$OFF_CPU" ] && cpu=(--cpu "$OFF_CPU")
-	log "statistics off: ship / empty / none, $OFF_ROUNDS rounds off, $OFF_ROUNDS_ON on"
+	log "statistics off: ship / nowire / empty / none / trace, $OFF_ROUNDS rounds off, $OFF_ROUNDS_ON on"
 	loadavg "offcost start"
 	fg_wait "$BIN/offcost" --pin "$PIN-off" --cgroup-ship "$CG_OS" --cgroup-empty "$CG_OE" \
-		--cgroup-none "$CG_ON" --cgroup-nowire "$CG_OW" --rounds "$OFF_ROUNDS" --rounds-on "$OFF_ROUNDS_ON" \
-		--hooks "$RES/offcost_hooks.csv" "${cpu[@]}" --header >"$RES/offcost.csv"
+		--cgroup-none "$CG_ON" --cgroup-nowire "$CG_OW" --tr-obj "$BUILD/steer_wire_tr.bpf.o" \
+		--rounds "$OFF_ROUNDS" --rounds-on "$OFF_ROUNDS_ON" --hooks "$RES/offcost_hooks.csv" "${cpu[@]}" --header >"$RES/offcost.csv"
 	loadavg "offcost end"
 }
 
@@ -657,7 +657,7 @@ machine >"$RES/machine.md"
 	echo "norelbench ... --part walk --scales 1000 --polls $NOREL_POLLS   # again, with the TIME_WAIT sockets of --part bpf"
 	echo "norelbench ... --part wall --rounds $((2 * ROUNDS)) --wall-ops 20000"
 	echo "wirecost --pin PIN --cgroup CG --msg-obj steer_wire_msg.bpf.o --tr-obj steer_wire_tr.bpf.o --rounds $ROUNDS --messages $WIRE_MESSAGES --bulk-mb $WIRE_BULK_MB   # 512 B requests, 256 B responses"
-	echo "offcost --pin PIN --cgroup-ship CG --cgroup-empty CG --cgroup-none CG --cgroup-nowire CG --rounds $OFF_ROUNDS --rounds-on $OFF_ROUNDS_ON ${OFF_CPU:+--cpu $OFF_CPU}   # statistics off, then on"
+	echo "offcost --pin PIN --cgroup-ship CG --cgroup-empty CG --cgroup-none CG --cgroup-nowire CG --tr-obj steer_wire_tr.bpf.o --rounds $OFF_ROUNDS --rounds-on $OFF_ROUNDS_ON ${OFF_CPU:+--cpu $OFF_CPU}   # statistics off, then on"
 	echo "ingress.py run --rounds $ING_ROUNDS --seconds $ING_SECONDS --concurrency $ING_CONC --arms $ING_ARMS   # namespaces on a bridge"
 	echo '```'
 } >>"$RES/machine.md"
