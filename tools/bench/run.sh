@@ -26,14 +26,17 @@
 #      each hook type; the per-poll walk that replaces the hook at 1k, 10k and
 #      100k sockets and the lag of the live counts; socket()+close() wall time.
 #   6. request accounting on steered sockets (wirecost): no accounting, the
-#      shipped cgroup_skb programs and the card's sockops/sk_msg/sk_skb
-#      ablation, interleaved: BPF ns per message and per packet next to the
+#      shipped cgroup_skb programs, the card's sockops/sk_msg/sk_skb ablation
+#      and the BTF-tracepoint ablation (steer_wire_tr.bpf.o), interleaved:
+#      BPF ns per message and per packet next to the
 #      empty-program floor, keep-alive request/response latency, and upload
 #      throughput, steered and unsteered.
 #   8. what the programs cost an unsteered connection with the statistics off
 #      (offcost): the shipped data plane, the same with request accounting
 #      off, empty programs of the shipped hook types and no program, in four
-#      sibling cgroups interleaved round by round; every operation timed by itself (udp connect + close, a whole
+#      sibling cgroups, and the tracepoint ablation (nowire's cgroup with the
+#      tracepoints attached around its blocks only), interleaved round by
+#      round; every operation timed by itself (udp connect + close, a whole
 #      unsteered TCP connection, a UDP packet each way, a steered connect),
 #      per-round medians paired; then the same rounds with bpf_stats on.
 #   7. ingress (tools/bench/ingress.py): clients off the node, in network
