@@ -17,7 +17,7 @@
 
 /* The clock a send or an answer reads: the coarse one (one tick of
  * resolution, and cheaper) in the cgroup programs. Tracing programs may not
- * read it (the fentry ablation, steer_wire_tr.bpf.c, defines this as the
+ * read it (the tracepoint ablation, steer_wire_tr.bpf.c, defines this as the
  * precise bpf_ktime_get_ns: the same CLOCK_MONOTONIC, less than a tick ahead,
  * which can only start a slot's busy time that much later). */
 #ifndef WIRE_CLOCK_NS

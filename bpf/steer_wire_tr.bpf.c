@@ -2,7 +2,7 @@
 /*
  * steer_wire_tr.bpf.c - request accounting from two BTF tracepoints, an
  * ablation of the shipped cgroup_skb programs (steer_wire.bpf.c), kept for
- * the bench (wirecost, deccost, offcost) and its test (test_wire_trace).
+ * the bench (wirecost, offcost) and its test (test_wire_trace).
  *
  *   tp_btf/sock_send_length  after every sendmsg: its return value is exactly
  *       the bytes the application handed the socket (never a retransmission);
@@ -10,14 +10,15 @@
  *       segment an established TCP socket receives: one with payload answers
  *       what the socket had sent.
  *
- * Why try it: a cgroup_skb program runs for every packet of every socket in
- * its cgroup, and the dispatch alone costs each packet 57-68 ns (benchmarks
- * run 10), so an unsteered connection pays about 0.7 us. A tracepoint's
- * dispatch is a direct call. The price: tracepoints are the whole host's, so
- * every socket on the node (any family for the first) pays the call and one
- * early return, not only those of the steered cgroup; its reach is by record
- * (sockets connect4 steered), so --wire-cgroup cannot narrow it. (fentry and
- * fexit would run once per call too, but load with EPERM on this kernel.)
+ * Why it was tried: a cgroup_skb program runs for every packet of every
+ * socket in its cgroup, and the dispatch alone costs each packet 57-68 ns
+ * (benchmarks run 10), so an unsteered connection pays about 0.7 us. These
+ * run per sendmsg call and per segment received once established instead.
+ * What was measured (run 13): each run costs about as much dispatch (~50 ns),
+ * so an unsteered connection pays about half, still far above 150 ns; and
+ * tracepoints are the whole host's: every socket of the node pays them, and
+ * --wire-cgroup cannot narrow them. Not adopted (docs/algorithm.md 12.8).
+ * (fentry and fexit would run once per call too, but load with EPERM here.)
  *
  * Shares the data plane's maps by pin, and the accounting (steer_wire.bpf.h).
  */
