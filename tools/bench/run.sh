@@ -601,7 +601,7 @@ norel_part() {
 # ---- 6. request accounting on steered sockets ----------------------------------------------------
 
 wire_part() {
-	log "request accounting: off / cgroup_skb (shipped) / sockops+sk_msg+sk_skb (card) / fexit+fentry, $ROUNDS rounds"
+	log "request accounting: off / cgroup_skb (shipped) / sockops+sk_msg+sk_skb (card) / BTF tracepoints (ablation), $ROUNDS rounds"
 	loadavg "wire start"
 	fg_wait "$BIN/wirecost" --pin "$PIN-wire" --cgroup "$CG_WIRE" \
 		--msg-obj "$BUILD/steer_wire_msg.bpf.o" --tr-obj "$BUILD/steer_wire_tr.bpf.o" --rounds "$ROUNDS" \
