@@ -30,6 +30,7 @@
 #include "tap.h"
 #include "testenv.h"
 #include "wire_lib.h"
+#include "wire_cases.h"
 
 /* ---- 1. keep-alive: every request counted when sent, answered at its first byte ---- */
 
@@ -38,51 +39,7 @@ static struct responder r_ka, r_sse, r_big[2], r_close, r_reopen, r_bpt, r_v6;
 
 static void test_keepalive_requests_are_counted_when_sent(void)
 {
-	static const size_t sizes[] = { 200, 2000, 129, 65536, 300000 };
-	struct responder *be[1] = { &r_ka };
-	uint32_t s;
-	struct wire_now w;
-	uint64_t total = 0, credited = 0;
-	size_t i;
-	int fd;
-
-	CHECK(publish(&vip_ka, be, 1, 0) == 0, "publish: %s", err);
-	s = slot_of(&vip_ka, &r_ka);
-	steer_dp_inflight_exchange(dp, s);
-	fd = client_connect(&vip_ka);
-	CHECK(fd >= 0, "connect: %s", strerror(-fd));
-	w = wire_now(s);
-	CHECK(w.inflight == CREDIT && w.sent == 0 && w.requests == 0,
-	      "after connect: in flight %llu sent %llu requests %llu",
-	      (unsigned long long)w.inflight, (unsigned long long)w.sent,
-	      (unsigned long long)w.requests);
-	for (i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
-		CHECK(send_request(fd, &r_ka, sizes[i]) == 0, "request %zu not received", i);
-		total += sizes[i];
-		w = wire_now(s);
-		CHECK(w.sent == total && w.pending == sizes[i] && w.requests == i + 1,
-		      "request %zu (%zu bytes): sent %llu (want %llu) pending %llu requests %llu",
-		      i, sizes[i], (unsigned long long)w.sent, (unsigned long long)total,
-		      (unsigned long long)w.pending, (unsigned long long)w.requests);
-		/* The flat credit went at the first send; in flight are the real
-		 * sizes of the requests answered so far. */
-		CHECK(w.inflight == credited && w.withdrawn == CREDIT,
-		      "in flight %llu (want %llu) withdrawn %llu", (unsigned long long)w.inflight,
-		      (unsigned long long)credited, (unsigned long long)w.withdrawn);
-		allow_chunk(&r_ka);
-		CHECK(read_some(fd) > 0, "no response to request %zu", i);
-		credited += sizes[i] / STEER_DEFAULT_BYTES_PER_TOKEN;
-		w = wire_now(s);
-		CHECK(w.pending == 0 && w.answered == total && w.inflight == credited,
-		      "after the response to %zu: pending %llu answered %llu in flight %llu (want "
-		      "%llu)",
-		      i, (unsigned long long)w.pending, (unsigned long long)w.answered,
-		      (unsigned long long)w.inflight, (unsigned long long)credited);
-	}
-	close(fd);
-	w = wire_now(s);
-	CHECK(w.pending == 0 && w.sent == total && w.requests == 5, "after close: %llu pending",
-	      (unsigned long long)w.pending);
+	keepalive_requests_counted_exactly(&vip_ka, &r_ka);
 }
 
 /* ---- 2. streaming: pending goes at the first chunk, later chunks change nothing ---- */

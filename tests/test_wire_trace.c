@@ -27,6 +27,7 @@
 #include "tap.h"
 #include "testenv.h"
 #include "wire_lib.h"
+#include "wire_cases.h"
 
 static struct steer_addr vip_ka, vip_sse, vip_close, vip_fin;
 static struct responder r_ka, r_sse, r_close;
@@ -37,44 +38,7 @@ static struct bpf_link *tr_links[2];
 
 static void test_keepalive_requests_are_counted_exactly(void)
 {
-	static const size_t sizes[] = { 200, 2000, 129, 65536, 300000 };
-	struct responder *be[1] = { &r_ka };
-	uint64_t total = 0, credited = 0;
-	struct wire_now w;
-	uint32_t s;
-	size_t i;
-	int fd;
-
-	CHECK(publish(&vip_ka, be, 1, 0) == 0, "publish: %s", err);
-	s = slot_of(&vip_ka, &r_ka);
-	steer_dp_inflight_exchange(dp, s);
-	fd = client_connect(&vip_ka);
-	CHECK(fd >= 0, "connect: %s", strerror(-fd));
-	for (i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
-		CHECK(send_request(fd, &r_ka, sizes[i]) == 0, "request %zu not received", i);
-		total += sizes[i];
-		w = wire_now(s);
-		CHECK(w.sent == total && w.pending == sizes[i] && w.requests == i + 1 &&
-			      w.inflight == credited && w.withdrawn == CREDIT,
-		      "request %zu (%zu bytes): sent %llu (want %llu) pending %llu requests %llu "
-		      "in flight %llu withdrawn %llu",
-		      i, sizes[i], (unsigned long long)w.sent, (unsigned long long)total,
-		      (unsigned long long)w.pending, (unsigned long long)w.requests,
-		      (unsigned long long)w.inflight, (unsigned long long)w.withdrawn);
-		allow_chunk(&r_ka);
-		CHECK(read_some(fd) > 0, "no response to request %zu", i);
-		credited += sizes[i] / STEER_DEFAULT_BYTES_PER_TOKEN;
-		w = wire_now(s);
-		CHECK(w.pending == 0 && w.answered == total && w.inflight == credited,
-		      "after the response to %zu: pending %llu answered %llu in flight %llu (want "
-		      "%llu)",
-		      i, (unsigned long long)w.pending, (unsigned long long)w.answered,
-		      (unsigned long long)w.inflight, (unsigned long long)credited);
-	}
-	close(fd);
-	w = wire_now(s);
-	CHECK(w.pending == 0 && w.sent == total, "after close: %llu pending",
-	      (unsigned long long)w.pending);
+	keepalive_requests_counted_exactly(&vip_ka, &r_ka);
 }
 
 /* ---- 2. streaming: the first chunk answers, the later ones change nothing ----------- */
