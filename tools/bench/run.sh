@@ -27,7 +27,8 @@
 #      100k sockets and the lag of the live counts; socket()+close() wall time.
 #   6. request accounting on steered sockets (wirecost): no accounting, the
 #      shipped cgroup_skb programs, the card's sockops/sk_msg/sk_skb ablation
-#      and the BTF-tracepoint ablation (steer_wire_tr.bpf.o), interleaved:
+#      the BTF-tracepoint ablation (steer_wire_tr.bpf.o) and the shipped
+#      egress program cut short (steer_wire_cost.bpf.o), interleaved:
 #      BPF ns per message and per packet next to the
 #      empty-program floor, keep-alive request/response latency, and upload
 #      throughput, steered and unsteered.
@@ -105,7 +106,7 @@ fi
 for b in onebyte connbench vipctl deccost grpcmem fastworker norelbench wirecost xdppass offcost; do
 	[ -x "$BIN/$b" ] || { echo "bench: $BIN/$b missing; run 'make bench'" >&2; exit 1; }
 done
-for o in steer_wire_msg steer_wire_tr; do
+for o in steer_wire_msg steer_wire_tr steer_wire_cost; do
 	[ -r "$BUILD/$o.bpf.o" ] || { echo "bench: $BUILD/$o.bpf.o missing" >&2; exit 1; }
 done
 [ -x "$BUILD/smg-steerd" ] || { echo "bench: $BUILD/smg-steerd missing" >&2; exit 1; }
@@ -604,7 +605,8 @@ wire_part() {
 	log "request accounting: off / cgroup_skb (shipped) / sockops+sk_msg+sk_skb (card) / BTF tracepoints (ablation), $ROUNDS rounds"
 	loadavg "wire start"
 	fg_wait "$BIN/wirecost" --pin "$PIN-wire" --cgroup "$CG_WIRE" \
-		--msg-obj "$BUILD/steer_wire_msg.bpf.o" --tr-obj "$BUILD/steer_wire_tr.bpf.o" --rounds "$ROUNDS" \
+		--msg-obj "$BUILD/steer_wire_msg.bpf.o" --tr-obj "$BUILD/steer_wire_tr.bpf.o" \
+		--cost-obj "$BUILD/steer_wire_cost.bpf.o" --rounds "$ROUNDS" \
 		--messages "$WIRE_MESSAGES" --bulk-mb "$WIRE_BULK_MB" --header >"$RES/wire.csv"
 	loadavg "wire end"
 }
@@ -659,7 +661,7 @@ machine >"$RES/machine.md"
 	echo "norelbench ... --part bpf --backends 256 --connects $DEC_CONNECTS --rounds $ROUNDS"
 	echo "norelbench ... --part walk --scales 1000 --polls $NOREL_POLLS   # again, with the TIME_WAIT sockets of --part bpf"
 	echo "norelbench ... --part wall --rounds $((2 * ROUNDS)) --wall-ops 20000"
-	echo "wirecost --pin PIN --cgroup CG --msg-obj steer_wire_msg.bpf.o --tr-obj steer_wire_tr.bpf.o --rounds $ROUNDS --messages $WIRE_MESSAGES --bulk-mb $WIRE_BULK_MB   # 512 B requests, 256 B responses"
+	echo "wirecost --pin PIN --cgroup CG --msg-obj steer_wire_msg.bpf.o --tr-obj steer_wire_tr.bpf.o --cost-obj steer_wire_cost.bpf.o --rounds $ROUNDS --messages $WIRE_MESSAGES --bulk-mb $WIRE_BULK_MB   # 512 B requests, 256 B responses"
 	echo "offcost --pin PIN --cgroup-ship CG --cgroup-empty CG --cgroup-none CG --cgroup-nowire CG --tr-obj steer_wire_tr.bpf.o --rounds $OFF_ROUNDS --rounds-on $OFF_ROUNDS_ON ${OFF_CPU:+--cpu $OFF_CPU}   # statistics off, then on"
 	echo "ingress.py run --rounds $ING_ROUNDS --seconds $ING_SECONDS --concurrency $ING_CONC --arms $ING_ARMS   # namespaces on a bridge"
 	echo '```'

@@ -529,7 +529,8 @@ def wire_section(res):
           "next to them. Medians over the rounds.\n")
     progs = {"skb": [("skb_egress", "floor_egress"), ("skb_ingress", "floor_ingress")],
              "msg": [("sockops", "floor_sockops"), ("sk_msg", None), ("sk_skb", None)],
-             "trace": [("tp_send_length", "floor_tp_send"), ("tp_tcp_probe", "floor_tp_probe")]}
+             "trace": [("tp_send_length", "floor_tp_send"), ("tp_tcp_probe", "floor_tp_probe")],
+             "find": [("cost_find", "floor_egress")], "lock": [("cost_lock", "floor_egress")]}
     print("| variant | phase | program | runs per message | ns per run | floor ns per run | "
           "ns per message | net ns per message (minus floor) |")
     print("|---|---|---|---:|---:|---:|---:|---:|")
@@ -577,7 +578,22 @@ def wire_section(res):
           f"{wire_med(rows, 'skb', 'direct', 'floor_egress_ns_per_run'):.0f}) | {unst:.0f} | "
           f"report |")
     trace_rows(rows)
+    cost_rows(rows)
     print()
+
+
+def cost_rows(rows):
+    """Where a steered request's BPF time goes: the shipped egress program against the same
+    cut short after the record's lookup (find) and after the service's lock (lock)."""
+    find = wire_med(rows, "find", "rr", "cost_find_ns_per_msg")
+    if find != find:
+        return
+    lock = wire_med(rows, "lock", "rr", "cost_lock_ns_per_msg")
+    full = wire_med(rows, "skb", "rr", "skb_egress_ns_per_msg")
+    floor = wire_med(rows, "skb", "rr", "floor_egress_ns_per_run")
+    print(f"| a request sent, BPF ns: to the record {find:.0f}, + slot, counters, tree and the "
+          f"lock {lock - find:.0f}, + counting {full - lock:.0f} (= {full:.0f}; floor "
+          f"{floor:.0f}) | {find - floor:.0f} net to the record | report |")
 
 
 def trace_rows(rows):

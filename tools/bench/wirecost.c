@@ -3,7 +3,7 @@
  * wirecost.c - what request accounting on steered sockets costs, side by side.
  *
  *   wirecost --pin DIR --cgroup DIR --msg-obj build/steer_wire_msg.bpf.o
- *            [--tr-obj build/steer_wire_tr.bpf.o]
+ *            [--tr-obj build/steer_wire_tr.bpf.o] [--cost-obj build/steer_wire_cost.bpf.o]
  *            [--backend 127.0.6.1:9600] [--rounds 8] [--messages 5000]
  *            [--request 512] [--response 256] [--bulk-mb 32] [--header]
  *
@@ -19,6 +19,10 @@
  *        sendmsg, tcp_probe sees each segment received (steer_wire_tr.bpf.c);
  *        host-wide, so its floors (empty programs on the same two
  *        tracepoints) are attached only while it is measured;
+ *   find, lock  (with --cost-obj) the shipped egress program cut short after
+ *        the record's lookup, or after the service's lock
+ *        (steer_wire_cost.bpf.c), attached alone: where a request's BPF
+ *        time goes;
  * each over four phases:
  *   rr          one steered keep-alive connection, --messages request/response
  *               round trips (--request bytes out, --response bytes back);
@@ -64,9 +68,11 @@ enum variant {
 	V_SKB,
 	V_MSG,
 	V_TR,
+	V_FIND,
+	V_LOCK,
 	VARIANTS
 };
-static const char *const variant_names[VARIANTS] = { "off", "skb", "msg", "trace" };
+static const char *const variant_names[VARIANTS] = { "off", "skb", "msg", "trace", "find", "lock" };
 enum phase {
 	P_RR,
 	P_DIRECT,
@@ -90,16 +96,18 @@ enum prog {
 	G_TR_RECV,
 	G_FLOOR_TR_SEND,
 	G_FLOOR_TR_RECV,
+	G_COST_FIND,
+	G_COST_LOCK,
 	PROGS
 };
 static const char *const prog_names[PROGS] = {
-	"skb_egress",	  "skb_ingress",  "sockops",	   "sk_msg",
-	"sk_skb",	  "floor_egress", "floor_ingress", "floor_sockops",
-	"tp_send_length", "tp_tcp_probe", "floor_tp_send", "floor_tp_probe",
+	"skb_egress",	 "skb_ingress",	   "sockops",	    "sk_msg",	      "sk_skb",
+	"floor_egress",	 "floor_ingress",  "floor_sockops", "tp_send_length", "tp_tcp_probe",
+	"floor_tp_send", "floor_tp_probe", "cost_find",	    "cost_lock",
 };
 
 struct opts {
-	const char *pin, *cgroup, *msg_obj, *tr_obj, *backend;
+	const char *pin, *cgroup, *msg_obj, *tr_obj, *cost_obj, *backend;
 	int rounds;
 	long messages, request, response, bulk_mb;
 	bool header;
@@ -113,7 +121,7 @@ struct bench {
 	int cg_fd;
 	int link_out, link_in, link_ops; /* -1 when detached */
 	int link_tr[4];			 /* the trace variant's and its floors' */
-	struct bpf_object *msg_obj, *tr_obj;
+	struct bpf_object *msg_obj, *tr_obj, *cost_obj;
 	pid_t server;
 };
 
@@ -225,6 +233,27 @@ static int setup_trace(struct bench *b)
 	return b->prog_fd[G_FLOOR_TR_SEND] < 0 || b->prog_fd[G_FLOOR_TR_RECV] < 0 ? -1 : 0;
 }
 
+/* The cut-short egress programs (none without --cost-obj: the variants are
+ * skipped). */
+static int setup_cost(struct bench *b)
+{
+	b->prog_fd[G_COST_FIND] = b->prog_fd[G_COST_LOCK] = -1;
+	if (!b->o.cost_obj)
+		return 0;
+	LIBBPF_OPTS(bpf_object_open_opts, oo, .pin_root_path = b->o.pin);
+	b->cost_obj = bpf_object__open_file(b->o.cost_obj, &oo);
+	if (!b->cost_obj)
+		return -1;
+	bpf_map__set_autocreate(bpf_object__find_map_by_name(b->cost_obj, "steer_tmpl"), false);
+	if (bpf_object__load(b->cost_obj) != 0)
+		return -1;
+	b->prog_fd[G_COST_FIND] =
+		bpf_program__fd(bpf_object__find_program_by_name(b->cost_obj, "steer_wcost_find"));
+	b->prog_fd[G_COST_LOCK] =
+		bpf_program__fd(bpf_object__find_program_by_name(b->cost_obj, "steer_wcost_lock"));
+	return b->prog_fd[G_COST_FIND] < 0 || b->prog_fd[G_COST_LOCK] < 0 ? -1 : 0;
+}
+
 /* The shipped programs (taken off their pinned links, which are removed: the
  * bench attaches them itself), the ablation object and the floors. */
 static int setup_programs(struct bench *b)
@@ -280,7 +309,7 @@ static int setup_programs(struct bench *b)
 	    bpf_link_create(b->prog_fd[G_FLOOR_OPS], b->cg_fd, BPF_CGROUP_SOCK_OPS, NULL) < 0)
 		return -1;
 	b->link_out = b->link_in = b->link_ops = -1;
-	return setup_trace(b);
+	return setup_trace(b) != 0 ? -1 : setup_cost(b);
 }
 
 static void detach_fd(int *fd)
@@ -310,6 +339,11 @@ static int use_variant(struct bench *b, enum variant v)
 				return -1;
 		}
 		return 0;
+	}
+	if (v == V_FIND || v == V_LOCK) {
+		b->link_out = bpf_link_create(b->prog_fd[v == V_FIND ? G_COST_FIND : G_COST_LOCK],
+					      b->cg_fd, BPF_CGROUP_INET_EGRESS, NULL);
+		return b->link_out < 0 ? -1 : 0;
 	}
 	if (v == V_SKB) {
 		b->link_out =
@@ -559,7 +593,8 @@ static int parse(int argc, char **argv, struct opts *o)
 		{ "pin", 1, 0, 'p' },	  { "cgroup", 1, 0, 'c' },   { "msg-obj", 1, 0, 'o' },
 		{ "backend", 1, 0, 'b' }, { "rounds", 1, 0, 'r' },   { "messages", 1, 0, 'm' },
 		{ "request", 1, 0, 'q' }, { "response", 1, 0, 's' }, { "bulk-mb", 1, 0, 'B' },
-		{ "header", 0, 0, 'H' },  { "tr-obj", 1, 0, 't' },   { 0, 0, 0, 0 },
+		{ "header", 0, 0, 'H' },  { "tr-obj", 1, 0, 't' },   { "cost-obj", 1, 0, 'C' },
+		{ 0, 0, 0, 0 },
 	};
 	int c;
 
@@ -582,6 +617,9 @@ static int parse(int argc, char **argv, struct opts *o)
 			break;
 		case 't':
 			o->tr_obj = optarg;
+			break;
+		case 'C':
+			o->cost_obj = optarg;
 			break;
 		case 'b':
 			o->backend = optarg;
@@ -623,7 +661,7 @@ int main(int argc, char **argv)
 
 	if (parse(argc, argv, &b.o) != 0) {
 		fprintf(stderr, "usage: wirecost --pin DIR --cgroup DIR --msg-obj FILE [--tr-obj "
-				"FILE] [--backend "
+				"FILE] [--cost-obj FILE] [--backend "
 				"A:P] [--rounds N] [--messages N] [--request B] [--response B] "
 				"[--bulk-mb N] [--header]\n");
 		return 2;
@@ -652,7 +690,8 @@ int main(int argc, char **argv)
 		printf("round,variant,phase,metric,value\n");
 	for (r = 1; r <= b.o.rounds && rc == 0; r++)
 		for (v = 0; v < VARIANTS && rc == 0; v++) {
-			if (v == V_TR && !b.tr_obj)
+			if ((v == V_TR && !b.tr_obj) ||
+			    ((v == V_FIND || v == V_LOCK) && !b.cost_obj))
 				continue;
 			if (use_variant(&b, (enum variant)v) != 0) {
 				fprintf(stderr, "wirecost: cannot attach %s\n", variant_names[v]);
@@ -673,6 +712,8 @@ out:
 		bpf_object__close(b.msg_obj);
 	if (b.tr_obj)
 		bpf_object__close(b.tr_obj);
+	if (b.cost_obj)
+		bpf_object__close(b.cost_obj);
 	steer_dp_detach(b.dp, err, sizeof(err));
 	steer_dp_close(b.dp);
 	return rc;
