@@ -439,14 +439,7 @@ static int setup(void)
 	steer_addr_parse("127.0.0.121:8206", &vip_reopen, err, sizeof(err));
 	steer_addr_parse("127.0.0.121:8207", &vip_bpt, err, sizeof(err));
 	steer_addr_parse("[2001:db8::121]:8208", &vip_v6, err, sizeof(err));
-	dp_opts.pin_dir = testenv_pin_dir();
-	dp_opts.cgroup = testenv_cgroup();
-	dp_opts.own = true;
-	if (steer_dp_open(&dp_opts, &dp, err, sizeof(err)) != 0) {
-		fprintf(stderr, "open: %s\n", err);
-		return -1;
-	}
-	return 0;
+	return wire_dp_open();
 }
 
 int main(void)
@@ -468,10 +461,7 @@ int main(void)
 	TAP_RUN(test_pins_from_before_the_wire_map_are_taken_over);
 	TAP_RUN(test_wire_off_counts_nothing_and_on_again_counts);
 	TAP_RUN(test_ipv6_requests_are_counted_too);
-	if (dp) {
-		steer_dp_detach(dp, err, sizeof(err));
-		steer_dp_close(dp);
-	}
+	wire_dp_close();
 	for (i = 0; i < sizeof(all) / sizeof(all[0]); i++)
 		responder_stop(all[i]);
 	return tap_done();

@@ -263,15 +263,8 @@ static int setup(void)
 	if (responder_start(&r_be, "127.0.6.1:9601", RESP_JSON) != 0)
 		return -1;
 	steer_addr_parse("127.0.0.122:8301", &vip, err, sizeof(err));
-	dp_opts.pin_dir = testenv_pin_dir();
-	dp_opts.cgroup = testenv_cgroup();
 	dp_opts.wire_cgroup = cg_a;
-	dp_opts.own = true;
-	if (steer_dp_open(&dp_opts, &dp, err, sizeof(err)) != 0) {
-		fprintf(stderr, "open: %s\n", err);
-		return -1;
-	}
-	return 0;
+	return wire_dp_open();
 }
 
 int main(void)
@@ -283,10 +276,7 @@ int main(void)
 	TAP_RUN(test_a_restart_moves_accounting_to_the_new_cgroup);
 	TAP_RUN(test_no_wire_cgroup_counts_in_the_steering_cgroup);
 	TAP_RUN(test_a_removed_wire_cgroup_is_left_behind);
-	if (dp) {
-		steer_dp_detach(dp, err, sizeof(err));
-		steer_dp_close(dp);
-	}
+	wire_dp_close();
 	responder_stop(&r_be);
 	return tap_done();
 }

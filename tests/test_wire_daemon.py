@@ -141,6 +141,13 @@ def counts():
     return {"a": logged("a"), "b": logged("b")}
 
 
+def send_held(s, req):
+    """Sends req on s; returns the backend that read it."""
+    before = counts()
+    s.sendall(req)
+    return held_by(before)
+
+
 def read_answer(s):
     """Reads one whole answer (JSON or a chunked stream) and returns it."""
     data = b""
@@ -180,9 +187,7 @@ with t.case("a keep-alive connection: each request pending from its send to its 
                "both backends scored from their loads")
     s = connect()
     r1 = request("r1", body=b"a" * 1000)
-    c0 = counts()
-    s.sendall(r1)
-    peer = held_by(c0)
+    peer = send_held(s, r1)
     t.check(peer == A, f"the first connection went to {peer}, not the idle A")
     sent[A] += len(r1)
     reqs[A] += 1
@@ -237,9 +242,7 @@ with t.case("a large request to A sends the next new connection to B, before any
     e = explain()
     nxt = e["next_connection"]
     s2 = connect()
-    c0 = counts()
-    s2.sendall(request(None, body=b"g" * 10))
-    peer2 = held_by(c0)
+    peer2 = send_held(s2, request(None, body=b"g" * 10))
     read_answer(s2)
     sent[peer2] += len(request(None, body=b"g" * 10))
     reqs[peer2] += 1
@@ -295,9 +298,7 @@ with t.case("a socket closed mid-request leaves nothing pending"):
     L.wait_for(lambda: backend(explain(), A)["inflight_tokens"] == 0, 30, "credits drained")
     s3 = connect()
     r4 = request("never", body=b"e" * 5000)
-    c0 = counts()
-    s3.sendall(r4)
-    peer3 = held_by(c0)
+    peer3 = send_held(s3, r4)
     sent[peer3] += len(r4)
     reqs[peer3] += 1
     L.wait_for(lambda: wire(peer3)["pending_bytes"] == len(r4), 30, "pending while held")
@@ -329,9 +330,7 @@ with t.case("SIGHUP applies a changed bytes-per-token (the service key beats the
     L.wait_for(lambda: explain()["bytes_per_token"] == 3, 30, "bytes per token 3 published")
     L.wait_for(lambda: d.metric("smg_steer_bytes_per_token", vip=VIP) == 3, 30, "metric 3")
     r6 = request("r6", body=b"h" * 1000)
-    c0 = counts()
-    s.sendall(r6)
-    peer = held_by(c0)
+    peer = send_held(s, r6)
     t.check(peer == A, f"keep-alive stays on A, got {peer}")
     w = wire(A)
     t.check(w["pending_bytes"] == len(r6) and w["pending_tokens"] == len(r6) // 3, f"{w}")
@@ -355,9 +354,7 @@ with t.case("--wire-cgroup: only sockets made in it are counted; moved at restar
     before = {addr: wire(addr) for addr in (A, B)}
     s5 = connect()  # made in the steering cgroup, outside --wire-cgroup
     r8 = request(None, body=b"j" * 1500)
-    c0 = counts()
-    s5.sendall(r8)
-    peer5 = held_by(c0)
+    peer5 = send_held(s5, r8)
     read_answer(s5)
     s5.close()
     t.check(peer5 in (A, B), f"not steered: {peer5}")
@@ -369,9 +366,7 @@ with t.case("--wire-cgroup: only sockets made in it are counted; moved at restar
     finally:
         env.enter_cgroup()
     r9 = request(None, body=b"k" * 2500)
-    c0 = counts()
-    s6.sendall(r9)
-    peer6 = held_by(c0)
+    peer6 = send_held(s6, r9)
     w = wire(peer6)
     t.check(w["sent_bytes"] == before[peer6]["sent_bytes"] + len(r9),
             f"from the child: sent {before[peer6]['sent_bytes']} -> {w['sent_bytes']}, "
@@ -395,9 +390,7 @@ with t.case("--wire-estimator off: no accounting programs attached, bytes not co
     before = {addr: wire(addr) for addr in (A, B)}
     s4 = connect()
     r7 = request(None, body=b"i" * 2000)
-    c0 = counts()
-    s4.sendall(r7)
-    peer4 = held_by(c0)
+    peer4 = send_held(s4, r7)
     read_answer(s4)
     s4.close()
     t.check({addr: wire(addr) for addr in (A, B)} == before,

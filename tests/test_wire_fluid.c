@@ -288,14 +288,7 @@ static int setup(void)
 	steer_addr_parse("127.0.0.122:8301", &vip_ref, err, sizeof(err));
 	steer_addr_parse("127.0.0.122:8302", &vip_json, err, sizeof(err));
 	steer_addr_parse("127.0.0.122:8303", &vip_sse, err, sizeof(err));
-	dp_opts.pin_dir = testenv_pin_dir();
-	dp_opts.cgroup = testenv_cgroup();
-	dp_opts.own = true;
-	if (steer_dp_open(&dp_opts, &dp, err, sizeof(err)) != 0) {
-		fprintf(stderr, "open: %s\n", err);
-		return -1;
-	}
-	return 0;
+	return wire_dp_open();
 }
 
 int main(void)
@@ -309,10 +302,7 @@ int main(void)
 	TAP_RUN(test_the_kernel_picks_what_steer_select_at_picks);
 	TAP_RUN(test_a_large_json_request_keeps_a_busy_only_for_its_tokens);
 	TAP_RUN(test_a_streaming_answer_caps_the_busy_time);
-	if (dp) {
-		steer_dp_detach(dp, err, sizeof(err));
-		steer_dp_close(dp);
-	}
+	wire_dp_close();
 	for (i = 0; i < sizeof(all) / sizeof(all[0]); i++)
 		responder_stop(all[i]);
 	return tap_done();

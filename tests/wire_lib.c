@@ -28,6 +28,27 @@ struct steer_dp *dp;
 struct steer_dp_opts dp_opts;
 char err[512];
 
+int wire_dp_open(void)
+{
+	dp_opts.pin_dir = testenv_pin_dir();
+	dp_opts.cgroup = testenv_cgroup();
+	dp_opts.own = true;
+	if (steer_dp_open(&dp_opts, &dp, err, sizeof(err)) != 0) {
+		fprintf(stderr, "open: %s\n", err);
+		return -1;
+	}
+	return 0;
+}
+
+void wire_dp_close(void)
+{
+	if (dp) {
+		steer_dp_detach(dp, err, sizeof(err));
+		steer_dp_close(dp);
+		dp = NULL;
+	}
+}
+
 /* ---- a responder: counts a request's bytes, answers when told -------------------- */
 
 bool wait_until(struct responder *r, bool (*cond)(struct responder *))

@@ -53,6 +53,12 @@ extern struct steer_dp *dp;
 extern struct steer_dp_opts dp_opts;
 extern char err[512];
 
+/* Open dp as the owner on the test's pins and cgroup (testenv), with any other
+ * dp_opts the test set before; 0, or -1 said on stderr. */
+int wire_dp_open(void);
+/* Detach and close dp, if open (the test's end). */
+void wire_dp_close(void);
+
 bool wait_until(struct responder *r, bool (*cond)(struct responder *));
 bool all_received(struct responder *r);
 bool idle(struct responder *r);
