@@ -163,11 +163,9 @@ static int attach_tracepoints(void)
 	int i;
 
 	snprintf(obj, sizeof(obj), "%s/steer_wire_tr.bpf.o", build ? build : "build/san");
-	LIBBPF_OPTS(bpf_object_open_opts, oo, .pin_root_path = testenv_pin_dir());
-	tr_obj = bpf_object__open_file(obj, &oo);
+	tr_obj = steer_dp_object_open(obj, testenv_pin_dir());
 	if (!tr_obj)
 		return -1;
-	bpf_map__set_autocreate(bpf_object__find_map_by_name(tr_obj, "steer_tmpl"), false);
 	if (bpf_object__load(tr_obj) != 0)
 		return -1;
 	for (i = 0; i < 2; i++) {
@@ -191,14 +189,9 @@ static int setup(void)
 	steer_addr_parse("127.0.0.122:8212", &vip_sse, err, sizeof(err));
 	steer_addr_parse("127.0.0.122:8213", &vip_close, err, sizeof(err));
 	steer_addr_parse("127.0.0.122:8214", &vip_fin, err, sizeof(err));
-	dp_opts.pin_dir = testenv_pin_dir();
-	dp_opts.cgroup = testenv_cgroup();
-	dp_opts.own = true;
 	dp_opts.wire_off = true; /* no cgroup_skb program: the tracepoints count alone */
-	if (steer_dp_open(&dp_opts, &dp, err, sizeof(err)) != 0) {
-		fprintf(stderr, "open: %s\n", err);
+	if (wire_dp_open() != 0)
 		return -1;
-	}
 	if (attach_tracepoints() != 0) {
 		fprintf(stderr, "tracepoints: %s\n", strerror(errno));
 		return -1;
@@ -221,10 +214,7 @@ int main(void)
 	for (i = 0; i < 2; i++)
 		bpf_link__destroy(tr_links[i]);
 	bpf_object__close(tr_obj);
-	if (dp) {
-		steer_dp_detach(dp, err, sizeof(err));
-		steer_dp_close(dp);
-	}
+	wire_dp_close();
 	for (i = 0; i < sizeof(all) / sizeof(all[0]); i++)
 		responder_stop(all[i]);
 	return rc == 0 ? tap_done() : tap_setup_failed();

@@ -240,6 +240,14 @@ bool steer_addr_equal(const struct steer_addr *a, const struct steer_addr *b);
 uint64_t steer_monotonic_ns(void);
 /* Writes a one-line reason into err (may be NULL) and returns -|rc|: the
  * error convention of every module here. */
+/*
+ * Opens (does not load) another BPF object built on steer_maps.bpf.h so that
+ * it takes the data plane's maps under pin_dir over by pin, as the wire
+ * object does: the ablations of the bench and their tests. NULL with errno.
+ */
+struct bpf_object;
+struct bpf_object *steer_dp_object_open(const char *path, const char *pin_dir);
+
 int steer_seterr(char *err, size_t errlen, int rc, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
 /* The cgroup2 mount point from /proc/mounts, or -ENOENT. */

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /*
- * dataplane_util.c - addresses, the error convention and the clock.
+ * dataplane_util.c - addresses, the error convention, the clock, and opening
+ * another BPF object on the data plane's pinned maps.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -16,6 +17,8 @@
 #include <string.h>
 #include <time.h>
 
+#include <bpf/libbpf.h>
+
 int steer_seterr(char *err, size_t errlen, int rc, const char *fmt, ...)
 {
 	va_list ap;
@@ -26,6 +29,16 @@ int steer_seterr(char *err, size_t errlen, int rc, const char *fmt, ...)
 		va_end(ap);
 	}
 	return rc < 0 ? rc : -rc;
+}
+
+struct bpf_object *steer_dp_object_open(const char *path, const char *pin_dir)
+{
+	LIBBPF_OPTS(bpf_object_open_opts, oo, .pin_root_path = pin_dir);
+	struct bpf_object *obj = bpf_object__open_file(path, &oo);
+
+	if (obj) /* a template for user space only (steer_maps.bpf.h) */
+		bpf_map__set_autocreate(bpf_object__find_map_by_name(obj, "steer_tmpl"), false);
+	return obj;
 }
 
 uint64_t steer_monotonic_ns(void)

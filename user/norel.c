@@ -89,15 +89,13 @@ static int detach_release(const char *pin_dir, char *err, size_t errlen)
 static int load(struct steer_norel *n, const char *obj_path, const char *pin_dir, unsigned floors,
 		char *err, size_t errlen)
 {
-	LIBBPF_OPTS(bpf_object_open_opts, oo, .pin_root_path = pin_dir);
 	struct bpf_program *p;
 	int i;
 
-	n->obj = bpf_object__open_file(obj_path, &oo);
+	n->obj = steer_dp_object_open(obj_path, pin_dir);
 	if (!n->obj)
 		return steer_seterr(err, errlen, errno, "cannot open %s: %s", obj_path,
 				    strerror(errno));
-	bpf_map__set_autocreate(bpf_object__find_map_by_name(n->obj, "steer_tmpl"), false);
 	bpf_object__for_each_program(p, n->obj)
 	{
 		const char *name = bpf_program__name(p);
@@ -311,17 +309,15 @@ int steer_norel_poll(struct steer_norel *n, struct steer_norel_pass *out, char *
 int steer_norel_lean_release(const char *obj_path, const char *pin_dir, struct bpf_object **obj,
 			     char *err, size_t errlen)
 {
-	LIBBPF_OPTS(bpf_object_open_opts, oo, .pin_root_path = pin_dir);
 	struct bpf_program *p, *lean = NULL;
 	struct bpf_link *l;
 	char path[PATH_MAX];
 	int rc = 0;
 
-	*obj = bpf_object__open_file(obj_path, &oo);
+	*obj = steer_dp_object_open(obj_path, pin_dir);
 	if (!*obj)
 		return steer_seterr(err, errlen, errno, "cannot open %s: %s", obj_path,
 				    strerror(errno));
-	bpf_map__set_autocreate(bpf_object__find_map_by_name(*obj, "steer_tmpl"), false);
 	bpf_object__for_each_program(p, *obj)
 	{
 		bool want = !strcmp(bpf_program__name(p), "lean_release");

@@ -350,15 +350,13 @@ static void recv_timeout(int fd)
  * attached; trace's programs: nowire's, and these two. */
 static int setup_trace(void)
 {
-	LIBBPF_OPTS(bpf_object_open_opts, oo, .pin_root_path = B.pin_nowire);
 	int h, i;
 
-	B.tr_obj = bpf_object__open_file(B.tr_path, &oo);
+	B.tr_obj = steer_dp_object_open(B.tr_path, B.pin_nowire);
 	if (!B.tr_obj) {
 		fprintf(stderr, "offcost: %s: %s\n", B.tr_path, strerror(errno));
 		return -1;
 	}
-	bpf_map__set_autocreate(bpf_object__find_map_by_name(B.tr_obj, "steer_tmpl"), false);
 	if (bpf_object__load(B.tr_obj) != 0) {
 		fprintf(stderr, "offcost: load %s: %s\n", B.tr_path, strerror(errno));
 		return -1;

@@ -217,11 +217,9 @@ static int setup_trace(struct bench *b)
 	b->prog_fd[G_FLOOR_TR_SEND] = b->prog_fd[G_FLOOR_TR_RECV] = -1;
 	if (!b->o.tr_obj)
 		return 0;
-	LIBBPF_OPTS(bpf_object_open_opts, oo, .pin_root_path = b->o.pin);
-	b->tr_obj = bpf_object__open_file(b->o.tr_obj, &oo);
+	b->tr_obj = steer_dp_object_open(b->o.tr_obj, b->o.pin);
 	if (!b->tr_obj)
 		return -1;
-	bpf_map__set_autocreate(bpf_object__find_map_by_name(b->tr_obj, "steer_tmpl"), false);
 	if (bpf_object__load(b->tr_obj) != 0)
 		return -1;
 	b->prog_fd[G_TR_SEND] =
@@ -240,11 +238,9 @@ static int setup_cost(struct bench *b)
 	b->prog_fd[G_COST_FIND] = b->prog_fd[G_COST_LOCK] = -1;
 	if (!b->o.cost_obj)
 		return 0;
-	LIBBPF_OPTS(bpf_object_open_opts, oo, .pin_root_path = b->o.pin);
-	b->cost_obj = bpf_object__open_file(b->o.cost_obj, &oo);
+	b->cost_obj = steer_dp_object_open(b->o.cost_obj, b->o.pin);
 	if (!b->cost_obj)
 		return -1;
-	bpf_map__set_autocreate(bpf_object__find_map_by_name(b->cost_obj, "steer_tmpl"), false);
 	if (bpf_object__load(b->cost_obj) != 0)
 		return -1;
 	b->prog_fd[G_COST_FIND] =
@@ -277,11 +273,9 @@ static int setup_programs(struct bench *b)
 	snprintf(path, sizeof(path), "%s/%s", b->o.pin, STEER_LINK_WIRE_IN);
 	unlink(path);
 
-	LIBBPF_OPTS(bpf_object_open_opts, oo, .pin_root_path = b->o.pin);
-	b->msg_obj = bpf_object__open_file(b->o.msg_obj, &oo);
+	b->msg_obj = steer_dp_object_open(b->o.msg_obj, b->o.pin);
 	if (!b->msg_obj)
 		return -1;
-	bpf_map__set_autocreate(bpf_object__find_map_by_name(b->msg_obj, "steer_tmpl"), false);
 	if (bpf_object__load(b->msg_obj) != 0)
 		return -1;
 	b->prog_fd[G_OPS] =
