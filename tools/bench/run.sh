@@ -31,7 +31,9 @@
 #      egress program cut short (steer_wire_cost.bpf.o), interleaved:
 #      BPF ns per message and per packet next to the
 #      empty-program floor, keep-alive request/response latency, and upload
-#      throughput, steered and unsteered.
+#      throughput, steered and unsteered; then the congestion-control probe
+#      (ccprobe, steer_ccprobe.bpf.o): what a per-socket algorithm chosen at
+#      connect sees of requests and answers, and what it costs.
 #   8. what the programs cost an unsteered connection with the statistics off
 #      (offcost): the shipped data plane, the same with request accounting
 #      off, empty programs of the shipped hook types and no program, in four
@@ -103,10 +105,10 @@ if [ "$(id -u)" != 0 ]; then
 	echo "bench: must run as root (it loads BPF programs and creates a network namespace)" >&2
 	exit 1
 fi
-for b in onebyte connbench vipctl deccost grpcmem fastworker norelbench wirecost xdppass offcost; do
+for b in onebyte connbench vipctl deccost grpcmem fastworker norelbench wirecost ccprobe xdppass offcost; do
 	[ -x "$BIN/$b" ] || { echo "bench: $BIN/$b missing; run 'make bench'" >&2; exit 1; }
 done
-for o in steer_wire_msg steer_wire_tr steer_wire_cost; do
+for o in steer_wire_msg steer_wire_tr steer_wire_cost steer_ccprobe; do
 	[ -r "$BUILD/$o.bpf.o" ] || { echo "bench: $BUILD/$o.bpf.o missing" >&2; exit 1; }
 done
 [ -x "$BUILD/smg-steerd" ] || { echo "bench: $BUILD/smg-steerd missing" >&2; exit 1; }
@@ -141,6 +143,9 @@ CG_OS="$cgroot/$tag-os"   # offcost: the data plane as shipped
 CG_OE="$cgroot/$tag-oe"   # offcost: empty programs of the same hook types
 CG_ON="$cgroot/$tag-on"   # offcost: no program (its listener and sink live here)
 CG_OW="$cgroot/$tag-ow"   # offcost: the data plane with request accounting off
+CG_CS="$cgroot/$tag-cs"   # ccprobe: connects that get the congestion-control wrapper
+CG_CN="$cgroot/$tag-cn"   # ccprobe: connects that keep the host's algorithm
+CG_CF="$cgroot/$tag-cf"   # ccprobe: the wrapper without its probes (floor)
 PIN="/sys/fs/bpf/$tag"    # prefix: $PIN-dp, $PIN-dec, $PIN-ctl-*
 NETNS="smgb$$"            # ingress: named network namespaces $NETNS-*
 TMP=$(mktemp -d "/tmp/$tag.XXXXXX")
@@ -173,7 +178,7 @@ cleanup() {
 	for cg in "$cgroot/$NETNS"-*; do
 		[ -d "$cg" ] && rmdir "$cg" 2>/dev/null || true
 	done
-	for cg in "$CG_DP" "$CG_DPNW" "$CG_DEC" "$CG_CTL" "$CG_CLI" "$CG_SRV" "$CG_NA" "$CG_NB" "$CG_NC" "$CG_NN" "$CG_WIRE" "$CG_OS" "$CG_OE" "$CG_ON" "$CG_OW"; do
+	for cg in "$CG_DP" "$CG_DPNW" "$CG_DEC" "$CG_CTL" "$CG_CLI" "$CG_SRV" "$CG_NA" "$CG_NB" "$CG_NC" "$CG_NN" "$CG_WIRE" "$CG_OS" "$CG_OE" "$CG_ON" "$CG_OW" "$CG_CS" "$CG_CN" "$CG_CF"; do
 		[ -d "$cg" ] && rmdir "$cg" 2>/dev/null || true
 	done
 	rm -rf "$TMP"
@@ -182,7 +187,7 @@ trap cleanup EXIT
 trap 'echo "bench: interrupted" >&2; exit 130' INT
 trap 'exit 143' TERM
 
-mkdir -p "$RES" "$CG_DP" "$CG_DPNW" "$CG_DEC" "$CG_CTL" "$CG_CLI" "$CG_SRV" "$CG_NA" "$CG_NB" "$CG_NC" "$CG_NN" "$CG_WIRE" "$CG_OS" "$CG_OE" "$CG_ON" "$CG_OW"
+mkdir -p "$RES" "$CG_DP" "$CG_DPNW" "$CG_DEC" "$CG_CTL" "$CG_CLI" "$CG_SRV" "$CG_NA" "$CG_NB" "$CG_NC" "$CG_NN" "$CG_WIRE" "$CG_OS" "$CG_OE" "$CG_ON" "$CG_OW" "$CG_CS" "$CG_CN" "$CG_CF"
 
 log() { printf '[%s] %s\n' "$(date +%T)" "$*"; }
 
@@ -608,6 +613,9 @@ wire_part() {
 		--msg-obj "$BUILD/steer_wire_msg.bpf.o" --tr-obj "$BUILD/steer_wire_tr.bpf.o" \
 		--cost-obj "$BUILD/steer_wire_cost.bpf.o" --rounds "$ROUNDS" \
 		--messages "$WIRE_MESSAGES" --bulk-mb "$WIRE_BULK_MB" --header >"$RES/wire.csv"
+	log "request accounting from a per-socket congestion control (ccprobe), $ROUNDS rounds"
+	fg_wait "$BIN/ccprobe" --obj "$BUILD/steer_ccprobe.bpf.o" --cgroup-set "$CG_CS" \
+		--cgroup-none "$CG_CN" --cgroup-floor "$CG_CF" --rounds "$ROUNDS" >"$RES/ccprobe.txt"
 	loadavg "wire end"
 }
 
@@ -662,6 +670,7 @@ machine >"$RES/machine.md"
 	echo "norelbench ... --part walk --scales 1000 --polls $NOREL_POLLS   # again, with the TIME_WAIT sockets of --part bpf"
 	echo "norelbench ... --part wall --rounds $((2 * ROUNDS)) --wall-ops 20000"
 	echo "wirecost --pin PIN --cgroup CG --msg-obj steer_wire_msg.bpf.o --tr-obj steer_wire_tr.bpf.o --cost-obj steer_wire_cost.bpf.o --rounds $ROUNDS --messages $WIRE_MESSAGES --bulk-mb $WIRE_BULK_MB   # 512 B requests, 256 B responses"
+	echo "ccprobe --obj steer_ccprobe.bpf.o --cgroup-set CG --cgroup-none CG --cgroup-floor CG --rounds $ROUNDS   # a per-socket congestion control as the accounting hook (probe)"
 	echo "offcost --pin PIN --cgroup-ship CG --cgroup-empty CG --cgroup-none CG --cgroup-nowire CG --tr-obj steer_wire_tr.bpf.o --rounds $OFF_ROUNDS --rounds-on $OFF_ROUNDS_ON ${OFF_CPU:+--cpu $OFF_CPU}   # statistics off, then on"
 	echo "ingress.py run --rounds $ING_ROUNDS --seconds $ING_SECONDS --concurrency $ING_CONC --arms $ING_ARMS   # namespaces on a bridge"
 	echo '```'

@@ -617,6 +617,51 @@ def trace_rows(rows):
               f"(one early return) | {unsteered:.0f} | report |")
 
 
+def ccprobe_section(res):
+    """The congestion-control probe (ccprobe): key=value lines."""
+    path = os.path.join(res, "ccprobe.txt")
+    if not os.path.exists(path):
+        return
+    kv = {}
+    with open(path) as f:
+        for line in f:
+            k, _, v = line.strip().partition("=")
+            kv[k] = v
+    print("### Request accounting from a per-socket congestion control (probe)\n")
+    print("ccprobe: connect4 sets a wrapper of BBR (struct_ops, BBR's own kfuncs) on each "
+          "connect of one cgroup; its cwnd_event (TX_START) and in_ack_event count request "
+          "bytes from write_seq and look for answer bytes (bytes_received). 'floor' is the "
+          "same wrapper without the probes. Keep-alive requests of 100 B to 300 kB; the late "
+          "server answers after 60 ms, after its delayed ACK. BPF ns = run_time_ns / "
+          "run_cnt, medians of interleaved rounds.\n")
+    print("| measurement | quick server | late server |\n|---|---:|---:|")
+    for key, what in (("requests", "requests sent"), ("tx_starts", "TX_START events"),
+                      ("bytes_written", "request bytes written"),
+                      ("bytes_counted", "request bytes counted"),
+                      ("answered_at_ack", "answers seen when they arrived (at an ACK event)"),
+                      ("answered_next_request", "answers seen only at the next request")):
+        print(f"| {what} | {kv.get('signals.quick.' + key, '-')} | "
+              f"{kv.get('signals.late.' + key, '-')} |")
+    print()
+    print("| measurement | value |\n|---|---:|")
+    rows = (("unsteered.ca", "algorithm of an unsteered connection"),
+            ("unsteered.callback_events", "callbacks run for it (50 requests)"),
+            ("bpf.connect4_none_ns", "connect4 without the setsockopt, BPF ns"),
+            ("bpf.connect4_set_ns", "connect4 with setsockopt(TCP_CONGESTION), BPF ns"),
+            ("bpf.connect4_set_floor_ns", "the same, to the floor's wrapper, BPF ns"),
+            ("bpf.probe_cwnd_event_ns", "cwnd_event with the probe, ns per call"),
+            ("bpf.floor_cwnd_event_ns", "cwnd_event, floor, ns per call"),
+            ("bpf.probe_in_ack_event_ns", "in_ack_event (the probe's alone), ns per call"),
+            ("bpf.floor_main_ns", "cong_control (BBR's main through BPF), ns per call"),
+            ("bpf.probe_per_exchange_ns", "every callback, wrapper, BPF ns per 512 B exchange"),
+            ("bpf.floor_per_exchange_ns", "every callback, floor, BPF ns per exchange"),
+            ("wall.probe_ratio", "wall time per exchange, wrapper / host's algorithm"),
+            ("wall.floor_ratio", "wall time per exchange, floor / host's algorithm"))
+    for key, what in rows:
+        print(f"| {what} | {kv.get(key, '-')} |")
+    print()
+
+
 def main():
     res = sys.argv[1]
     print("# smg-steer benchmark summary\n")
@@ -641,6 +686,7 @@ def main():
     src_section(res)
     norel_section(res)
     wire_section(res)
+    ccprobe_section(res)
     ingress_summary.section(res)
     offcost_summary.section(res)
     return 0
