@@ -219,7 +219,7 @@ static void signals(const struct opts *o, struct server *srv, const char *mode)
 	char ca[16];
 	int fd, i;
 
-	srv->late_ms = strcmp(mode, "late") ? 0 : o->late_ms;
+	__atomic_store_n(&srv->late_ms, strcmp(mode, "late") ? 0 : o->late_ms, __ATOMIC_RELAXED);
 	a = read_totals();
 	fd = connect_local(PORT_SIGNALS);
 	ca_name(fd, ca, sizeof(ca));
@@ -564,7 +564,7 @@ int main(int argc, char **argv)
 		return 1;
 	signals(&o, &srv, "quick");
 	signals(&o, &srv, "late");
-	srv.late_ms = 0;
+	__atomic_store_n(&srv.late_ms, 0, __ATOMIC_RELAXED);
 
 	/* Unsteered: the host's algorithm, and not one callback. */
 	bench_join_cgroup(o.cg_none);
