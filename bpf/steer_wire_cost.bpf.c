@@ -10,7 +10,8 @@
  *   steer_wcost_lock  after taking and releasing the lock, with the clock read
  *                     before it, counting nothing.
  * The shipped program less each is the cost of the step after it.
- * Attached alone on egress (the shipped ingress program detached).
+ * Attached alone on egress (the shipped ingress program detached). The step
+ * cadence's programs, at the end, are a pair of their own.
  */
 #include "steer_wire.bpf.c"
 
@@ -56,5 +57,171 @@ int steer_wcost_lock(struct __sk_buff *ctx)
 	if (key_clock(ref.st, clock) == 0)
 		ref.w->requests += 0;
 	bpf_spin_unlock(&ref.tr->lock);
+	return 1;
+}
+
+/*
+ * The step cadence's cost (wirecost's variant cad). docs/simulator.md ("What
+ * the kernel would need") describes a per-slot step estimate learnt from the
+ * gaps between one response's packets, and leaves its cost unmeasured: this
+ * is that work, on maps of its own (not the shipped layout's), next to the
+ * shipped programs' accounting, which it includes unchanged:
+ *   steer_wcad_out  the shipped egress program, and at a send the socket's
+ *                   last response-packet time is cleared;
+ *   steer_wcad_in   the shipped ingress program's answer, and on every later
+ *                   packet of the response: its gap to the socket's previous
+ *                   one is a step of the backend. The slot's step_until only
+ *                   grows lazily (a key that rises may stay lower in the
+ *                   tree, docs/algorithm.md 4.2); a shorter step that lowers
+ *                   it takes the service's lock and re-keys the leaf.
+ * The selection here does not read step_until (the shipped key is unchanged):
+ * what is measured is the work per packet, not its effect on picks.
+ */
+struct wcad_slot {
+	__u64 last_rx_ns;    /* ns, coarse clock: the slot's last response packet */
+	__u64 step_ns;	     /* ns: the last one-step gap */
+	__u64 step_until_ns; /* ns, coarse clock: last_rx_ns + step_ns, kept lazily */
+	__u64 reserved;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, STEER_SLOT_IDS);
+	__type(key, __u32);
+	__type(value, struct wcad_slot);
+} steer_wcad_slot SEC(".maps");
+
+/* Per socket record (same index as steer_socks): the time of its last
+ * response packet since its last send; 0: none yet. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, STEER_SOCK_RECORDS);
+	__type(key, __u32);
+	__type(value, __u64);
+} steer_wcad_rx SEC(".maps");
+
+/* Which path each response packet took (per CPU; user space sums). */
+struct wcad_stats {
+	__u64 answers; /* first response byte after a send */
+	__u64 raised;  /* a step that keeps or raises step_until: no lock */
+	__u64 lowered; /* a shorter step: under the lock, leaf re-keyed */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct wcad_stats);
+} steer_wcad_stats SEC(".maps");
+
+/* sock_find, also giving the record's index. */
+static __always_inline struct steer_sock *wcad_find(__u64 cookie, __u32 *idx)
+{
+	__u32 p;
+
+	for (p = 0; p < STEER_SOCK_PROBES; p++) {
+		struct steer_sock *r = sock_at(cookie, p);
+
+		if (r && r->cookie == cookie) {
+			*idx = (__u32)(cookie + p) & (STEER_SOCK_RECORDS - 1);
+			return r;
+		}
+	}
+	return 0;
+}
+
+static __always_inline struct wcad_stats *wcad_stats(void)
+{
+	__u32 zero = 0;
+
+	return bpf_map_lookup_elem(&steer_wcad_stats, &zero);
+}
+
+SEC("cgroup_skb/egress")
+int steer_wcad_out(struct __sk_buff *ctx)
+{
+	__u64 cookie;
+	struct sk_buff *kskb;
+	struct sock *sk;
+	struct tcp_sock *tp;
+	struct steer_sock *r;
+	__u32 seq = 0, len = 0, nxt, end, idx = 0;
+	__u64 *rx;
+
+	cookie = skb_cookie(ctx, &kskb, &sk);
+	if (!cookie || !tcp_payload(ctx, kskb, &seq, &len) || !len)
+		return 1;
+	tp = bpf_rdonly_cast(sk, bpf_core_type_id_kernel(struct tcp_sock));
+	nxt = tp->snd_nxt;
+	end = seq + len;
+	if ((__s32)(end - nxt) <= 0)
+		return 1;
+	if ((__s32)(seq - nxt) < 0)
+		len = end - nxt;
+	r = wcad_find(cookie, &idx);
+	if (!r)
+		return 1;
+	wire_sent(r, cookie, len);
+	rx = bpf_map_lookup_elem(&steer_wcad_rx, &idx);
+	if (rx)
+		*rx = 0; /* a new request: the next response packet starts no step */
+	return 1;
+}
+
+/* A response packet after the first: one step of the backend since the
+ * socket's previous packet. */
+static __always_inline void wcad_step(struct steer_sock *r, __u64 *rx, struct wcad_stats *cs_st)
+{
+	__u64 now = bpf_ktime_get_coarse_ns(), last = *rx, until;
+	__u32 slot = r->slot & (STEER_SLOT_IDS - 1);
+	struct wcad_slot *cs = bpf_map_lookup_elem(&steer_wcad_slot, &slot);
+	struct wire_ref ref;
+
+	*rx = now;
+	if (!last || !cs)
+		return;
+	cs->step_ns = now - last;
+	cs->last_rx_ns = now;
+	until = now + cs->step_ns;
+	if (until >= cs->step_until_ns) {
+		cs->step_until_ns = until; /* the key can only rise: lazy */
+		cs_st->raised++;
+		return;
+	}
+	if (!wire_ref(r, &ref))
+		return;
+	bpf_spin_lock(&ref.tr->lock);
+	cs->step_until_ns = until;
+	wire_rescore(&ref);
+	bpf_spin_unlock(&ref.tr->lock);
+	cs_st->lowered++;
+}
+
+SEC("cgroup_skb/ingress")
+int steer_wcad_in(struct __sk_buff *ctx)
+{
+	struct sk_buff *kskb;
+	struct sock *sk;
+	__u64 cookie = skb_cookie(ctx, &kskb, &sk), *rx;
+	struct wcad_stats *st;
+	struct steer_sock *r;
+	__u32 seq = 0, len = 0, idx = 0;
+
+	if (!cookie)
+		return 1;
+	if (!tcp_payload(ctx, kskb, &seq, &len) || !len)
+		return 1;
+	r = wcad_find(cookie, &idx);
+	rx = bpf_map_lookup_elem(&steer_wcad_rx, &idx);
+	st = wcad_stats();
+	if (!r || !rx || !st)
+		return 1;
+	if (r->unanswered) {
+		wire_answered(r, cookie);
+		*rx = bpf_ktime_get_coarse_ns();
+		st->answers++;
+		return 1;
+	}
+	wcad_step(r, rx, st);
 	return 1;
 }

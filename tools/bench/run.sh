@@ -28,7 +28,8 @@
 #   6. request accounting on steered sockets (wirecost): no accounting, the
 #      shipped cgroup_skb programs, the card's sockops/sk_msg/sk_skb ablation
 #      the BTF-tracepoint ablation (steer_wire_tr.bpf.o) and the shipped
-#      egress program cut short (steer_wire_cost.bpf.o), interleaved:
+#      egress program cut short and the step cadence's work
+#      (steer_wire_cost.bpf.o), interleaved:
 #      BPF ns per message and per packet next to the
 #      empty-program floor, keep-alive request/response latency, and upload
 #      throughput, steered and unsteered; then the congestion-control probe
@@ -607,7 +608,7 @@ norel_part() {
 # ---- 6. request accounting on steered sockets ----------------------------------------------------
 
 wire_part() {
-	log "request accounting: off / cgroup_skb (shipped) / sockops+sk_msg+sk_skb (card) / BTF tracepoints (ablation), $ROUNDS rounds"
+	log "request accounting: off / cgroup_skb (shipped) / sockops+sk_msg+sk_skb (card) / BTF tracepoints (ablation) / cut short and step cadence (cost), $ROUNDS rounds"
 	loadavg "wire start"
 	fg_wait "$BIN/wirecost" --pin "$PIN-wire" --cgroup "$CG_WIRE" \
 		--msg-obj "$BUILD/steer_wire_msg.bpf.o" --tr-obj "$BUILD/steer_wire_tr.bpf.o" \
@@ -669,7 +670,7 @@ machine >"$RES/machine.md"
 	echo "norelbench ... --part bpf --backends 256 --connects $DEC_CONNECTS --rounds $ROUNDS"
 	echo "norelbench ... --part walk --scales 1000 --polls $NOREL_POLLS   # again, with the TIME_WAIT sockets of --part bpf"
 	echo "norelbench ... --part wall --rounds $((2 * ROUNDS)) --wall-ops 20000"
-	echo "wirecost --pin PIN --cgroup CG --msg-obj steer_wire_msg.bpf.o --tr-obj steer_wire_tr.bpf.o --cost-obj steer_wire_cost.bpf.o --rounds $ROUNDS --messages $WIRE_MESSAGES --bulk-mb $WIRE_BULK_MB   # 512 B requests, 256 B responses"
+	echo "wirecost --pin PIN --cgroup CG --msg-obj steer_wire_msg.bpf.o --tr-obj steer_wire_tr.bpf.o --cost-obj steer_wire_cost.bpf.o --rounds $ROUNDS --messages $WIRE_MESSAGES --bulk-mb $WIRE_BULK_MB   # 512 B requests, 256 B responses (stream: in 8 pieces)"
 	echo "ccprobe --obj steer_ccprobe.bpf.o --cgroup-set CG --cgroup-none CG --cgroup-floor CG --rounds $ROUNDS   # a per-socket congestion control as the accounting hook (probe)"
 	echo "offcost --pin PIN --cgroup-ship CG --cgroup-empty CG --cgroup-none CG --cgroup-nowire CG --tr-obj steer_wire_tr.bpf.o --rounds $OFF_ROUNDS --rounds-on $OFF_ROUNDS_ON ${OFF_CPU:+--cpu $OFF_CPU}   # statistics off, then on"
 	echo "ingress.py run --rounds $ING_ROUNDS --seconds $ING_SECONDS --concurrency $ING_CONC --arms $ING_ARMS   # namespaces on a bridge"

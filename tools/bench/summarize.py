@@ -530,13 +530,14 @@ def wire_section(res):
     progs = {"skb": [("skb_egress", "floor_egress"), ("skb_ingress", "floor_ingress")],
              "msg": [("sockops", "floor_sockops"), ("sk_msg", None), ("sk_skb", None)],
              "trace": [("tp_send_length", "floor_tp_send"), ("tp_tcp_probe", "floor_tp_probe")],
-             "find": [("cost_find", "floor_egress")], "lock": [("cost_lock", "floor_egress")]}
+             "find": [("cost_find", "floor_egress")], "lock": [("cost_lock", "floor_egress")],
+             "cad": [("cad_egress", "floor_egress"), ("cad_ingress", "floor_ingress")]}
     print("| variant | phase | program | runs per message | ns per run | floor ns per run | "
           "ns per message | net ns per message (minus floor) |")
     print("|---|---|---|---:|---:|---:|---:|---:|")
     net_rr = {}
     for v, plist in progs.items():
-        for ph in ("rr", "direct", "bulk", "bulkdirect"):
+        for ph in ("rr", "direct", "bulk", "bulkdirect", "stream"):
             msgs = wire_med(rows, v, ph, "messages")
             for prog, floor in plist:
                 runs = wire_med(rows, v, ph, f"{prog}_runs")
@@ -579,7 +580,30 @@ def wire_section(res):
           f"report |")
     trace_rows(rows)
     cost_rows(rows)
+    cad_rows(rows)
     print()
+
+
+def cad_rows(rows):
+    """The step cadence's work (variant cad) against the shipped pair (skb), both on
+    streamed answers (stream: each response in several packets; the cadence runs on all
+    but the first of each)."""
+    skb_in = wire_med(rows, "skb", "stream", "skb_ingress_ns_per_msg")
+    cad_in = wire_med(rows, "cad", "stream", "cad_ingress_ns_per_msg")
+    if cad_in != cad_in or skb_in != skb_in:
+        return
+    runs = wire_med(rows, "cad", "stream", "cad_ingress_runs") / \
+        wire_med(rows, "cad", "stream", "messages")
+    later = (cad_in - skb_in) / (runs - 1) if runs > 1 else float("nan")
+    out = wire_med(rows, "cad", "stream", "cad_egress_ns_per_msg") - \
+        wire_med(rows, "skb", "stream", "skb_egress_ns_per_msg")
+    raised = wire_med(rows, "cad", "stream", "cad_raised")
+    lowered = wire_med(rows, "cad", "stream", "cad_lowered")
+    print(f"| step cadence (ablation): BPF ns added per response packet after the first "
+          f"({runs:.1f} packets per response; {lowered / max(raised + lowered, 1) * 100:.1f} % "
+          f"took the lock) | {later:.0f} | {verdict(later, TARGETS['wire ns per message'])} |")
+    print(f"| step cadence (ablation): BPF ns added per request sent (clearing the socket's "
+          f"time) | {out:.0f} | report |")
 
 
 def cost_rows(rows):

@@ -23,12 +23,19 @@
  *        the record's lookup, or after the service's lock
  *        (steer_wire_cost.bpf.c), attached alone: where a request's BPF
  *        time goes;
+ *   cad  (with --cost-obj) the shipped pair plus the step cadence's work on
+ *        every response packet (steer_wcad_out, steer_wcad_in): what the
+ *        kernel half of docs/simulator.md's step cadence would cost;
  * each over four phases:
  *   rr          one steered keep-alive connection, --messages request/response
  *               round trips (--request bytes out, --response bytes back);
  *   direct      the same to the backend's address: an unsteered socket;
  *   bulk        a steered connection uploading --bulk-mb MiB in 64 KiB writes;
- *   bulkdirect  the same, unsteered.
+ *   bulkdirect  the same, unsteered;
+ * and, for skb and cad only, a fifth:
+ *   stream      rr with every response written in STREAM_CHUNKS pieces (a
+ *               streaming answer's packets: the cadence's work runs on all but
+ *               the first).
  * BPF_ENABLE_STATS is held by a descriptor (off again when this exits), and
  * run_time_ns / run_cnt of every accounting program is read around each
  * phase. Empty programs (r0 = 1; exit) of the cgroup types are attached next
@@ -62,6 +69,7 @@
 #define VIP "127.0.0.210:8000"
 #define TTL_NS (3600ULL * 1000000000ULL)
 #define BULK_CHUNK 65536
+#define STREAM_CHUNKS 8 /* writes per response in the stream phase */
 
 enum variant {
 	V_OFF,
@@ -70,17 +78,20 @@ enum variant {
 	V_TR,
 	V_FIND,
 	V_LOCK,
+	V_CAD,
 	VARIANTS
 };
-static const char *const variant_names[VARIANTS] = { "off", "skb", "msg", "trace", "find", "lock" };
+static const char *const variant_names[VARIANTS] = { "off",  "skb",  "msg", "trace",
+						     "find", "lock", "cad" };
 enum phase {
 	P_RR,
 	P_DIRECT,
 	P_BULK,
 	P_BULKDIRECT,
+	P_STREAM,
 	PHASES
 };
-static const char *const phase_names[PHASES] = { "rr", "direct", "bulk", "bulkdirect" };
+static const char *const phase_names[PHASES] = { "rr", "direct", "bulk", "bulkdirect", "stream" };
 
 /* Every program measured: ours, then the empty floors. */
 enum prog {
@@ -98,12 +109,15 @@ enum prog {
 	G_FLOOR_TR_RECV,
 	G_COST_FIND,
 	G_COST_LOCK,
+	G_CAD_OUT,
+	G_CAD_IN,
 	PROGS
 };
 static const char *const prog_names[PROGS] = {
-	"skb_egress",	 "skb_ingress",	   "sockops",	    "sk_msg",	      "sk_skb",
-	"floor_egress",	 "floor_ingress",  "floor_sockops", "tp_send_length", "tp_tcp_probe",
-	"floor_tp_send", "floor_tp_probe", "cost_find",	    "cost_lock",
+	"skb_egress",	  "skb_ingress",  "sockops",	   "sk_msg",
+	"sk_skb",	  "floor_egress", "floor_ingress", "floor_sockops",
+	"tp_send_length", "tp_tcp_probe", "floor_tp_send", "floor_tp_probe",
+	"cost_find",	  "cost_lock",	  "cad_egress",	   "cad_ingress",
 };
 
 struct opts {
@@ -122,6 +136,7 @@ struct bench {
 	int link_out, link_in, link_ops; /* -1 when detached */
 	int link_tr[4];			 /* the trace variant's and its floors' */
 	struct bpf_object *msg_obj, *tr_obj, *cost_obj;
+	int cad_stats_fd; /* steer_wcad_stats (per CPU) */
 	pid_t server;
 };
 
@@ -134,16 +149,36 @@ struct conn_arg {
 	long request, response;
 };
 
+/* One response: at once, or (stream) in STREAM_CHUNKS writes, each its own
+ * segment (TCP_NODELAY), as a streaming answer's tokens are. */
+static bool respond(int fd, const char *resp, long n, bool stream)
+{
+	long piece = stream ? (n + STREAM_CHUNKS - 1) / STREAM_CHUNKS : n, off;
+
+	for (off = 0; off < n; off += piece) {
+		long k = n - off < piece ? n - off : piece;
+
+		if (write(fd, resp + off, (size_t)k) != k)
+			return false;
+	}
+	return true;
+}
+
 /* Request/response: read exactly request bytes, write response bytes, repeat;
- * a connection whose first bytes are "BULK" is a sink: read to EOF, answer 1 byte. */
+ * a connection whose first bytes are "BULK" is a sink: read to EOF, answer 1
+ * byte; one whose first bytes are "STRM" gets each response in pieces. */
 static void *serve_conn(void *arg)
 {
 	struct conn_arg *a = arg;
 	char *buf = malloc(BULK_CHUNK), *resp = calloc(1, (size_t)a->response);
 	long got = 0;
 	ssize_t n;
+	bool stream = false, first = true;
 
 	while (buf && resp && (n = read(a->fd, buf, BULK_CHUNK)) > 0) {
+		if (first && n >= 4 && memcmp(buf, "STRM", 4) == 0)
+			stream = true;
+		first = false;
 		got += n;
 		if (got >= 4 && memcmp(buf, "BULK", 4) == 0 && got == n) {
 			while (read(a->fd, buf, BULK_CHUNK) > 0)
@@ -154,7 +189,7 @@ static void *serve_conn(void *arg)
 		}
 		while (got >= a->request) {
 			got -= a->request;
-			if (write(a->fd, resp, (size_t)a->response) != a->response)
+			if (!respond(a->fd, resp, a->response, stream))
 				goto out;
 		}
 	}
@@ -236,6 +271,7 @@ static int setup_trace(struct bench *b)
 static int setup_cost(struct bench *b)
 {
 	b->prog_fd[G_COST_FIND] = b->prog_fd[G_COST_LOCK] = -1;
+	b->prog_fd[G_CAD_OUT] = b->prog_fd[G_CAD_IN] = -1;
 	if (!b->o.cost_obj)
 		return 0;
 	b->cost_obj = steer_dp_object_open(b->o.cost_obj, b->o.pin);
@@ -247,7 +283,17 @@ static int setup_cost(struct bench *b)
 		bpf_program__fd(bpf_object__find_program_by_name(b->cost_obj, "steer_wcost_find"));
 	b->prog_fd[G_COST_LOCK] =
 		bpf_program__fd(bpf_object__find_program_by_name(b->cost_obj, "steer_wcost_lock"));
-	return b->prog_fd[G_COST_FIND] < 0 || b->prog_fd[G_COST_LOCK] < 0 ? -1 : 0;
+	b->prog_fd[G_CAD_OUT] =
+		bpf_program__fd(bpf_object__find_program_by_name(b->cost_obj, "steer_wcad_out"));
+	b->prog_fd[G_CAD_IN] =
+		bpf_program__fd(bpf_object__find_program_by_name(b->cost_obj, "steer_wcad_in"));
+	b->cad_stats_fd =
+		bpf_map__fd(bpf_object__find_map_by_name(b->cost_obj, "steer_wcad_stats"));
+	return b->prog_fd[G_COST_FIND] < 0 || b->prog_fd[G_COST_LOCK] < 0 ||
+			       b->prog_fd[G_CAD_OUT] < 0 || b->prog_fd[G_CAD_IN] < 0 ||
+			       b->cad_stats_fd < 0
+		       ? -1
+		       : 0;
 }
 
 /* The shipped programs (taken off their pinned links, which are removed: the
@@ -339,11 +385,11 @@ static int use_variant(struct bench *b, enum variant v)
 					      b->cg_fd, BPF_CGROUP_INET_EGRESS, NULL);
 		return b->link_out < 0 ? -1 : 0;
 	}
-	if (v == V_SKB) {
-		b->link_out =
-			bpf_link_create(b->prog_fd[G_OUT], b->cg_fd, BPF_CGROUP_INET_EGRESS, NULL);
-		b->link_in =
-			bpf_link_create(b->prog_fd[G_IN], b->cg_fd, BPF_CGROUP_INET_INGRESS, NULL);
+	if (v == V_SKB || v == V_CAD) {
+		b->link_out = bpf_link_create(b->prog_fd[v == V_SKB ? G_OUT : G_CAD_OUT], b->cg_fd,
+					      BPF_CGROUP_INET_EGRESS, NULL);
+		b->link_in = bpf_link_create(b->prog_fd[v == V_SKB ? G_IN : G_CAD_IN], b->cg_fd,
+					     BPF_CGROUP_INET_INGRESS, NULL);
 		return b->link_out < 0 || b->link_in < 0 ? -1 : 0;
 	}
 	if (v == V_MSG) {
@@ -423,12 +469,15 @@ struct wall {
 	long msgs;
 };
 
-static int round_trips(struct bench *b, const struct steer_addr *to, struct wall *w)
+static int round_trips(struct bench *b, const struct steer_addr *to, bool stream, struct wall *w)
 {
 	long n = b->o.messages, i;
 	uint64_t *lat = calloc((size_t)n, sizeof(*lat)), sum = 0;
 	char *req = calloc(1, (size_t)b->o.request), *resp = malloc((size_t)b->o.response);
 	int fd = dial(to), rc = 0;
+
+	if (stream && req && b->o.request >= 4)
+		memcpy(req, "STRM", 4); /* the server answers in pieces */
 
 	for (i = 0; fd >= 0 && lat && req && resp && i < n; i++) {
 		uint64_t t0 = bench_now_ns();
@@ -507,6 +556,27 @@ static int bulk(struct bench *b, const struct steer_addr *to, struct wall *w)
 	return rc;
 }
 
+/* steer_wcad_stats summed over the CPUs: answers, raised, lowered (zeros
+ * without --cost-obj). */
+static void cad_totals(const struct bench *b, uint64_t out[3])
+{
+	int ncpu = libbpf_num_possible_cpus(), c;
+	uint64_t *v = ncpu > 0 ? calloc((size_t)ncpu * 3, sizeof(*v)) : NULL;
+	__u32 zero = 0;
+
+	out[0] = out[1] = out[2] = 0;
+	if (!v || !b->cost_obj || bpf_map_lookup_elem(b->cad_stats_fd, &zero, v) != 0) {
+		free(v);
+		return;
+	}
+	for (c = 0; c < ncpu; c++) {
+		out[0] += v[3 * c];
+		out[1] += v[3 * c + 1];
+		out[2] += v[3 * c + 2];
+	}
+	free(v);
+}
+
 static void emit(int round, enum variant v, enum phase p, const char *metric, double value)
 {
 	printf("%d,%s,%s,%s,%.3f\n", round, variant_names[v], phase_names[p], metric, value);
@@ -516,15 +586,18 @@ static int measure(struct bench *b, int round, enum variant v, enum phase p)
 {
 	struct stats s0, s1;
 	struct wall w = { 0 };
+	uint64_t cad0[3], cad1[3];
 	int i, rc;
 
+	cad_totals(b, cad0);
 	read_stats(b, &s0);
 	switch (p) {
 	case P_RR:
-		rc = round_trips(b, &b->vip, &w);
+	case P_STREAM:
+		rc = round_trips(b, &b->vip, p == P_STREAM, &w);
 		break;
 	case P_DIRECT:
-		rc = round_trips(b, &b->be, &w);
+		rc = round_trips(b, &b->be, false, &w);
 		break;
 	case P_BULK:
 		rc = bulk(b, &b->vip, &w);
@@ -533,11 +606,17 @@ static int measure(struct bench *b, int round, enum variant v, enum phase p)
 		rc = bulk(b, &b->be, &w);
 	}
 	read_stats(b, &s1);
+	cad_totals(b, cad1);
 	if (rc != 0) {
 		fprintf(stderr, "wirecost: %s/%s failed\n", variant_names[v], phase_names[p]);
 		return -1;
 	}
-	if (p == P_RR || p == P_DIRECT) {
+	if (v == V_CAD) {
+		emit(round, v, p, "cad_answers", (double)(cad1[0] - cad0[0]));
+		emit(round, v, p, "cad_raised", (double)(cad1[1] - cad0[1]));
+		emit(round, v, p, "cad_lowered", (double)(cad1[2] - cad0[2]));
+	}
+	if (p == P_RR || p == P_DIRECT || p == P_STREAM) {
 		emit(round, v, p, "mean_us", w.mean_us);
 		emit(round, v, p, "p50_us", w.p50_us);
 		emit(round, v, p, "p99_us", w.p99_us);
@@ -685,7 +764,7 @@ int main(int argc, char **argv)
 	for (r = 1; r <= b.o.rounds && rc == 0; r++)
 		for (v = 0; v < VARIANTS && rc == 0; v++) {
 			if ((v == V_TR && !b.tr_obj) ||
-			    ((v == V_FIND || v == V_LOCK) && !b.cost_obj))
+			    ((v == V_FIND || v == V_LOCK || v == V_CAD) && !b.cost_obj))
 				continue;
 			if (use_variant(&b, (enum variant)v) != 0) {
 				fprintf(stderr, "wirecost: cannot attach %s\n", variant_names[v]);
@@ -693,7 +772,8 @@ int main(int argc, char **argv)
 				break;
 			}
 			for (p = 0; p < PHASES && rc == 0; p++)
-				rc = measure(&b, r, (enum variant)v, (enum phase)p);
+				if (p != P_STREAM || v == V_SKB || v == V_CAD)
+					rc = measure(&b, r, (enum variant)v, (enum phase)p);
 			fflush(stdout);
 		}
 out:
