@@ -154,96 +154,49 @@ void BPF_PROG(probe_in_ack_event, struct sock *sk, u32 flags)
 	}
 }
 
-SEC("struct_ops")
-void BPF_PROG(probe_init, struct sock *sk)
-{
-	bbr_init(sk);
-}
+/*
+ * BBR's own callbacks through BPF, one program each, for a prefix: the
+ * wrapper's (probe_) and the floor's (floor_) are apart so that each has its
+ * own run time. cwnd_event is each one's own.
+ */
+#define BBR_PASSTHROUGH(p)                                                                        \
+	SEC("struct_ops") void BPF_PROG(p##_init, struct sock *sk)                                \
+	{                                                                                         \
+		bbr_init(sk);                                                                     \
+	}                                                                                         \
+	SEC("struct_ops")                                                                         \
+	void BPF_PROG(p##_main, struct sock *sk, u32 ack, int flag, const struct rate_sample *rs) \
+	{                                                                                         \
+		bbr_main(sk, ack, flag, rs);                                                      \
+	}                                                                                         \
+	SEC("struct_ops") u32 BPF_PROG(p##_sndbuf_expand, struct sock *sk)                        \
+	{                                                                                         \
+		return bbr_sndbuf_expand(sk);                                                     \
+	}                                                                                         \
+	SEC("struct_ops") u32 BPF_PROG(p##_undo_cwnd, struct sock *sk)                            \
+	{                                                                                         \
+		return bbr_undo_cwnd(sk);                                                         \
+	}                                                                                         \
+	SEC("struct_ops") u32 BPF_PROG(p##_ssthresh, struct sock *sk)                             \
+	{                                                                                         \
+		return bbr_ssthresh(sk);                                                          \
+	}                                                                                         \
+	SEC("struct_ops") u32 BPF_PROG(p##_min_tso_segs, struct sock *sk)                         \
+	{                                                                                         \
+		return bbr_min_tso_segs(sk);                                                      \
+	}                                                                                         \
+	SEC("struct_ops") void BPF_PROG(p##_set_state, struct sock *sk, u8 state)                 \
+	{                                                                                         \
+		bbr_set_state(sk, state);                                                         \
+	}
 
-SEC("struct_ops")
-void BPF_PROG(probe_main, struct sock *sk, u32 ack, int flag, const struct rate_sample *rs)
-{
-	bbr_main(sk, ack, flag, rs);
-}
+BBR_PASSTHROUGH(probe)
+BBR_PASSTHROUGH(floor)
 
-SEC("struct_ops")
-u32 BPF_PROG(probe_sndbuf_expand, struct sock *sk)
-{
-	return bbr_sndbuf_expand(sk);
-}
-
-SEC("struct_ops")
-u32 BPF_PROG(probe_undo_cwnd, struct sock *sk)
-{
-	return bbr_undo_cwnd(sk);
-}
-
-SEC("struct_ops")
-u32 BPF_PROG(probe_ssthresh, struct sock *sk)
-{
-	return bbr_ssthresh(sk);
-}
-
-SEC("struct_ops")
-u32 BPF_PROG(probe_min_tso_segs, struct sock *sk)
-{
-	return bbr_min_tso_segs(sk);
-}
-
-SEC("struct_ops")
-void BPF_PROG(probe_set_state, struct sock *sk, u8 state)
-{
-	bbr_set_state(sk, state);
-}
-
-/* The floor's programs: the same delegation, apart so that their run time
- * is theirs. */
 SEC("struct_ops")
 void BPF_PROG(floor_cwnd_event, struct sock *sk, enum tcp_ca_event ev)
 {
 	bbr_cwnd_event(sk, ev);
-}
-
-SEC("struct_ops")
-void BPF_PROG(floor_init, struct sock *sk)
-{
-	bbr_init(sk);
-}
-
-SEC("struct_ops")
-void BPF_PROG(floor_main, struct sock *sk, u32 ack, int flag, const struct rate_sample *rs)
-{
-	bbr_main(sk, ack, flag, rs);
-}
-
-SEC("struct_ops")
-u32 BPF_PROG(floor_sndbuf_expand, struct sock *sk)
-{
-	return bbr_sndbuf_expand(sk);
-}
-
-SEC("struct_ops")
-u32 BPF_PROG(floor_undo_cwnd, struct sock *sk)
-{
-	return bbr_undo_cwnd(sk);
-}
-
-SEC("struct_ops")
-u32 BPF_PROG(floor_ssthresh, struct sock *sk)
-{
-	return bbr_ssthresh(sk);
-}
-
-SEC("struct_ops")
-u32 BPF_PROG(floor_min_tso_segs, struct sock *sk)
-{
-	return bbr_min_tso_segs(sk);
-}
-
-SEC("struct_ops")
-void BPF_PROG(floor_set_state, struct sock *sk, u8 state)
-{
-	bbr_set_state(sk, state);
 }
 
 /* BBR's own callbacks, as the host's default algorithm (Debian's kernel

@@ -63,29 +63,43 @@ static __always_inline bool tcp_payload(struct __sk_buff *ctx, struct sk_buff *k
 	return true;
 }
 
-SEC("cgroup_skb/egress")
-int steer_wire_out(struct __sk_buff *ctx)
+/*
+ * A segment sent: its socket's cookie and, in *len, its new payload bytes.
+ * Returns 0 (nothing to count) for a socket without a cookie (unsteered: the
+ * one early return), a segment without payload, or a retransmission.
+ */
+static __always_inline __u64 egress_new_bytes(struct __sk_buff *ctx, __u32 *len)
 {
 	struct sk_buff *kskb;
 	struct sock *sk;
 	__u64 cookie = skb_cookie(ctx, &kskb, &sk);
-	struct steer_sock *r;
 	struct tcp_sock *tp;
-	__u32 seq = 0, len = 0, nxt, end;
+	__u32 seq = 0, nxt, end;
 
-	if (!cookie)
-		return 1; /* unsteered: no cookie, the one early return */
-	if (!tcp_payload(ctx, kskb, &seq, &len) || !len)
-		return 1;
+	*len = 0;
+	if (!cookie || !tcp_payload(ctx, kskb, &seq, len) || !*len)
+		return 0;
 	/* New data only: the stack advances snd_nxt after this hook runs, so a
 	 * segment's bytes below snd_nxt are a retransmission. */
 	tp = bpf_rdonly_cast(sk, bpf_core_type_id_kernel(struct tcp_sock));
 	nxt = tp->snd_nxt;
-	end = seq + len;
+	end = seq + *len;
 	if ((__s32)(end - nxt) <= 0)
-		return 1;
+		return 0;
 	if ((__s32)(seq - nxt) < 0)
-		len = end - nxt;
+		*len = end - nxt;
+	return cookie;
+}
+
+SEC("cgroup_skb/egress")
+int steer_wire_out(struct __sk_buff *ctx)
+{
+	__u32 len;
+	__u64 cookie = egress_new_bytes(ctx, &len);
+	struct steer_sock *r;
+
+	if (!cookie)
+		return 1;
 	r = sock_find(cookie);
 	if (r)
 		wire_sent(r, cookie, len);

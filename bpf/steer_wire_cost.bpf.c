@@ -15,22 +15,14 @@
  */
 #include "steer_wire.bpf.c"
 
-/* The shipped egress program's steps up to the record: its new payload
- * bytes, or 0 when the segment carries none or is not a steered socket's. */
+/* The shipped egress program's steps up to the record: the record of a
+ * steered socket's segment with new payload, or NULL. */
 static __always_inline struct steer_sock *cost_record(struct __sk_buff *ctx, __u64 *cookie)
 {
-	struct sk_buff *kskb;
-	struct sock *sk;
-	struct tcp_sock *tp;
-	__u32 seq = 0, len = 0;
+	__u32 len;
 
-	*cookie = skb_cookie(ctx, &kskb, &sk);
-	if (!*cookie || !tcp_payload(ctx, kskb, &seq, &len) || !len)
-		return 0;
-	tp = bpf_rdonly_cast(sk, bpf_core_type_id_kernel(struct tcp_sock));
-	if ((__s32)(seq + len - tp->snd_nxt) <= 0)
-		return 0;
-	return sock_find(*cookie);
+	*cookie = egress_new_bytes(ctx, &len);
+	return *cookie ? sock_find(*cookie) : 0;
 }
 
 SEC("cgroup_skb/egress")
@@ -140,24 +132,12 @@ static __always_inline struct wcad_stats *wcad_stats(void)
 SEC("cgroup_skb/egress")
 int steer_wcad_out(struct __sk_buff *ctx)
 {
-	__u64 cookie;
-	struct sk_buff *kskb;
-	struct sock *sk;
-	struct tcp_sock *tp;
+	__u32 len, idx = 0;
+	__u64 cookie = egress_new_bytes(ctx, &len), *rx;
 	struct steer_sock *r;
-	__u32 seq = 0, len = 0, nxt, end, idx = 0;
-	__u64 *rx;
 
-	cookie = skb_cookie(ctx, &kskb, &sk);
-	if (!cookie || !tcp_payload(ctx, kskb, &seq, &len) || !len)
+	if (!cookie)
 		return 1;
-	tp = bpf_rdonly_cast(sk, bpf_core_type_id_kernel(struct tcp_sock));
-	nxt = tp->snd_nxt;
-	end = seq + len;
-	if ((__s32)(end - nxt) <= 0)
-		return 1;
-	if ((__s32)(seq - nxt) < 0)
-		len = end - nxt;
 	r = wcad_find(cookie, &idx);
 	if (!r)
 		return 1;
