@@ -57,6 +57,8 @@ WIRE_MSG_OBJ := $(O)/steer_wire_msg.bpf.o
 WIRE_TR_OBJ := $(O)/steer_wire_tr.bpf.o
 # The shipped egress program cut short at each step (bench only: where a request's BPF time goes).
 WIRE_COST_OBJ := $(O)/steer_wire_cost.bpf.o
+# The shipped accounting with answers that re-key only a key that fell (bench only).
+WIRE_LAZY_OBJ := $(O)/steer_wire_lazy.bpf.o
 # A per-socket congestion control as the accounting hook (bench probe only, standalone).
 CCPROBE_OBJ := $(O)/steer_ccprobe.bpf.o
 BPF_HDRS := bpf/steer_common.h bpf/steer_select.h bpf/steer_maps.bpf.h bpf/steer_choose.bpf.h bpf/steer_wire.bpf.h
@@ -103,7 +105,7 @@ FUZZ_RUNS ?=
 all: deps
 	@$(MAKE) --no-print-directory build-all
 
-build-all: $(SKEL) $(WIRE_SKEL) $(WIRE_MSG_OBJ) $(WIRE_TR_OBJ) $(WIRE_COST_OBJ) $(CCPROBE_OBJ) $(XDP_SKELS) $(NOREL_OBJ) $(LIB_OBJS) $(PROGRAMS) tests $(PY_PROTO)
+build-all: $(SKEL) $(WIRE_SKEL) $(WIRE_MSG_OBJ) $(WIRE_TR_OBJ) $(WIRE_COST_OBJ) $(WIRE_LAZY_OBJ) $(CCPROBE_OBJ) $(XDP_SKELS) $(NOREL_OBJ) $(LIB_OBJS) $(PROGRAMS) tests $(PY_PROTO)
 
 deps:
 	@tools/deps.sh build
@@ -130,6 +132,10 @@ $(NOREL_OBJ): bpf/steer_norel.bpf.c bpf/steer.bpf.c $(BPF_HDRS) $(VMLINUX)
 	$(CLANG) -g -O2 -target bpf -mcpu=v3 -D__TARGET_ARCH_$(ARCH) -Wall -Werror -I$(O) -Ibpf -c $< -o $@
 
 $(CCPROBE_OBJ): bpf/steer_ccprobe.bpf.c $(VMLINUX)
+	@mkdir -p $(@D)
+	$(CLANG) -g -O2 -target bpf -mcpu=v3 -D__TARGET_ARCH_$(ARCH) -Wall -Werror -I$(O) -Ibpf -c $< -o $@
+
+$(WIRE_LAZY_OBJ): bpf/steer_wire_lazy.bpf.c bpf/steer_wire.bpf.c $(BPF_HDRS) $(VMLINUX)
 	@mkdir -p $(@D)
 	$(CLANG) -g -O2 -target bpf -mcpu=v3 -D__TARGET_ARCH_$(ARCH) -Wall -Werror -I$(O) -Ibpf -c $< -o $@
 

@@ -62,6 +62,35 @@ static __always_inline void wire_rescore(struct wire_ref *ref)
 }
 
 /*
+ * How an answer re-keys its slot's leaf. Shipped: always (wire_rescore). The
+ * bench's ablation (steer_wire_lazy.bpf.c defines WIRE_ANSWER_LAZY) re-keys
+ * only a key that fell: a key that rose may stay lower in the tree, as a
+ * send's does (docs/algorithm.md 4.2), and the next connect that finds the
+ * leaf at the root re-keys it.
+ */
+#ifdef WIRE_ANSWER_LAZY
+static __always_inline void wire_answer_rescore(struct wire_ref *ref)
+{
+	struct steer_svc_tree *tr = ref->tr;
+	const struct steer_wire *w = ref->w;
+	__u32 pos = w->cache_pos & (STEER_MAX_BACKENDS - 1);
+	struct steer_tree_clock *ck = &ref->st->tree_clock;
+	__u64 key;
+
+	if (w->cache_tgen != tr->tgen || !tr->tgen || tr->win[STEER_TREE_LEAF0 + pos] != pos)
+		return;
+	key = steer_key(w->cache_base_ns, w->cache_npt, steer_slot_inflight(ref->s), w,
+			steer_bytes_per_token(w->cache_bpt), w->cache_flags, ck->ref_ns);
+	WIRE_ANSWER_LAZY(key >= tr->score[pos]);
+	if (key >= tr->score[pos])
+		return;
+	steer_tree_key_leaf(tr, pos, key, w->busy_until_ns, ck);
+}
+#else
+#define wire_answer_rescore wire_rescore
+#endif
+
+/*
  * Under the lock, at a socket's first send: its flat connect credit is taken
  * back (its real size is now counted), unless the daemon drained the slot's
  * credits since the connect (drain_seq moved): then that credit is gone
@@ -160,7 +189,7 @@ static __always_inline void wire_answered(struct steer_sock *r, __u64 cookie)
 		ref.s->inflight_tokens += tokens;
 		ref.w->answered_tokens += tokens;
 		steer_busy_cap(ref.w, now);
-		wire_rescore(&ref);
+		wire_answer_rescore(&ref);
 	}
 	bpf_spin_unlock(&ref.tr->lock);
 }

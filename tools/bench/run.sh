@@ -29,7 +29,8 @@
 #      shipped cgroup_skb programs, the card's sockops/sk_msg/sk_skb ablation
 #      the BTF-tracepoint ablation (steer_wire_tr.bpf.o) and the shipped
 #      egress program cut short and the step cadence's work
-#      (steer_wire_cost.bpf.o), interleaved:
+#      (steer_wire_cost.bpf.o), answers that re-key only a key that fell
+#      (steer_wire_lazy.bpf.o), interleaved:
 #      BPF ns per message and per packet next to the
 #      empty-program floor, keep-alive request/response latency, and upload
 #      throughput, steered and unsteered; then the congestion-control probe
@@ -109,7 +110,7 @@ fi
 for b in onebyte connbench vipctl deccost grpcmem fastworker norelbench wirecost ccprobe xdppass offcost; do
 	[ -x "$BIN/$b" ] || { echo "bench: $BIN/$b missing; run 'make bench'" >&2; exit 1; }
 done
-for o in steer_wire_msg steer_wire_tr steer_wire_cost steer_ccprobe; do
+for o in steer_wire_msg steer_wire_tr steer_wire_cost steer_wire_lazy steer_ccprobe; do
 	[ -r "$BUILD/$o.bpf.o" ] || { echo "bench: $BUILD/$o.bpf.o missing" >&2; exit 1; }
 done
 [ -x "$BUILD/smg-steerd" ] || { echo "bench: $BUILD/smg-steerd missing" >&2; exit 1; }
@@ -608,11 +609,11 @@ norel_part() {
 # ---- 6. request accounting on steered sockets ----------------------------------------------------
 
 wire_part() {
-	log "request accounting: off / cgroup_skb (shipped) / sockops+sk_msg+sk_skb (card) / BTF tracepoints (ablation) / cut short and step cadence (cost), $ROUNDS rounds"
+	log "request accounting: off / cgroup_skb (shipped) / sockops+sk_msg+sk_skb (card) / BTF tracepoints (ablation) / cut short, step cadence and lazy answers (cost), $ROUNDS rounds"
 	loadavg "wire start"
 	fg_wait "$BIN/wirecost" --pin "$PIN-wire" --cgroup "$CG_WIRE" \
 		--msg-obj "$BUILD/steer_wire_msg.bpf.o" --tr-obj "$BUILD/steer_wire_tr.bpf.o" \
-		--cost-obj "$BUILD/steer_wire_cost.bpf.o" --rounds "$ROUNDS" \
+		--cost-obj "$BUILD/steer_wire_cost.bpf.o" --lazy-obj "$BUILD/steer_wire_lazy.bpf.o" --rounds "$ROUNDS" \
 		--messages "$WIRE_MESSAGES" --bulk-mb "$WIRE_BULK_MB" --header >"$RES/wire.csv"
 	log "request accounting from a per-socket congestion control (ccprobe), $ROUNDS rounds"
 	fg_wait "$BIN/ccprobe" --obj "$BUILD/steer_ccprobe.bpf.o" --cgroup-set "$CG_CS" \
@@ -670,7 +671,7 @@ machine >"$RES/machine.md"
 	echo "norelbench ... --part bpf --backends 256 --connects $DEC_CONNECTS --rounds $ROUNDS"
 	echo "norelbench ... --part walk --scales 1000 --polls $NOREL_POLLS   # again, with the TIME_WAIT sockets of --part bpf"
 	echo "norelbench ... --part wall --rounds $((2 * ROUNDS)) --wall-ops 20000"
-	echo "wirecost --pin PIN --cgroup CG --msg-obj steer_wire_msg.bpf.o --tr-obj steer_wire_tr.bpf.o --cost-obj steer_wire_cost.bpf.o --rounds $ROUNDS --messages $WIRE_MESSAGES --bulk-mb $WIRE_BULK_MB   # 512 B requests, 256 B responses (stream: in 8 pieces)"
+	echo "wirecost --pin PIN --cgroup CG --msg-obj steer_wire_msg.bpf.o --tr-obj steer_wire_tr.bpf.o --cost-obj steer_wire_cost.bpf.o --lazy-obj steer_wire_lazy.bpf.o --rounds $ROUNDS --messages $WIRE_MESSAGES --bulk-mb $WIRE_BULK_MB   # 512 B requests, 256 B responses (stream: in 8 pieces)"
 	echo "ccprobe --obj steer_ccprobe.bpf.o --cgroup-set CG --cgroup-none CG --cgroup-floor CG --rounds $ROUNDS   # a per-socket congestion control as the accounting hook (probe)"
 	echo "offcost --pin PIN --cgroup-ship CG --cgroup-empty CG --cgroup-none CG --cgroup-nowire CG --tr-obj steer_wire_tr.bpf.o --rounds $OFF_ROUNDS --rounds-on $OFF_ROUNDS_ON ${OFF_CPU:+--cpu $OFF_CPU}   # statistics off, then on"
 	echo "ingress.py run --rounds $ING_ROUNDS --seconds $ING_SECONDS --concurrency $ING_CONC --arms $ING_ARMS   # namespaces on a bridge"

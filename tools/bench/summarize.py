@@ -531,7 +531,8 @@ def wire_section(res):
              "msg": [("sockops", "floor_sockops"), ("sk_msg", None), ("sk_skb", None)],
              "trace": [("tp_send_length", "floor_tp_send"), ("tp_tcp_probe", "floor_tp_probe")],
              "find": [("cost_find", "floor_egress")], "lock": [("cost_lock", "floor_egress")],
-             "cad": [("cad_egress", "floor_egress"), ("cad_ingress", "floor_ingress")]}
+             "cad": [("cad_egress", "floor_egress"), ("cad_ingress", "floor_ingress")],
+             "lazy": [("lazy_egress", "floor_egress"), ("lazy_ingress", "floor_ingress")]}
     print("| variant | phase | program | runs per message | ns per run | floor ns per run | "
           "ns per message | net ns per message (minus floor) |")
     print("|---|---|---|---:|---:|---:|---:|---:|")
@@ -581,7 +582,24 @@ def wire_section(res):
     trace_rows(rows)
     cost_rows(rows)
     cad_rows(rows)
+    lazy_rows(rows)
     print()
+
+
+def lazy_rows(rows):
+    """Answers that re-key only a key that fell (variant lazy) against the shipped pair:
+    BPF ns per response received (rr), and the share of answers left to the next connect."""
+    skb = wire_med(rows, "skb", "rr", "skb_ingress_ns_per_msg")
+    lazy = wire_med(rows, "lazy", "rr", "lazy_ingress_ns_per_msg")
+    if lazy != lazy or skb != skb:
+        return
+    floor = wire_med(rows, "lazy", "rr", "floor_ingress_ns_per_run")
+    left = wire_med(rows, "lazy", "rr", "lazy_left")
+    rekeyed = wire_med(rows, "lazy", "rr", "lazy_rekeyed")
+    print(f"| lazy answers (ablation): BPF ns per response, shipped {skb:.0f} / lazy {lazy:.0f} "
+          f"(floor {floor:.0f}; {left / max(left + rekeyed, 1) * 100:.0f} % of answers left the "
+          f"leaf to the next connect) | {lazy - floor:.0f} net | "
+          f"{verdict(lazy - floor, TARGETS['wire ns per message'])} |")
 
 
 def cad_rows(rows):

@@ -4,6 +4,7 @@
  *
  *   wirecost --pin DIR --cgroup DIR --msg-obj build/steer_wire_msg.bpf.o
  *            [--tr-obj build/steer_wire_tr.bpf.o] [--cost-obj build/steer_wire_cost.bpf.o]
+ *            [--lazy-obj build/steer_wire_lazy.bpf.o]
  *            [--backend 127.0.6.1:9600] [--rounds 8] [--messages 5000]
  *            [--request 512] [--response 256] [--bulk-mb 32] [--header]
  *
@@ -23,6 +24,8 @@
  *        the record's lookup, or after the service's lock
  *        (steer_wire_cost.bpf.c), attached alone: where a request's BPF
  *        time goes;
+ *   lazy  (with --lazy-obj) the shipped pair, except that an answer re-keys
+ *        its slot's leaf only when the key fell (steer_wire_lazy.bpf.c);
  *   cad  (with --cost-obj) the shipped pair plus the step cadence's work on
  *        every response packet (steer_wcad_out, steer_wcad_in): what the
  *        kernel half of docs/simulator.md's step cadence would cost;
@@ -79,10 +82,11 @@ enum variant {
 	V_FIND,
 	V_LOCK,
 	V_CAD,
+	V_LAZY,
 	VARIANTS
 };
 static const char *const variant_names[VARIANTS] = { "off",  "skb",  "msg", "trace",
-						     "find", "lock", "cad" };
+						     "find", "lock", "cad", "lazy" };
 enum phase {
 	P_RR,
 	P_DIRECT,
@@ -111,17 +115,19 @@ enum prog {
 	G_COST_LOCK,
 	G_CAD_OUT,
 	G_CAD_IN,
+	G_LAZY_OUT,
+	G_LAZY_IN,
 	PROGS
 };
 static const char *const prog_names[PROGS] = {
-	"skb_egress",	  "skb_ingress",  "sockops",	   "sk_msg",
-	"sk_skb",	  "floor_egress", "floor_ingress", "floor_sockops",
-	"tp_send_length", "tp_tcp_probe", "floor_tp_send", "floor_tp_probe",
-	"cost_find",	  "cost_lock",	  "cad_egress",	   "cad_ingress",
+	"skb_egress",	 "skb_ingress",	   "sockops",	    "sk_msg",	      "sk_skb",
+	"floor_egress",	 "floor_ingress",  "floor_sockops", "tp_send_length", "tp_tcp_probe",
+	"floor_tp_send", "floor_tp_probe", "cost_find",	    "cost_lock",      "cad_egress",
+	"cad_ingress",	 "lazy_egress",	   "lazy_ingress",
 };
 
 struct opts {
-	const char *pin, *cgroup, *msg_obj, *tr_obj, *cost_obj, *backend;
+	const char *pin, *cgroup, *msg_obj, *tr_obj, *cost_obj, *lazy_obj, *backend;
 	int rounds;
 	long messages, request, response, bulk_mb;
 	bool header;
@@ -135,8 +141,9 @@ struct bench {
 	int cg_fd;
 	int link_out, link_in, link_ops; /* -1 when detached */
 	int link_tr[4];			 /* the trace variant's and its floors' */
-	struct bpf_object *msg_obj, *tr_obj, *cost_obj;
-	int cad_stats_fd; /* steer_wcad_stats (per CPU) */
+	struct bpf_object *msg_obj, *tr_obj, *cost_obj, *lazy_obj;
+	int cad_stats_fd;  /* steer_wcad_stats (per CPU) */
+	int lazy_stats_fd; /* steer_wire_lazy's .bss: steer_wlazy_stats */
 	pid_t server;
 };
 
@@ -271,7 +278,7 @@ static int setup_trace(struct bench *b)
 static int setup_cost(struct bench *b)
 {
 	b->prog_fd[G_COST_FIND] = b->prog_fd[G_COST_LOCK] = -1;
-	b->prog_fd[G_CAD_OUT] = b->prog_fd[G_CAD_IN] = -1;
+	b->prog_fd[G_CAD_OUT] = b->prog_fd[G_CAD_IN] = b->cad_stats_fd = -1;
 	if (!b->o.cost_obj)
 		return 0;
 	b->cost_obj = steer_dp_object_open(b->o.cost_obj, b->o.pin);
@@ -294,6 +301,40 @@ static int setup_cost(struct bench *b)
 			       b->cad_stats_fd < 0
 		       ? -1
 		       : 0;
+}
+
+/* The descriptor of an object's .bss map (its zero-initialised globals), or -1. */
+static int bss_map_fd(const struct bpf_object *obj)
+{
+	struct bpf_map *m;
+
+	bpf_object__for_each_map(m, obj)
+	{
+		const char *n = bpf_map__name(m);
+		size_t len = strlen(n);
+
+		if (len >= 4 && strcmp(n + len - 4, ".bss") == 0)
+			return bpf_map__fd(m);
+	}
+	return -1;
+}
+
+/* The lazy-answer ablation's pair (none without --lazy-obj: skipped). */
+static int setup_lazy(struct bench *b)
+{
+	b->prog_fd[G_LAZY_OUT] = b->prog_fd[G_LAZY_IN] = b->lazy_stats_fd = -1;
+	if (!b->o.lazy_obj)
+		return 0;
+	b->lazy_obj = steer_dp_object_open(b->o.lazy_obj, b->o.pin);
+	if (!b->lazy_obj || bpf_object__load(b->lazy_obj) != 0)
+		return -1;
+	b->prog_fd[G_LAZY_OUT] =
+		bpf_program__fd(bpf_object__find_program_by_name(b->lazy_obj, "steer_wire_out"));
+	b->prog_fd[G_LAZY_IN] =
+		bpf_program__fd(bpf_object__find_program_by_name(b->lazy_obj, "steer_wire_in"));
+	b->lazy_stats_fd = bss_map_fd(b->lazy_obj);
+	return b->prog_fd[G_LAZY_OUT] < 0 || b->prog_fd[G_LAZY_IN] < 0 || b->lazy_stats_fd < 0 ? -1
+											       : 0;
 }
 
 /* The shipped programs (taken off their pinned links, which are removed: the
@@ -349,7 +390,7 @@ static int setup_programs(struct bench *b)
 	    bpf_link_create(b->prog_fd[G_FLOOR_OPS], b->cg_fd, BPF_CGROUP_SOCK_OPS, NULL) < 0)
 		return -1;
 	b->link_out = b->link_in = b->link_ops = -1;
-	return setup_trace(b) != 0 ? -1 : setup_cost(b);
+	return setup_trace(b) != 0 || setup_cost(b) != 0 ? -1 : setup_lazy(b);
 }
 
 static void detach_fd(int *fd)
@@ -385,11 +426,14 @@ static int use_variant(struct bench *b, enum variant v)
 					      b->cg_fd, BPF_CGROUP_INET_EGRESS, NULL);
 		return b->link_out < 0 ? -1 : 0;
 	}
-	if (v == V_SKB || v == V_CAD) {
-		b->link_out = bpf_link_create(b->prog_fd[v == V_SKB ? G_OUT : G_CAD_OUT], b->cg_fd,
-					      BPF_CGROUP_INET_EGRESS, NULL);
-		b->link_in = bpf_link_create(b->prog_fd[v == V_SKB ? G_IN : G_CAD_IN], b->cg_fd,
-					     BPF_CGROUP_INET_INGRESS, NULL);
+	if (v == V_SKB || v == V_CAD || v == V_LAZY) {
+		enum prog out = v == V_SKB ? G_OUT : v == V_CAD ? G_CAD_OUT : G_LAZY_OUT;
+		enum prog in = v == V_SKB ? G_IN : v == V_CAD ? G_CAD_IN : G_LAZY_IN;
+
+		b->link_out =
+			bpf_link_create(b->prog_fd[out], b->cg_fd, BPF_CGROUP_INET_EGRESS, NULL);
+		b->link_in =
+			bpf_link_create(b->prog_fd[in], b->cg_fd, BPF_CGROUP_INET_INGRESS, NULL);
 		return b->link_out < 0 || b->link_in < 0 ? -1 : 0;
 	}
 	if (v == V_MSG) {
@@ -556,24 +600,37 @@ static int bulk(struct bench *b, const struct steer_addr *to, struct wall *w)
 	return rc;
 }
 
-/* steer_wcad_stats summed over the CPUs: answers, raised, lowered (zeros
- * without --cost-obj). */
-static void cad_totals(const struct bench *b, uint64_t out[3])
+/* The first n counters of a one-entry array map's value (zeros when the map
+ * is missing). */
+static void array_totals(int fd, int n, uint64_t *out)
 {
-	int ncpu = libbpf_num_possible_cpus(), c;
-	uint64_t *v = ncpu > 0 ? calloc((size_t)ncpu * 3, sizeof(*v)) : NULL;
+	uint64_t v[8] = { 0 };
+	__u32 zero = 0;
+	int i;
+
+	if (fd < 0 || n > 8 || bpf_map_lookup_elem(fd, &zero, v) != 0)
+		memset(v, 0, sizeof(v));
+	for (i = 0; i < n && i < 8; i++)
+		out[i] = v[i];
+}
+
+/* A per-CPU counter map's n counters summed over the CPUs (zeros when the
+ * map is missing). */
+static void percpu_totals(int fd, int n, uint64_t *out)
+{
+	int ncpu = libbpf_num_possible_cpus(), c, i;
+	uint64_t *v = ncpu > 0 ? calloc((size_t)ncpu * (size_t)n, sizeof(*v)) : NULL;
 	__u32 zero = 0;
 
-	out[0] = out[1] = out[2] = 0;
-	if (!v || !b->cost_obj || bpf_map_lookup_elem(b->cad_stats_fd, &zero, v) != 0) {
+	for (i = 0; i < n; i++)
+		out[i] = 0;
+	if (!v || fd < 0 || bpf_map_lookup_elem(fd, &zero, v) != 0) {
 		free(v);
 		return;
 	}
-	for (c = 0; c < ncpu; c++) {
-		out[0] += v[3 * c];
-		out[1] += v[3 * c + 1];
-		out[2] += v[3 * c + 2];
-	}
+	for (c = 0; c < ncpu; c++)
+		for (i = 0; i < n; i++)
+			out[i] += v[n * c + i];
 	free(v);
 }
 
@@ -586,10 +643,11 @@ static int measure(struct bench *b, int round, enum variant v, enum phase p)
 {
 	struct stats s0, s1;
 	struct wall w = { 0 };
-	uint64_t cad0[3], cad1[3];
+	uint64_t cad0[3], cad1[3], lazy0[2], lazy1[2];
 	int i, rc;
 
-	cad_totals(b, cad0);
+	percpu_totals(b->cad_stats_fd, 3, cad0);
+	array_totals(b->lazy_stats_fd, 2, lazy0);
 	read_stats(b, &s0);
 	switch (p) {
 	case P_RR:
@@ -606,7 +664,8 @@ static int measure(struct bench *b, int round, enum variant v, enum phase p)
 		rc = bulk(b, &b->be, &w);
 	}
 	read_stats(b, &s1);
-	cad_totals(b, cad1);
+	percpu_totals(b->cad_stats_fd, 3, cad1);
+	array_totals(b->lazy_stats_fd, 2, lazy1);
 	if (rc != 0) {
 		fprintf(stderr, "wirecost: %s/%s failed\n", variant_names[v], phase_names[p]);
 		return -1;
@@ -615,6 +674,10 @@ static int measure(struct bench *b, int round, enum variant v, enum phase p)
 		emit(round, v, p, "cad_answers", (double)(cad1[0] - cad0[0]));
 		emit(round, v, p, "cad_raised", (double)(cad1[1] - cad0[1]));
 		emit(round, v, p, "cad_lowered", (double)(cad1[2] - cad0[2]));
+	}
+	if (v == V_LAZY) {
+		emit(round, v, p, "lazy_rekeyed", (double)(lazy1[0] - lazy0[0]));
+		emit(round, v, p, "lazy_left", (double)(lazy1[1] - lazy0[1]));
 	}
 	if (p == P_RR || p == P_DIRECT || p == P_STREAM) {
 		emit(round, v, p, "mean_us", w.mean_us);
@@ -663,11 +726,13 @@ static int publish(struct bench *b)
 static int parse(int argc, char **argv, struct opts *o)
 {
 	static const struct option lo[] = {
-		{ "pin", 1, 0, 'p' },	  { "cgroup", 1, 0, 'c' },   { "msg-obj", 1, 0, 'o' },
-		{ "backend", 1, 0, 'b' }, { "rounds", 1, 0, 'r' },   { "messages", 1, 0, 'm' },
-		{ "request", 1, 0, 'q' }, { "response", 1, 0, 's' }, { "bulk-mb", 1, 0, 'B' },
-		{ "header", 0, 0, 'H' },  { "tr-obj", 1, 0, 't' },   { "cost-obj", 1, 0, 'C' },
-		{ 0, 0, 0, 0 },
+		{ "pin", 1, 0, 'p' },	   { "cgroup", 1, 0, 'c' },
+		{ "msg-obj", 1, 0, 'o' },  { "backend", 1, 0, 'b' },
+		{ "rounds", 1, 0, 'r' },   { "messages", 1, 0, 'm' },
+		{ "request", 1, 0, 'q' },  { "response", 1, 0, 's' },
+		{ "bulk-mb", 1, 0, 'B' },  { "header", 0, 0, 'H' },
+		{ "tr-obj", 1, 0, 't' },   { "cost-obj", 1, 0, 'C' },
+		{ "lazy-obj", 1, 0, 'L' }, { 0, 0, 0, 0 },
 	};
 	int c;
 
@@ -693,6 +758,9 @@ static int parse(int argc, char **argv, struct opts *o)
 			break;
 		case 'C':
 			o->cost_obj = optarg;
+			break;
+		case 'L':
+			o->lazy_obj = optarg;
 			break;
 		case 'b':
 			o->backend = optarg;
@@ -734,7 +802,7 @@ int main(int argc, char **argv)
 
 	if (parse(argc, argv, &b.o) != 0) {
 		fprintf(stderr, "usage: wirecost --pin DIR --cgroup DIR --msg-obj FILE [--tr-obj "
-				"FILE] [--cost-obj FILE] [--backend "
+				"FILE] [--cost-obj FILE] [--lazy-obj FILE] [--backend "
 				"A:P] [--rounds N] [--messages N] [--request B] [--response B] "
 				"[--bulk-mb N] [--header]\n");
 		return 2;
@@ -764,7 +832,8 @@ int main(int argc, char **argv)
 	for (r = 1; r <= b.o.rounds && rc == 0; r++)
 		for (v = 0; v < VARIANTS && rc == 0; v++) {
 			if ((v == V_TR && !b.tr_obj) ||
-			    ((v == V_FIND || v == V_LOCK || v == V_CAD) && !b.cost_obj))
+			    ((v == V_FIND || v == V_LOCK || v == V_CAD) && !b.cost_obj) ||
+			    (v == V_LAZY && !b.lazy_obj))
 				continue;
 			if (use_variant(&b, (enum variant)v) != 0) {
 				fprintf(stderr, "wirecost: cannot attach %s\n", variant_names[v]);
@@ -772,7 +841,7 @@ int main(int argc, char **argv)
 				break;
 			}
 			for (p = 0; p < PHASES && rc == 0; p++)
-				if (p != P_STREAM || v == V_SKB || v == V_CAD)
+				if (p != P_STREAM || v == V_SKB || v == V_CAD || v == V_LAZY)
 					rc = measure(&b, r, (enum variant)v, (enum phase)p);
 			fflush(stdout);
 		}
@@ -788,6 +857,8 @@ out:
 		bpf_object__close(b.tr_obj);
 	if (b.cost_obj)
 		bpf_object__close(b.cost_obj);
+	if (b.lazy_obj)
+		bpf_object__close(b.lazy_obj);
 	steer_dp_detach(b.dp, err, sizeof(err));
 	steer_dp_close(b.dp);
 	return rc;
