@@ -26,6 +26,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <bpf/bpf.h>
+
 #include "dataplane.h"
 #include "tap.h"
 #include "testenv.h"
@@ -34,8 +36,9 @@
 
 /* ---- 1. keep-alive: every request counted when sent, answered at its first byte ---- */
 
-static struct steer_addr vip_ka, vip_sse, vip_big, vip_close, vip_dead, vip_reopen, vip_bpt, vip_v6;
-static struct responder r_ka, r_sse, r_big[2], r_close, r_reopen, r_bpt, r_v6;
+static struct steer_addr vip_ka, vip_sse, vip_big, vip_close, vip_dead, vip_reopen, vip_bpt, vip_v6,
+	vip_shape;
+static struct responder r_ka, r_sse, r_big[2], r_close, r_reopen, r_bpt, r_v6, r_shape;
 
 static void test_keepalive_requests_are_counted_when_sent(void)
 {
@@ -347,6 +350,114 @@ static void test_pins_from_before_the_wire_map_are_taken_over(void)
 	CHECK(finish_abandoned(&r_ka), "the responder is stuck");
 }
 
+/* ---- 9b. a steer_wire of an earlier shape (before busy_until: 80 bytes a slot) ------ */
+
+#define WIRE_SLOT_BYTES_BEFORE_BUSY 80
+
+static int pin_wire_of_value_size(__u32 value_size)
+{
+	LIBBPF_OPTS(bpf_map_create_opts, o, .map_flags = BPF_F_MMAPABLE);
+	int fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, STEER_MAP_WIRE, 4, value_size, 1, &o), rc;
+	char path[512];
+
+	if (fd < 0)
+		return -errno;
+	snprintf(path, sizeof(path), "%s/%s", testenv_pin_dir(), STEER_MAP_WIRE);
+	rc = bpf_obj_pin(fd, path) == 0 ? 0 : -errno;
+	close(fd);
+	return rc;
+}
+
+static __u32 pinned_wire_value_size(void)
+{
+	struct bpf_map_info info = { 0 };
+	__u32 len = sizeof(info);
+	char path[512];
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/%s", testenv_pin_dir(), STEER_MAP_WIRE);
+	fd = bpf_obj_get(path);
+	if (fd < 0)
+		return 0;
+	if (bpf_obj_get_info_by_fd(fd, &info, &len) != 0)
+		info.value_size = 0;
+	close(fd);
+	return info.value_size;
+}
+
+static bool reports_vip(int fd, const struct steer_addr *want)
+{
+	struct sockaddr_storage peer;
+	socklen_t plen = sizeof(peer);
+	char got[64], exp[64];
+
+	if (getpeername(fd, (struct sockaddr *)&peer, &plen) != 0)
+		return false;
+	test_fmt_sockaddr(&peer, got, sizeof(got));
+	return strcmp(got, steer_addr_format(want, exp, sizeof(exp))) == 0;
+}
+
+/*
+ * libbpf refuses to load over a pinned map of another shape; before
+ * steer_pins_replace_misfits the daemon then failed on every start. The pin
+ * here is what a build from before commit 30ff90a left; the programs still
+ * attached are this build's, bound to the map that pin replaced.
+ */
+static void test_a_wire_map_of_an_earlier_shape_is_replaced(void)
+{
+	struct responder *be[1] = { &r_shape };
+	struct wire_now w;
+	uint32_t s;
+	int fd, held, c;
+
+	CHECK(publish(&vip_shape, be, 1, 0) == 0, "publish: %s", err);
+	s = slot_of(&vip_shape, &r_shape);
+	fd = client_connect(&vip_shape);
+	CHECK(fd >= 0, "connect: %s", strerror(-fd));
+	CHECK(send_request(fd, &r_shape, 900) == 0, "request not received");
+	held = client_connect(&vip_shape);
+	CHECK(held >= 0, "connect: %s", strerror(-held));
+	steer_dp_close(dp);
+	dp = NULL;
+	unpin(STEER_MAP_WIRE);
+	CHECK(pin_wire_of_value_size(WIRE_SLOT_BYTES_BEFORE_BUSY * STEER_SLOT_IDS) == 0,
+	      "cannot pin the earlier shape");
+	CHECK(steer_dp_open(&dp_opts, &dp, err, sizeof(err)) == 0,
+	      "open over a steer_wire of 80 bytes a slot: %s", err);
+	CHECK(pinned_wire_value_size() == sizeof(struct steer_wire_array),
+	      "steer_wire pinned with %u bytes, want %zu", pinned_wire_value_size(),
+	      sizeof(struct steer_wire_array));
+	CHECK(slot_of(&vip_shape, &r_shape) == s, "the slot moved");
+	CHECK(steer_dp_live(dp, s) == 2, "live %lld, want the 2 held",
+	      (long long)steer_dp_live(dp, s));
+	CHECK(reports_vip(fd, &vip_shape) && reports_vip(held, &vip_shape),
+	      "a held connection no longer reports the virtual address");
+	w = wire_now(s);
+	CHECK(w.sent == 0 && w.pending == 0, "the new steer_wire: sent %llu pending %llu",
+	      (unsigned long long)w.sent, (unsigned long long)w.pending);
+	/* The earlier request's answer and close cannot wrap the new counters. */
+	allow_chunk(&r_shape);
+	CHECK(read_some(fd) > 0, "no response");
+	close(fd);
+	w = wire_now(s);
+	CHECK(w.pending == 0 && w.answered == 0, "pending %llu answered %llu",
+	      (unsigned long long)w.pending, (unsigned long long)w.answered);
+	/* The held socket and a new one count in the new map. */
+	CHECK(send_request(held, &r_shape, 1234) == 0, "request not received");
+	c = client_connect(&vip_shape);
+	CHECK(c >= 0 && reports_vip(c, &vip_shape), "a new connection is not steered");
+	w = wire_now(s);
+	CHECK(w.sent == 1234 && w.pending == 1234 && w.requests == 1, "sent %llu pending %llu",
+	      (unsigned long long)w.sent, (unsigned long long)w.pending);
+	close(held);
+	close(c);
+	w = wire_now(s);
+	CHECK(w.pending == 0 && w.answered == 1234 && steer_dp_live(dp, s) == 0,
+	      "after close: pending %llu answered %llu live %lld", (unsigned long long)w.pending,
+	      (unsigned long long)w.answered, (long long)steer_dp_live(dp, s));
+	CHECK(finish_abandoned(&r_shape), "the responder is stuck");
+}
+
 /* ---- 10. the accounting can be left out, and put back ------------------------------- */
 
 static void test_wire_off_counts_nothing_and_on_again_counts(void)
@@ -429,7 +540,8 @@ static int setup(void)
 	    responder_start(&r_close, "127.0.5.5:9505", RESP_JSON) != 0 ||
 	    responder_start(&r_reopen, "127.0.5.6:9506", RESP_JSON) != 0 ||
 	    responder_start(&r_bpt, "127.0.5.7:9507", RESP_JSON) != 0 ||
-	    responder_start(&r_v6, "[::1]:9508", RESP_JSON) != 0)
+	    responder_start(&r_v6, "[::1]:9508", RESP_JSON) != 0 ||
+	    responder_start(&r_shape, "127.0.5.10:9510", RESP_JSON) != 0)
 		return -1;
 	steer_addr_parse("127.0.0.121:8201", &vip_ka, err, sizeof(err));
 	steer_addr_parse("127.0.0.121:8202", &vip_sse, err, sizeof(err));
@@ -439,13 +551,14 @@ static int setup(void)
 	steer_addr_parse("127.0.0.121:8206", &vip_reopen, err, sizeof(err));
 	steer_addr_parse("127.0.0.121:8207", &vip_bpt, err, sizeof(err));
 	steer_addr_parse("[2001:db8::121]:8208", &vip_v6, err, sizeof(err));
+	steer_addr_parse("127.0.0.121:8210", &vip_shape, err, sizeof(err));
 	return wire_dp_open();
 }
 
 int main(void)
 {
-	struct responder *all[] = { &r_ka,    &r_sse,	 &r_big[0], &r_big[1],
-				    &r_close, &r_reopen, &r_bpt,    &r_v6 };
+	struct responder *all[] = { &r_ka,     &r_sse, &r_big[0], &r_big[1], &r_close,
+				    &r_reopen, &r_bpt, &r_v6,	  &r_shape };
 	size_t i;
 
 	if (setup() != 0)
@@ -459,6 +572,7 @@ int main(void)
 	TAP_RUN(test_bytes_per_token_is_per_service_and_in_the_view);
 	TAP_RUN(test_an_unsteered_socket_is_not_counted);
 	TAP_RUN(test_pins_from_before_the_wire_map_are_taken_over);
+	TAP_RUN(test_a_wire_map_of_an_earlier_shape_is_replaced);
 	TAP_RUN(test_wire_off_counts_nothing_and_on_again_counts);
 	TAP_RUN(test_ipv6_requests_are_counted_too);
 	wire_dp_close();

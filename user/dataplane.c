@@ -379,6 +379,9 @@ static int load_programs(struct steer_dp *dp, char *err, size_t errlen)
 		return steer_seterr(err, errlen, errno, "cannot open the BPF object: %s",
 				    strerror(errno));
 	bpf_map__set_autocreate(dp->skel->maps.steer_tmpl, false);
+	rc = steer_pins_replace_misfits(dp->skel->obj, err, errlen);
+	if (rc)
+		return rc;
 	rc = steer_bpf__load(dp->skel);
 	if (rc == -EPERM || rc == -EACCES)
 		return steer_seterr(

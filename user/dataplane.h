@@ -238,8 +238,6 @@ const char *steer_addr_format(const struct steer_addr *a, char *buf, size_t len)
 bool steer_addr_is_v4(const struct steer_addr *a);
 bool steer_addr_equal(const struct steer_addr *a, const struct steer_addr *b);
 uint64_t steer_monotonic_ns(void);
-/* Writes a one-line reason into err (may be NULL) and returns -|rc|: the
- * error convention of every module here. */
 /*
  * Opens (does not load) another BPF object built on steer_maps.bpf.h so that
  * it takes the data plane's maps under pin_dir over by pin, as the wire
@@ -247,7 +245,16 @@ uint64_t steer_monotonic_ns(void);
  */
 struct bpf_object;
 struct bpf_object *steer_dp_object_open(const char *path, const char *pin_dir);
+/*
+ * An owner, between opening an object with a pin root and loading it: every
+ * pinned map of another shape than the object's is unpinned, with a warning
+ * naming it, so that the load pins a new one instead of failing
+ * (dataplane_pins.c). 0, or -errno with err set.
+ */
+int steer_pins_replace_misfits(struct bpf_object *obj, char *err, size_t errlen);
 
+/* Writes a one-line reason into err (may be NULL) and returns -|rc|: the
+ * error convention of every module here. */
 int steer_seterr(char *err, size_t errlen, int rc, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
 /* The cgroup2 mount point from /proc/mounts, or -ENOENT. */

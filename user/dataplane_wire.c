@@ -58,6 +58,9 @@ int dp_wire_load(struct steer_dp *dp, char *err, size_t errlen)
 		return steer_seterr(err, errlen, errno, "cannot open the wire BPF object: %s",
 				    strerror(errno));
 	bpf_map__set_autocreate(dp->wire_skel->maps.steer_tmpl, false);
+	rc = steer_pins_replace_misfits(dp->wire_skel->obj, err, errlen);
+	if (rc)
+		return rc;
 	rc = steer_wire_bpf__load(dp->wire_skel);
 	if (rc)
 		return steer_seterr(err, errlen, rc, "cannot load the wire BPF programs: %s",

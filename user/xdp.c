@@ -286,6 +286,9 @@ static int load(struct steer_xdp *x, const struct steer_xdp_opts *o, char *err, 
 		return steer_seterr(err, errlen, errno, "cannot open the XDP object: %s",
 				    strerror(errno));
 	bpf_map__set_autocreate(x->skel->maps.steer_tmpl, false);
+	rc = steer_pins_replace_misfits(x->skel->obj, err, errlen);
+	if (rc)
+		return rc;
 	rc = steer_xdp_bpf__load(x->skel);
 	if (rc)
 		return steer_seterr(err, errlen, rc, "cannot load the XDP program: %s",
