@@ -401,10 +401,12 @@ static bool reports_vip(int fd, const struct steer_addr *want)
  * libbpf refuses to load over a pinned map of another shape; before
  * steer_pins_replace_misfits the daemon then failed on every start. The pin
  * here is what a build from before commit 30ff90a left; the programs still
- * attached are this build's, bound to the map that pin replaced.
+ * attached are this build's, bound to the map that pin replaced. A reader
+ * must refuse it: its buffers and mappings are of this build's sizes.
  */
 static void test_a_wire_map_of_an_earlier_shape_is_replaced(void)
 {
+	struct steer_dp_opts reader = { .pin_dir = testenv_pin_dir(), .cgroup = testenv_cgroup() };
 	struct responder *be[1] = { &r_shape };
 	struct wire_now w;
 	uint32_t s;
@@ -419,9 +421,20 @@ static void test_a_wire_map_of_an_earlier_shape_is_replaced(void)
 	CHECK(held >= 0, "connect: %s", strerror(-held));
 	steer_dp_close(dp);
 	dp = NULL;
+	/* A reader (smg-steerctl) refuses a larger shape (a newer build's), which it
+	 * would misread, and the earlier one, naming the map. */
+	unpin(STEER_MAP_WIRE);
+	CHECK(pin_wire_of_value_size(128 * STEER_SLOT_IDS) == 0, "cannot pin a larger shape");
+	CHECK(steer_dp_open(&reader, &dp, err, sizeof(err)) == -EPROTO && !dp &&
+		      strstr(err, "/" STEER_MAP_WIRE " (array, key 4 B, value 4194304 B"),
+	      "a reader over a 128-byte-a-slot steer_wire: %s", err);
 	unpin(STEER_MAP_WIRE);
 	CHECK(pin_wire_of_value_size(WIRE_SLOT_BYTES_BEFORE_BUSY * STEER_SLOT_IDS) == 0,
 	      "cannot pin the earlier shape");
+	CHECK(steer_dp_open(&reader, &dp, err, sizeof(err)) == -EPROTO && !dp &&
+		      strstr(err, "/" STEER_MAP_WIRE " (array, key 4 B, value 2621440 B") &&
+		      strstr(err, "not of this build's shape"),
+	      "a reader over an 80-byte-a-slot steer_wire: %s", err);
 	CHECK(steer_dp_open(&dp_opts, &dp, err, sizeof(err)) == 0,
 	      "open over a steer_wire of 80 bytes a slot: %s", err);
 	CHECK(pinned_wire_value_size() == sizeof(struct steer_wire_array),

@@ -537,11 +537,29 @@ static int open_owner(struct steer_dp *dp, char *err, size_t errlen)
 	return rc;
 }
 
+/* A reader: every pinned map is of this build's shape (dataplane_pins.c). */
+static int check_shapes(struct steer_dp *dp, char *err, size_t errlen)
+{
+	LIBBPF_OPTS(bpf_object_open_opts, oo, .pin_root_path = dp->pin_dir);
+	struct steer_bpf *skel = steer_bpf__open_opts(&oo);
+	int rc;
+
+	if (!skel)
+		return steer_seterr(err, errlen, errno, "cannot open the BPF object: %s",
+				    strerror(errno));
+	bpf_map__set_autocreate(skel->maps.steer_tmpl, false);
+	rc = steer_pins_check_shapes(skel->obj, err, errlen);
+	steer_bpf__destroy(skel);
+	return rc ? rc : dp_wire_check_shapes(dp, err, errlen);
+}
+
 /* A reader: the pinned maps as they are, if this build knows their layout. */
 static int open_reader(struct steer_dp *dp, char *err, size_t errlen)
 {
 	int rc = dp_layout_check(dp, err, errlen);
 
+	if (rc == 0)
+		rc = check_shapes(dp, err, errlen);
 	if (rc == 0)
 		rc = open_maps(dp, err, errlen);
 	if (rc == 0)

@@ -252,6 +252,9 @@ struct bpf_object *steer_dp_object_open(const char *path, const char *pin_dir);
  * (dataplane_pins.c). 0, or -errno with err set.
  */
 int steer_pins_replace_misfits(struct bpf_object *obj, char *err, size_t errlen);
+/* A reader, with obj opened the same way: -EPROTO naming the first pinned map
+ * of another shape than the object's, else 0. */
+int steer_pins_check_shapes(struct bpf_object *obj, char *err, size_t errlen);
 
 /* Writes a one-line reason into err (may be NULL) and returns -|rc|: the
  * error convention of every module here. */

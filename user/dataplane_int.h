@@ -132,6 +132,7 @@ int dp_swap_join(struct steer_dp *dp);
 /* dataplane_wire.c */
 int dp_wire_load(struct steer_dp *dp, char *err, size_t errlen);
 int dp_wire_open(struct steer_dp *dp, char *err, size_t errlen);
+int dp_wire_check_shapes(struct steer_dp *dp, char *err, size_t errlen);
 int dp_wire_attach(struct steer_dp *dp, char *err, size_t errlen);
 void dp_wire_close(struct steer_dp *dp);
 int dp_wire_detach(struct steer_dp *dp, char *err, size_t errlen);

@@ -13,6 +13,10 @@
  * is replaced: its pin is removed, with a warning that names the map and both
  * shapes, and the load pins a new, empty one.
  *
+ * A reader (smg-steerctl) reads those maps with buffers and mappings of this
+ * build's sizes, so it refuses a map of another shape instead, naming it: a
+ * larger value would overrun its buffers, a smaller one be misread.
+ *
  * Programs still attached from the previous object keep the old map until
  * their links get this build's programs, moments later. What the old map held
  * starts from zero in the new one; the kernel programs allow for that (a
@@ -25,6 +29,7 @@
 #include "dataplane.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -88,7 +93,11 @@ static void shape_format(const struct map_shape *s, char *buf, size_t len)
 		 s->flags);
 }
 
-int steer_pins_replace_misfits(struct bpf_object *obj, char *err, size_t errlen)
+/*
+ * Each pinned map of obj whose shape is not the object's: replace (the owner)
+ * unpins it, with a warning; otherwise (a reader) it is an error naming it.
+ */
+static int visit_misfits(struct bpf_object *obj, bool replace, char *err, size_t errlen)
 {
 	struct bpf_map *m;
 
@@ -103,23 +112,39 @@ int steer_pins_replace_misfits(struct bpf_object *obj, char *err, size_t errlen)
 			continue;
 		rc = shape_of_pin(path, &have);
 		if (rc == -ENOENT)
-			continue; /* the load pins it */
+			continue; /* the owner's load pins it; a reader says so when it opens */
 		if (rc)
 			return steer_seterr(err, errlen, rc, "cannot inspect the pinned map %s: %s",
 					    path, strerror(-rc));
 		shape_of_object(m, &want);
 		if (shape_equal(&have, &want))
 			continue;
+		shape_format(&have, a, sizeof(a));
+		shape_format(&want, b, sizeof(b));
+		if (!replace)
+			return steer_seterr(err, errlen, EPROTO,
+					    "the pinned map %s (%s) is not of this build's shape "
+					    "(%s): the smg-steerd that pinned it is another build; "
+					    "use the smg-steerctl of that build",
+					    path, a, b);
 		if (unlink(path) != 0)
 			return steer_seterr(err, errlen, errno,
 					    "the pinned map %s is not of this build's shape, and "
 					    "cannot be removed: %s",
 					    path, strerror(errno));
-		shape_format(&have, a, sizeof(a));
-		shape_format(&want, b, sizeof(b));
 		log_warn("data plane: replaced the pinned map %s (%s) with one of this build's "
 			 "shape (%s); what it held starts from zero",
 			 path, a, b);
 	}
 	return 0;
+}
+
+int steer_pins_replace_misfits(struct bpf_object *obj, char *err, size_t errlen)
+{
+	return visit_misfits(obj, true, err, errlen);
+}
+
+int steer_pins_check_shapes(struct bpf_object *obj, char *err, size_t errlen)
+{
+	return visit_misfits(obj, false, err, errlen);
 }

@@ -68,6 +68,22 @@ int dp_wire_load(struct steer_dp *dp, char *err, size_t errlen)
 	return 0;
 }
 
+/* A reader: the pinned maps the wire object names are of this build's shape. */
+int dp_wire_check_shapes(struct steer_dp *dp, char *err, size_t errlen)
+{
+	LIBBPF_OPTS(bpf_object_open_opts, oo, .pin_root_path = dp->pin_dir);
+	struct steer_wire_bpf *skel = steer_wire_bpf__open_opts(&oo);
+	int rc;
+
+	if (!skel)
+		return steer_seterr(err, errlen, errno, "cannot open the wire BPF object: %s",
+				    strerror(errno));
+	bpf_map__set_autocreate(skel->maps.steer_tmpl, false);
+	rc = steer_pins_check_shapes(skel->obj, err, errlen);
+	steer_wire_bpf__destroy(skel);
+	return rc;
+}
+
 /* Map steer_wire. A reader of pins from before it existed goes on without:
  * the wire counters then read 0. */
 int dp_wire_open(struct steer_dp *dp, char *err, size_t errlen)
