@@ -94,7 +94,7 @@ static __always_inline enum choice choose(struct steer_table *t, struct steer_de
 		s->steered++;
 		st->steered++;
 		steer_tree_key_leaf(tr, pos, steer_entry_key(t, e, s, w, st->tree_clock.ref_ns),
-				    w->busy_until_ns, &st->tree_clock);
+				    steer_wire_until(w, t->flags), &st->tree_clock);
 	}
 	if (tracked)
 		s->live++;

@@ -160,6 +160,11 @@ struct steer_table {
  * --wire-estimator off, so no request bytes are counted and every connection
  * keeps the flat connect credit. */
 #define STEER_TBL_WIRE_OFF 0x4
+/* The step cadence (--wire-estimator fluid-step, docs/algorithm.md 12.9): a
+ * backend is also busy until the end of the engine step under way, as the
+ * gaps between one streamed response's packets predict it (step_until in
+ * steer_wire). The kernel reads it from the slot's cache (cache_flags). */
+#define STEER_TBL_STEP 0x8
 
 /* ---- Per-backend counters (steer_slots) --------------------------------- */
 
@@ -270,10 +275,18 @@ struct steer_wire {
 	 * (bpf_ktime_get_coarse_ns = CLOCK_MONOTONIC_COARSE). */
 	__u64 busy_until_ns; /* ns, CLOCK_MONOTONIC coarse (kernel) */
 	__u32 cache_peers;   /* that entry's peers, resolved >= 1 (kernel) */
-	__u32 cache_flags;   /* that table's flags (STEER_TBL_PENDING) (kernel) */
+	__u32 cache_flags;   /* that table's flags (STEER_TBL_PENDING, _STEP) (kernel) */
+	/* The step cadence (STEER_TBL_STEP; steer_step_next): every streamed
+	 * response packet after a response's first is one engine step after the
+	 * socket's previous packet. CLOCK_MONOTONIC, read coarse. */
+	__u64 last_rx_ns;    /* ns: the slot's last response packet (kernel) */
+	__u64 step_ns;	     /* ns: the last one-step gap, 0: none seen (kernel) */
+	__u64 step_until_ns; /* ns: last_rx_ns + step_ns; raised lazily, lowered under
+			      * the service's lock with the leaf re-keyed (kernel) */
 };
 
-/* Every slot's accounting in one map value, reachable under a service lock. 2.5 MiB. */
+/* Every slot's accounting in one map value, reachable under a service lock:
+ * 120 B a slot, 3.75 MiB. */
 struct steer_wire_array {
 	struct steer_wire w[STEER_SLOT_IDS];
 };
@@ -410,6 +423,14 @@ struct steer_sock {
 	__u32 unanswered; /* bytes sent since the last response byte; saturates at 2^32 - 1
 			   * (bytes beyond are not counted as sent either) */
 	__u32 drain_seq;  /* low 32 bits of steer_wire.drain_seq at connect */
+};
+
+/* The step cadence's per-socket clock (steer_sockrx, the wire object's, not
+ * pinned; indexed like steer_socks): when the socket's last response packet
+ * since its last send came. Written by the ingress program only. */
+struct steer_sock_rx {
+	__u64 cookie;  /* the socket whose answer started the gap; another: none */
+	__u64 last_ns; /* ns, CLOCK_MONOTONIC coarse */
 };
 
 #define STEER_SOCK_LIVE 0x1	/* counted in steer_slot.live; release adds 1 to closed */

@@ -211,8 +211,45 @@ static __always_inline void steer_busy_cap(struct steer_wire *w, __u64 now)
 }
 
 /*
+ * The time until which a fluid key holds the backend busy: busy_until, and
+ * with the step cadence (STEER_TBL_STEP) the predicted end of the engine step
+ * under way too. A max of until-times keeps the key's form (base + work +
+ * max(until, now)), so the tree's reasoning (docs/algorithm.md 4.2) holds
+ * with this in place of busy_until. 0 without accounting.
+ */
+static __always_inline __u64 steer_wire_until(const struct steer_wire *w, __u32 flags)
+{
+	if (!w)
+		return 0;
+	if (flags & STEER_TBL_STEP)
+		return steer_max_u64(w->busy_until_ns, w->step_until_ns);
+	return w->busy_until_ns;
+}
+
+/*
+ * The step cadence: a response packet arrives at now on a socket whose
+ * previous response packet since its last send came at last (0: this is the
+ * first, the answer). Every streaming request running on the backend gets a
+ * token at each step end, so the gap is one step of its engine. The slot's
+ * step_ns and last_rx_ns are written here; the returned value is the new
+ * step_until_ns, which the caller writes: at once when it does not fall
+ * (the leaf's cached key stays a lower bound, like a send's), under the
+ * service's lock with the leaf re-keyed when it does. A gap of 0 (the same
+ * coarse clock tick: one step's bytes in several segments) is not a step.
+ */
+static __always_inline __u64 steer_step_next(struct steer_wire *w, __u64 last, __u64 now)
+{
+	if (last && now > last)
+		w->step_ns = now - last;
+	if (now > w->last_rx_ns)
+		w->last_rx_ns = now;
+	return steer_sat_add(w->last_rx_ns, w->step_ns);
+}
+
+/*
  * The sort key of a backend at time now (ns, CLOCK_MONOTONIC coarse):
- *   fluid (default):  base + inflight x npt + max(busy_until, now)
+ *   fluid (default):  base + inflight x npt + max(until, now), until the
+ *                     slot's busy_until (and step_until with STEER_TBL_STEP)
  *                     = its expected wait + now
  *   STEER_TBL_PENDING: base + (inflight + pending tokens) x npt  (no time)
  * All saturating. A fluid key only grows with now, so a key computed at an
@@ -228,7 +265,7 @@ static __always_inline __u64 steer_key(__u64 base_wait_ns, __u64 ns_per_token, _
 			steer_work_tokens(inflight, w ? steer_wire_pending(w) : 0, bytes_per_token),
 			ns_per_token);
 	return steer_sat_add(steer_score(base_wait_ns, inflight, ns_per_token),
-			     steer_max_u64(w ? w->busy_until_ns : 0, now));
+			     steer_max_u64(steer_wire_until(w, flags), now));
 }
 
 /* The expected wait a key stands for at now. */
@@ -239,10 +276,13 @@ static __always_inline __u64 steer_key_wait(__u64 key, __u32 flags, __u64 now)
 	return key - now;
 }
 
-/* The backend's remaining busy time at now, ns (0 when idle or no accounting). */
-static __always_inline __u64 steer_busy_left(const struct steer_wire *w, __u64 now)
+/* The backend's remaining busy time at now, ns (0 when idle or no
+ * accounting), with the step under way when flags have STEER_TBL_STEP. */
+static __always_inline __u64 steer_busy_left(const struct steer_wire *w, __u32 flags, __u64 now)
 {
-	return w && w->busy_until_ns > now ? w->busy_until_ns - now : 0;
+	__u64 until = steer_wire_until(w, flags);
+
+	return until > now ? until - now : 0;
 }
 
 /* Entry e's key at now, with its slot s (eligible) and accounting w (or NULL). */
@@ -409,7 +449,7 @@ static __always_inline void steer_tree_build_at(struct steer_svc_tree *tr,
 			continue;
 		tr->score[i] = steer_entry_key(t, e, s, w, now);
 		tr->win[STEER_TREE_LEAF0 + i] = (__u16)i;
-		if (ck && w && w->busy_until_ns > now && tr->score[i] < ck->busy_min)
+		if (ck && steer_wire_until(w, t->flags) > now && tr->score[i] < ck->busy_min)
 			ck->busy_min = tr->score[i];
 	}
 	for (i = 0; i < STEER_TREE_LEAF0; i++) {
@@ -482,8 +522,8 @@ static __always_inline void steer_tree_set(struct steer_svc_tree *tr, __u32 pos,
 }
 
 /* Leaf pos now holds key, computed at the tree's reference time with the
- * slot's busy_until busy: re-play its matches, and lower busy_min when the
- * leaf is keyed busy (busy > ck->ref_ns). */
+ * slot busy until busy (steer_wire_until): re-play its matches, and lower
+ * busy_min when the leaf is keyed busy (busy > ck->ref_ns). */
 static __always_inline void steer_tree_key_leaf(struct steer_svc_tree *tr, __u32 pos, __u64 key,
 						__u64 busy, struct steer_tree_clock *ck)
 {
@@ -507,7 +547,7 @@ static __always_inline void steer_tree_rekey(struct steer_svc_tree *tr, const st
 			    steer_key(w->cache_base_ns, w->cache_npt, steer_slot_inflight(s), w,
 				      steer_bytes_per_token(w->cache_bpt), w->cache_flags,
 				      ck->ref_ns),
-			    w->busy_until_ns, ck);
+			    steer_wire_until(w, w->cache_flags), ck);
 }
 
 /*
@@ -536,7 +576,7 @@ static __always_inline void steer_tree_rekey(struct steer_svc_tree *tr, const st
  * reference time ref, or lower (a send raises a key lazily). The root r is
  * re-keyed at ref until its cached key is current; then it is the answer when
  *  - the key has no time in it (the pending ablation) or is saturated;
- *  - r is keyed busy (busy_until > ref) and still busy at now: its key is
+ *  - r is keyed busy (until > ref, steer_wire_until) and still busy at now: its key is
  *    exact, and every other key can only have grown since ref;
  *  - r is keyed idle: idle leaves keep their order as time passes, and r's
  *    key at now (its time-free part + now) is below busy_min, under every
@@ -569,7 +609,7 @@ static __always_inline __u32 steer_tree_pick_at(struct steer_svc_tree *tr,
 		if (!s || !steer_slot_eligible(s))
 			break; /* a drain or an ejection ahead of its epoch bump */
 		w = wire_at ? wire_at(wctx, e->slot) : 0;
-		busy = w ? w->busy_until_ns : 0;
+		busy = steer_wire_until(w, t->flags);
 		/* steer_key, with its time-free part kept for the idle test */
 		work = steer_score(e->base_wait_ns, steer_slot_inflight(s), e->ns_per_token);
 		if (t->flags & STEER_TBL_PENDING)

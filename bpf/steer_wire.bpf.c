@@ -106,21 +106,63 @@ int steer_wire_out(struct __sk_buff *ctx)
 	return 1;
 }
 
+/* The step cadence's per-socket clock (struct steer_sock_rx), by record
+ * index. Not pinned: a new owner starts it afresh (the first packet on each
+ * socket after that only starts a gap). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, STEER_SOCK_RECORDS);
+	__type(key, __u32);
+	__type(value, struct steer_sock_rx);
+} steer_sockrx SEC(".maps");
+
+/* sock_find, also giving the record's index. */
+static __always_inline struct steer_sock *sock_find_idx(__u64 cookie, __u32 *idx)
+{
+	__u32 p;
+
+	for (p = 0; p < STEER_SOCK_PROBES; p++) {
+		__u32 i = (__u32)(cookie + p) & (STEER_SOCK_RECORDS - 1);
+		struct steer_sock *r = bpf_map_lookup_elem(&steer_socks, &i);
+
+		if (r && r->cookie == cookie) {
+			*idx = i;
+			return r;
+		}
+	}
+	return 0;
+}
+
 SEC("cgroup_skb/ingress")
 int steer_wire_in(struct __sk_buff *ctx)
 {
 	struct sk_buff *kskb;
 	struct sock *sk;
-	__u64 cookie = skb_cookie(ctx, &kskb, &sk);
+	__u64 cookie = skb_cookie(ctx, &kskb, &sk), at;
+	struct steer_sock_rx *rx;
 	struct steer_sock *r;
-	__u32 seq = 0, len = 0;
+	__u32 seq = 0, len = 0, idx = 0;
 
 	if (!cookie)
 		return 1;
 	if (!tcp_payload(ctx, kskb, &seq, &len) || !len)
 		return 1; /* a pure ACK answers nothing */
-	r = sock_find(cookie);
-	if (r)
-		wire_answered(r, cookie);
+	r = sock_find_idx(cookie, &idx);
+	if (!r)
+		return 1;
+	if (r->unanswered) {
+		/* The answer; with the step cadence on, the socket's clock starts. */
+		at = wire_answered(r, cookie);
+		rx = at ? bpf_map_lookup_elem(&steer_sockrx, &idx) : 0;
+		if (rx) {
+			rx->cookie = cookie;
+			rx->last_ns = at;
+		}
+		return 1;
+	}
+	/* A later packet: a step, if the socket's clock runs (the cadence on). */
+	rx = bpf_map_lookup_elem(&steer_sockrx, &idx);
+	if (rx)
+		wire_step(r, cookie, rx);
 	return 1;
 }

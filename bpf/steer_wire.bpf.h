@@ -84,7 +84,7 @@ static __always_inline void wire_answer_rescore(struct wire_ref *ref)
 	WIRE_ANSWER_LAZY(key >= tr->score[pos]);
 	if (key >= tr->score[pos])
 		return;
-	steer_tree_key_leaf(tr, pos, key, w->busy_until_ns, ck);
+	steer_tree_key_leaf(tr, pos, key, steer_wire_until(w, w->cache_flags), ck);
 }
 #else
 #define wire_answer_rescore wire_rescore
@@ -170,14 +170,18 @@ static __always_inline __u64 wire_settle(struct steer_sock *r, struct steer_wire
 }
 
 /* The socket received response bytes: what it had sent is answered, and
- * becomes an in-flight credit of its real size. */
-static __always_inline void wire_answered(struct steer_sock *r, __u64 cookie)
+ * becomes an in-flight credit of its real size. With the step cadence on
+ * (STEER_TBL_STEP) the answer is also a packet at a step end: the slot's
+ * step_until moves to now + its last step (never lower: see
+ * steer_step_next). Returns the time of the answer when the cadence is on
+ * (the caller starts the socket's gap there), else 0. */
+static __always_inline __u64 wire_answered(struct steer_sock *r, __u64 cookie)
 {
 	struct wire_ref ref;
-	__u64 clock;
+	__u64 clock, at = 0;
 
 	if (!r->unanswered || !wire_ref(r, &ref))
-		return;
+		return 0;
 	clock = WIRE_CLOCK_NS();
 	bpf_spin_lock(&ref.tr->lock);
 	if (r->cookie == cookie && (r->flags & STEER_SOCK_LIVE) && r->unanswered) {
@@ -189,8 +193,78 @@ static __always_inline void wire_answered(struct steer_sock *r, __u64 cookie)
 		ref.s->inflight_tokens += tokens;
 		ref.w->answered_tokens += tokens;
 		steer_busy_cap(ref.w, now);
+		if (ref.w->cache_flags & STEER_TBL_STEP) {
+			ref.w->step_until_ns = steer_step_next(ref.w, 0, now);
+			at = clock;
+		}
 		wire_answer_rescore(&ref);
 	}
+	bpf_spin_unlock(&ref.tr->lock);
+	return at;
+}
+
+/*
+ * Raise *at to until without the lock, unless until is lower (false: the
+ * caller lowers it under the lock, with a re-key). Compare-and-swap, so that
+ * a raise on one CPU never overwrites a higher value another CPU wrote
+ * meanwhile: without the lock a step_until may only grow, or a leaf's cached
+ * key could exceed its key (docs/algorithm.md 4.2, I1). Gives up after three
+ * tries: others are raising it, and a value that is lower than it could be
+ * is only a shorter prediction.
+ */
+static __always_inline bool wire_raise_u64(__u64 *at, __u64 until)
+{
+	__u64 old = *at, seen;
+	int i;
+
+	for (i = 0; i < 3; i++) {
+		if (until < old)
+			return false;
+		seen = __sync_val_compare_and_swap(at, old, until);
+		if (seen == old)
+			return true;
+		old = seen;
+	}
+	return true;
+}
+
+/*
+ * A later packet of a response (the step cadence, docs/algorithm.md 12.9):
+ * its gap to the socket's previous packet since the answer (rx) is one step
+ * of the backend's engine. step_until that rises (the usual case: steps of
+ * one engine are alike) is raised without the lock (wire_raise_u64), the
+ * leaf's cached key left lower, like a send's; one that falls (a shorter
+ * step) is written under the service's lock and the leaf re-keyed, so the
+ * pick stays exact.
+ */
+static __always_inline void wire_step(struct steer_sock *r, __u64 cookie, struct steer_sock_rx *rx)
+{
+	struct steer_slot_array *all;
+	struct steer_wire_array *wall;
+	struct steer_wire *w;
+	struct wire_ref ref;
+	__u64 now, last, until;
+
+	if (rx->cookie != cookie)
+		return; /* no answer seen on this socket with the cadence on */
+	all = slots_all();
+	wall = wire_all();
+	if (!all || !wall)
+		return;
+	w = wire_in(wall, r->slot);
+	if (!(w->cache_flags & STEER_TBL_STEP) || slot_in(all, r->slot)->gen != r->slot_gen)
+		return;
+	now = WIRE_CLOCK_NS();
+	last = rx->last_ns;
+	rx->last_ns = now;
+	until = steer_step_next(w, last, now);
+	if (wire_raise_u64(&w->step_until_ns, until))
+		return;
+	if (!wire_ref(r, &ref))
+		return;
+	bpf_spin_lock(&ref.tr->lock);
+	ref.w->step_until_ns = until;
+	wire_rescore(&ref);
 	bpf_spin_unlock(&ref.tr->lock);
 }
 

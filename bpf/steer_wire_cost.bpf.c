@@ -205,3 +205,29 @@ int steer_wcad_in(struct __sk_buff *ctx)
 	wcad_step(r, rx, st);
 	return 1;
 }
+
+/*
+ * The shipped ingress program as it was before the step cadence (wirecost's
+ * variant prev): the record by sock_find, the answer, nothing else. Against
+ * the shipped one (skb, the cadence off) it is what the cadence's two extra
+ * lookups cost every received packet of a steered socket when nobody asked
+ * for it.
+ */
+SEC("cgroup_skb/ingress")
+int steer_wprev_in(struct __sk_buff *ctx)
+{
+	struct sk_buff *kskb;
+	struct sock *sk;
+	__u64 cookie = skb_cookie(ctx, &kskb, &sk);
+	struct steer_sock *r;
+	__u32 seq = 0, len = 0;
+
+	if (!cookie)
+		return 1;
+	if (!tcp_payload(ctx, kskb, &seq, &len) || !len)
+		return 1;
+	r = sock_find(cookie);
+	if (r)
+		wire_answered(r, cookie);
+	return 1;
+}

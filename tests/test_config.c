@@ -105,13 +105,21 @@ static void test_every_flag(void)
 	CHECK(!c.metrics_enabled, "metrics off");
 	CHECK(c.log_level == STEER_LOG_WARN, "the last --log-level wins: %d", c.log_level);
 	CHECK(c.cgroup[0] == 0, "empty cgroup is the root");
-	CHECK(!c.wire_pending, "busy-until (fluid) is the default");
+	CHECK(!c.wire_pending && !c.wire_step, "busy-until (fluid) is the default");
 	CHECK(!c.wire_off, "request bytes are counted by default");
 	steer_config_free(&c);
 
 	rc = LOAD(&c, BASE, "--wire-estimator", "pending", "--wire-estimator", "off");
 	CHECK(rc == STEER_CONFIG_OK, "rc=%d err=%s", rc, err);
 	CHECK(c.wire_off && !c.wire_pending, "the last --wire-estimator wins: off");
+	steer_config_free(&c);
+
+	rc = LOAD(&c, BASE, "--wire-estimator", "fluid-step");
+	CHECK(rc == STEER_CONFIG_OK, "rc=%d err=%s", rc, err);
+	CHECK(c.wire_step && !c.wire_pending && !c.wire_off, "--wire-estimator fluid-step");
+	steer_config_free(&c);
+	rc = LOAD(&c, BASE, "--wire-estimator", "fluid-step", "--wire-estimator", "fluid");
+	CHECK(rc == STEER_CONFIG_OK && !c.wire_step, "the last --wire-estimator wins: fluid");
 	steer_config_free(&c);
 }
 

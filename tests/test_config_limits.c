@@ -269,7 +269,7 @@ static const struct refusal out_of_bounds[] = {
 	    "got '1025'" } },
 	{ { BASE, "--bytes-per-token", "0" }, { "--bytes-per-token: ", "from 1 to 1024", "'0'" } },
 	{ { BASE, "--wire-estimator", "sum" },
-	  { "--wire-estimator: must be fluid, pending or off, got 'sum'" } },
+	  { "--wire-estimator: must be fluid, fluid-step, pending or off, got 'sum'" } },
 	{ { BASE, "--bytes-per-token", "3.5" },
 	  { "--bytes-per-token: ", "from 1 to 1024", "'3.5'" } },
 	{ { BASE, "--bytes-per-token", "-3" },

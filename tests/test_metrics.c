@@ -27,7 +27,7 @@
 #define VIP_ODD "we\\ird\"vip\nx" /* backslash, quote and newline to escape */
 #define VIP_ODD_ESCAPED "we\\\\ird\\\"vip\\nx"
 #define SEC 1000000000ULL
-#define N_FAMILIES 21
+#define N_FAMILIES 23
 
 static const char *const family_types[N_FAMILIES][2] = {
 	{ "smg_steer_backend_score_seconds", "gauge" },
@@ -42,6 +42,8 @@ static const char *const family_types[N_FAMILIES][2] = {
 	{ "smg_steer_backend_pending_bytes", "gauge" },
 	{ "smg_steer_backend_queued_pending_tokens", "gauge" },
 	{ "smg_steer_backend_busy_seconds", "gauge" },
+	{ "smg_steer_backend_step_seconds", "gauge" },
+	{ "smg_steer_backend_step_left_seconds", "gauge" },
 	{ "smg_steer_backend_sent_bytes_total", "counter" },
 	{ "smg_steer_backend_requests_total", "counter" },
 	{ "smg_steer_polls_total", "counter" },
@@ -424,8 +426,8 @@ static void test_help_type_once_and_grouped(void)
 	t = render(&fx);
 	CHECK(t, "render returned NULL");
 	samples = check_family_grouping(t);
-	/* 2 backends x (14 + 6 polls + source) + 2 services x (3 + 12 + 1 + sum + count) */
-	CHECK(samples == 2 * 21 + 2 * 19, "%d samples", samples);
+	/* 2 backends x (16 + 6 polls + source) + 2 services x (3 + 12 + 1 + sum + count) */
+	CHECK(samples == 2 * 23 + 2 * 19, "%d samples", samples);
 }
 
 static void test_empty_snapshot_has_only_headers(void)
@@ -485,7 +487,7 @@ static void test_official_parser_reads_it(void)
 	      out);
 	CHECK(sscanf(out, "%d %d %d", &fams, &samples, &hist) == 3, "output: %s", out);
 	CHECK(fams == N_FAMILIES && hist == 1, "families %d histograms %d", fams, hist);
-	CHECK(samples == 2 * 21 + 2 * 19, "samples %d", samples);
+	CHECK(samples == 2 * 23 + 2 * 19, "samples %d", samples);
 	CHECK(strstr(out, "[\"127.0.0.100:8000\", \"we\\\\ird\\\"vip\\nx\"]"),
 	      "labels not decoded to the raw values: %s", out);
 }
@@ -580,7 +582,7 @@ static int check_scrape_and_updates(struct steer_metrics *m)
 	CHECK_RC(has_line(last.body, "smg_steer_table_publishes_total{vip=\"" VIP_A "\"} 7"),
 		 "update not visible:\n%s", last.body);
 	/* Every fixture family plus the two cycle gauges of a published snapshot. */
-	CHECK_RC(check_family_grouping(last.body) == 2 * 21 + 2 * 19 + 2, "served text differs");
+	CHECK_RC(check_family_grouping(last.body) == 2 * 23 + 2 * 19 + 2, "served text differs");
 	CHECK_RC(strstr(last.body, "\nsmg_steer_cycle_seconds 0\n") != NULL, "cycle gauge");
 
 	CHECK_RC(update_fixture(m, 8, steer_monotonic_ns(), 60 * SEC) == 0, "update");

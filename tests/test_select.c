@@ -370,6 +370,8 @@ static void test_tree_picks_what_steer_select_picks(void)
 }
 
 static struct steer_wire wires[STEER_MAX_SLOTS];
+/* Per slot, one socket's last response packet (the step cadence's gaps). */
+static uint64_t sock_last[STEER_MAX_SLOTS];
 
 static struct steer_wire *wire_at(void *ctx, __u32 slot)
 {
@@ -468,7 +470,8 @@ static void test_tree_with_request_bytes_picks_what_steer_select_wire_picks(void
 /* ---- The fluid estimate: busy-until (issue 11) ------------------------------ */
 
 /* An independent reference: argmin over eligible entries of
- * base + inflight x npt + max(busy_until, now), in 128 bits, saturated at the
+ * base + inflight x npt + max(busy_until, now) (with STEER_TBL_STEP,
+ * max(busy_until, step_until, now)), in 128 bits, saturated at the
  * end (the sum of saturated non-negative terms saturates the same). */
 static __u32 ref_fluid_pick(const struct steer_table *t, uint64_t now)
 {
@@ -478,9 +481,12 @@ static __u32 ref_fluid_pick(const struct steer_table *t, uint64_t now)
 	for (i = 0; i < t->n; i++) {
 		const struct steer_entry *e = &t->e[i];
 		const struct steer_slot *s = &slots[e->slot];
-		uint64_t busy = wires[e->slot].busy_until_ns;
+		const struct steer_wire *w = &wires[e->slot];
+		uint64_t busy = w->busy_until_ns;
 		unsigned __int128 k;
 
+		if ((t->flags & STEER_TBL_STEP) && w->step_until_ns > busy)
+			busy = w->step_until_ns;
 		if (!steer_slot_eligible(s))
 			continue;
 		k = (unsigned __int128)e->base_wait_ns +
@@ -502,6 +508,28 @@ static uint64_t upto(uint64_t x)
 	return x == STEER_U64_MAX ? rnd() : rnd() % (x + 1);
 }
 
+/*
+ * A streamed response's packets on the step cadence, as the kernel's ingress
+ * program handles them (bpf/steer_wire.bpf.c wire_step): a socket's first
+ * packet after its send (the answer) only starts a gap, a later one measures
+ * a step; step_until is written at once when it does not fall (the leaf
+ * stays lazy) and under the lock with a re-key when it does.
+ */
+static void step_packet(struct steer_svc_tree *tr, struct steer_tree_clock *ck,
+			const struct steer_slot *sl, struct steer_wire *w, __u32 slot, uint64_t now)
+{
+	uint64_t last = rnd() % 3 ? sock_last[slot] : 0, until;
+
+	until = steer_step_next(w, last, now);
+	if (until >= w->step_until_ns) {
+		w->step_until_ns = until;
+	} else {
+		w->step_until_ns = until;
+		steer_tree_rekey(tr, sl, w, ck);
+	}
+	sock_last[slot] = now;
+}
+
 /* The busy-until rule on one slot, by hand: requests queue behind each other
  * at peers x ns_per_token per token, never beyond the pending tokens' time,
  * and an answer caps it at what is still pending. */
@@ -514,7 +542,7 @@ static void test_busy_until_rule(void)
 	w.sent_bytes = 400;
 	steer_busy_sent(&w, t0, 0, 400);
 	CHECK(w.busy_until_ns == t0 + 200000, "idle: %llu", (unsigned long long)w.busy_until_ns);
-	CHECK(steer_busy_left(&w, t0 + 50000) == 150000, "drains in time");
+	CHECK(steer_busy_left(&w, 0, t0 + 50000) == 150000, "drains in time");
 	/* 50 tokens more, 100 us later: they queue behind the first (100 us
 	 * left) -> t0 + 100 us + 100 us + 100 us; the cap (150 pending tokens
 	 * from now = 300 us) is not reached. */
@@ -530,7 +558,7 @@ static void test_busy_until_rule(void)
 	/* Everything answered: idle at once. */
 	w.answered_bytes = 600;
 	steer_busy_cap(&w, t0 + 160000);
-	CHECK(steer_busy_left(&w, t0 + 160000) == 0, "idle when all is answered");
+	CHECK(steer_busy_left(&w, 0, t0 + 160000) == 0, "idle when all is answered");
 	/* A request sent long after the backend went idle starts from now; the
 	 * send's own cap is its pending tokens. Segments of any size add the
 	 * request's tokens exactly (the change in pending tokens). */
@@ -573,6 +601,10 @@ static void test_tree_with_busy_until_picks_what_steer_select_at_picks(void)
 		__u32 i, bpt;
 
 		random_table(&t, n, round % 5 == 0);
+		/* Every other round with the step cadence: response packets then
+		 * move step_until, raised lazily, lowered with a re-key. */
+		t.flags = round % 2 ? STEER_TBL_STEP : 0;
+		memset(sock_last, 0, sizeof(sock_last));
 		for (i = 0; i < n; i++) {
 			t.e[i].ns_per_token = rnd() % 16 ? 1 + rnd() % 20000 : edgy();
 			t.e[i].peers = (__u16)(rnd() % 4);
@@ -624,7 +656,7 @@ static void test_tree_with_busy_until_picks_what_steer_select_at_picks(void)
 					&tr, got,
 					steer_entry_key(&t, &t.e[got], &slots[t.e[got].slot],
 							&wires[t.e[got].slot], ck.ref_ns),
-					wires[t.e[got].slot].busy_until_ns, &ck);
+					steer_wire_until(&wires[t.e[got].slot], t.flags), &ck);
 				break;
 			case 2: /* request bytes sent at now */
 				before = steer_wire_pending(w);
@@ -657,6 +689,12 @@ static void test_tree_with_busy_until_picks_what_steer_select_at_picks(void)
 					epoch++;
 				}
 				break;
+			case 6: /* a response packet at now (the step cadence) */
+				if (t.flags & STEER_TBL_STEP) {
+					step_packet(&tr, &ck, sl, w, t.e[k].slot, now);
+					break;
+				}
+				/* fallthrough */
 			default: /* time passes */
 				now += rnd() % 4 ? rnd() % 3000000 : rnd() % 300000000;
 				(void)bpt;

@@ -350,9 +350,9 @@ static void test_pins_from_before_the_wire_map_are_taken_over(void)
 	CHECK(finish_abandoned(&r_ka), "the responder is stuck");
 }
 
-/* ---- 9b. a steer_wire of an earlier shape (before busy_until: 80 bytes a slot) ------ */
+/* ---- 9b. a steer_wire of an earlier shape (before the step cadence: 96 bytes a slot) -- */
 
-#define WIRE_SLOT_BYTES_BEFORE_BUSY 80
+#define WIRE_SLOT_BYTES_BEFORE 96 /* before the step cadence's three fields */
 
 static int pin_wire_of_value_size(__u32 value_size)
 {
@@ -400,7 +400,8 @@ static bool reports_vip(int fd, const struct steer_addr *want)
 /*
  * libbpf refuses to load over a pinned map of another shape; before
  * steer_pins_replace_misfits the daemon then failed on every start. The pin
- * here is what a build from before commit 30ff90a left; the programs still
+ * here is what the build before the step cadence left (96 bytes a slot; 80
+ * before commit 30ff90a); the programs still
  * attached are this build's, bound to the map that pin replaced. A reader
  * must refuse it: its buffers and mappings are of this build's sizes.
  */
@@ -429,14 +430,14 @@ static void test_a_wire_map_of_an_earlier_shape_is_replaced(void)
 		      strstr(err, "/" STEER_MAP_WIRE " (array, key 4 B, value 4194304 B"),
 	      "a reader over a 128-byte-a-slot steer_wire: %s", err);
 	unpin(STEER_MAP_WIRE);
-	CHECK(pin_wire_of_value_size(WIRE_SLOT_BYTES_BEFORE_BUSY * STEER_SLOT_IDS) == 0,
+	CHECK(pin_wire_of_value_size(WIRE_SLOT_BYTES_BEFORE * STEER_SLOT_IDS) == 0,
 	      "cannot pin the earlier shape");
 	CHECK(steer_dp_open(&reader, &dp, err, sizeof(err)) == -EPROTO && !dp &&
-		      strstr(err, "/" STEER_MAP_WIRE " (array, key 4 B, value 2621440 B") &&
+		      strstr(err, "/" STEER_MAP_WIRE " (array, key 4 B, value 3145728 B") &&
 		      strstr(err, "not of this build's shape"),
-	      "a reader over an 80-byte-a-slot steer_wire: %s", err);
+	      "a reader over a 96-byte-a-slot steer_wire: %s", err);
 	CHECK(steer_dp_open(&dp_opts, &dp, err, sizeof(err)) == 0,
-	      "open over a steer_wire of 80 bytes a slot: %s", err);
+	      "open over a steer_wire of 96 bytes a slot: %s", err);
 	CHECK(pinned_wire_value_size() == sizeof(struct steer_wire_array),
 	      "steer_wire pinned with %u bytes, want %zu", pinned_wire_value_size(),
 	      sizeof(struct steer_wire_array));

@@ -338,6 +338,29 @@ with t.case("SIGHUP applies a changed bytes-per-token (the service key beats the
     read_answer(s)
     s.close()
 
+with t.case("SIGHUP to --wire-estimator fluid-step: a streamed answer's gap is its engine's step"):
+    write_config(BPT, "wire-estimator: fluid-step\n")
+    d.send(signal.SIGHUP)
+    L.wait_for(lambda: explain()["estimator"] == "fluid-step", 30, "fluid-step published")
+    s7 = connect()
+    gap_s = 0.3  # between the stream's first event and the rest: one "step"
+    peer7 = send_held(s7, request(None, stream="r10end", body=b"l" * 500))
+    first = b""
+    while b"data: " not in first:
+        first += s7.recv(65536)
+    time.sleep(gap_s)  # the gap itself is the stimulus, not a wait for a condition
+    release("r10end")
+    while not first.endswith(b"0\r\n\r\n"):
+        first += s7.recv(65536)
+    s7.close()
+    b7 = backend(explain(), peer7)
+    t.check(gap_s - 0.005 <= b7["step_ns"] / 1e9 < gap_s + 20,
+            f"explain's step {b7['step_ns']} ns after a {gap_s} s gap")
+    t.check(b7["step_left_ns"] <= b7["step_ns"], f"step left {b7['step_left_ns']}")
+    lab = (("backend", peer7), ("vip", VIP))
+    L.wait_for(lambda: (d.metrics().get(("smg_steer_backend_step_seconds", lab)) or 0)
+               >= gap_s - 0.005, 30, "the step in /metrics")
+
 with t.case("--wire-cgroup: only sockets made in it are counted; moved at restart; reload warns"):
     rc, _ = d.stop()
     t.check(rc == 0, f"daemon exit {rc}")

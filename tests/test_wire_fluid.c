@@ -9,7 +9,10 @@
  *  - a large plain-JSON request (answered only at its end) keeps new
  *    connections away from its backend for the time its tokens take at the
  *    backend's rate, not until its answer;
- *  - a streaming answer's first chunk ends that at once.
+ *  - a streaming answer's first chunk ends that at once;
+ *  - with the step cadence (STEER_TBL_STEP) the gap between two chunks of
+ *    one streamed answer is a step of the backend's engine, and new
+ *    connections avoid it until the step under way is predicted to end.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -26,8 +29,8 @@
 #include "testenv.h"
 #include "wire_lib.h"
 
-static struct steer_addr vip_ref, vip_json, vip_sse;
-static struct responder r_ref[3], r_json[2], r_sse[2];
+static struct steer_addr vip_ref, vip_json, vip_sse, vip_step;
+static struct responder r_ref[3], r_json[2], r_sse[2], r_step[2];
 
 static uint64_t steered(uint32_t slot)
 {
@@ -273,6 +276,108 @@ static void test_a_streaming_answer_caps_the_busy_time(void)
 	close(fd);
 }
 
+/* A probe connect: 1 when it went to B, 0 to A, -1 otherwise; *at is the
+ * kernel's clock just after it. With tie, the credits in flight are drained
+ * first, so that A and B tie but for the step; that bumps the epoch, and the
+ * connect then rebuilds the tree. */
+static int probe_pick(const struct steer_addr *vip, const uint32_t *slots, bool tie, uint64_t *at)
+{
+	uint64_t was[2] = { steered(slots[0]), steered(slots[1]) };
+	int fd;
+
+	if (tie) {
+		steer_dp_inflight_exchange(dp, slots[0]);
+		steer_dp_inflight_exchange(dp, slots[1]);
+	}
+	fd = client_connect(vip);
+	*at = steer_dp_clock_ns();
+	if (fd < 0)
+		return -1;
+	close(fd);
+	return moved(slots, was, 2);
+}
+
+#define STEP_LONG_NS 2000000000ULL /* the first step: 2 s between two chunks */
+#define STEP_SHORT_NS 100000000ULL /* the next: 100 ms */
+#define TICK_NS 4000000ULL	   /* the coarse clock's resolution (HZ=250) */
+#define STEP_NPT 10000.0	   /* 10 us per token: a connect's credit is 10 ms */
+
+/*
+ * The step cadence, on the real programs: A streams an answer in three
+ * chunks, 2 s and then 100 ms apart. The first chunk only answers (no step
+ * is known: the tie still goes to A). The second is one step of 2 s after
+ * it: A is keyed busy until a step after that, and the next connect goes to
+ * B. The third is a shorter step: step_until falls, the leaf is re-keyed
+ * under the lock, and once that shorter step has passed connects go to A
+ * again, though the first prediction has not run out yet.
+ */
+static void test_the_step_cadence_avoids_a_backend_until_its_step_ends(void)
+{
+	struct responder *be[2] = { &r_step[0], &r_step[1] };
+	const struct steer_wire *w;
+	uint32_t slots[2];
+	uint64_t t_chunk2, at, first_until;
+	int fd, k, pick;
+
+	CHECK(publish_flags(&vip_step, be, 2, 0, STEER_TBL_STEP, STEP_NPT) == 0, "publish: %s",
+	      err);
+	for (k = 0; k < 2; k++) {
+		slots[k] = slot_of(&vip_step, be[k]);
+		steer_dp_inflight_exchange(dp, slots[k]);
+	}
+	w = steer_dp_wire_counters(dp, slots[0]);
+	fd = client_connect(&vip_step);
+	CHECK(fd >= 0, "connect: %s", strerror(-fd));
+	CHECK(steered(slots[0]) == 1, "the tie did not go to A");
+	CHECK(send_request(fd, be[0], 400) == 0, "request not received");
+	allow_chunk(be[0]);
+	CHECK(read_some(fd) > 0, "no first chunk");
+	CHECK(w->step_ns == 0 && w->step_until_ns == w->last_rx_ns && w->last_rx_ns > 0,
+	      "after the answer: step %llu ns, until %llu, last %llu",
+	      (unsigned long long)w->step_ns, (unsigned long long)w->step_until_ns,
+	      (unsigned long long)w->last_rx_ns);
+	CHECK(probe_pick(&vip_step, slots, true, &at) == 0, "after the answer alone: not A");
+
+	/* One step of 2 s (long, so that the shorter one after it is shorter even on a
+	 * stalled machine). */
+	usleep(STEP_LONG_NS / 1000);
+	allow_chunk(be[0]);
+	CHECK(read_some(fd) > 0, "no second chunk");
+	t_chunk2 = steer_dp_clock_ns();
+	CHECK(w->step_ns >= STEP_LONG_NS - TICK_NS && w->step_ns < STEP_LONG_NS + 10000000000ULL &&
+		      w->step_until_ns == w->last_rx_ns + w->step_ns,
+	      "after the second chunk: step %llu ns, until - last %lld",
+	      (unsigned long long)w->step_ns, (long long)(w->step_until_ns - w->last_rx_ns));
+	first_until = w->step_until_ns;
+	pick = probe_pick(&vip_step, slots, true, &at);
+	CHECK(at >= first_until || pick == 1,
+	      "while A's step runs (%lld ms left) the connect went to %d, not B",
+	      (long long)(first_until - at) / 1000000, pick);
+	printf("# step %.1f ms learnt; connect %.1f ms after the chunk went to %s\n",
+	       (double)w->step_ns / 1e6, (double)(at - t_chunk2) / 1e6, pick == 1 ? "B" : "A");
+
+	/* A shorter step: step_until falls and the leaf is re-keyed. */
+	usleep(STEP_SHORT_NS / 1000);
+	allow_chunk(be[0]);
+	CHECK(read_some(fd) > 0, "no third chunk");
+	CHECK(w->step_ns >= STEP_SHORT_NS - TICK_NS && w->step_ns < first_until - t_chunk2 &&
+		      w->step_until_ns == w->last_rx_ns + w->step_ns &&
+		      w->step_until_ns < first_until,
+	      "after the third chunk: step %llu ns, until %llu (first %llu)",
+	      (unsigned long long)w->step_ns, (unsigned long long)w->step_until_ns,
+	      (unsigned long long)first_until);
+	for (k = 0; k < WAIT_MS && steer_dp_clock_ns() <= w->step_until_ns + TICK_NS; k++)
+		usleep(1000);
+	/* No drain now (no epoch bump, so no rebuild): B holds the last probe's
+	 * credit, and only A's re-keyed leaf lets the tree see that A is free
+	 * again before the first prediction runs out. */
+	pick = probe_pick(&vip_step, slots, false, &at);
+	CHECK(pick == 0, "after the shorter step ended the connect went to %d, not A", pick);
+	printf("# after the shorter step: A, %.1f ms before the first prediction ran out\n",
+	       at < first_until ? (double)(first_until - at) / 1e6 : 0.0);
+	close(fd);
+}
+
 static int setup(void)
 {
 	if (testenv_init("wirefl") != 0)
@@ -283,18 +388,21 @@ static int setup(void)
 	    responder_start(&r_json[0], "127.0.6.4:9604", RESP_JSON) != 0 ||
 	    responder_start(&r_json[1], "127.0.6.5:9605", RESP_JSON) != 0 ||
 	    responder_start(&r_sse[0], "127.0.6.6:9606", RESP_SSE) != 0 ||
-	    responder_start(&r_sse[1], "127.0.6.7:9607", RESP_SSE) != 0)
+	    responder_start(&r_sse[1], "127.0.6.7:9607", RESP_SSE) != 0 ||
+	    responder_start(&r_step[0], "127.0.6.8:9608", RESP_SSE) != 0 ||
+	    responder_start(&r_step[1], "127.0.6.9:9609", RESP_SSE) != 0)
 		return -1;
 	steer_addr_parse("127.0.0.122:8301", &vip_ref, err, sizeof(err));
 	steer_addr_parse("127.0.0.122:8302", &vip_json, err, sizeof(err));
 	steer_addr_parse("127.0.0.122:8303", &vip_sse, err, sizeof(err));
+	steer_addr_parse("127.0.0.122:8304", &vip_step, err, sizeof(err));
 	return wire_dp_open();
 }
 
 int main(void)
 {
-	struct responder *all[] = { &r_ref[0],	&r_ref[1], &r_ref[2], &r_json[0],
-				    &r_json[1], &r_sse[0], &r_sse[1] };
+	struct responder *all[] = { &r_ref[0], &r_ref[1], &r_ref[2],  &r_json[0], &r_json[1],
+				    &r_sse[0], &r_sse[1], &r_step[0], &r_step[1] };
 	size_t i;
 
 	if (setup() != 0)
@@ -302,6 +410,7 @@ int main(void)
 	TAP_RUN(test_the_kernel_picks_what_steer_select_at_picks);
 	TAP_RUN(test_a_large_json_request_keeps_a_busy_only_for_its_tokens);
 	TAP_RUN(test_a_streaming_answer_caps_the_busy_time);
+	TAP_RUN(test_the_step_cadence_avoids_a_backend_until_its_step_ends);
 	wire_dp_close();
 	for (i = 0; i < sizeof(all) / sizeof(all[0]); i++)
 		responder_stop(all[i]);

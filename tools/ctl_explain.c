@@ -77,7 +77,13 @@ static uint64_t backend_term_ns(const struct steer_view_service *s,
 	if (!svc_fluid(s))
 		return steer_sat_mul(backend_work_tokens(s, b), b->ns_per_token);
 	return steer_sat_add(steer_sat_mul(b->ctr.inflight_tokens, b->ns_per_token),
-			     steer_busy_left(&b->wire, explain_now));
+			     steer_busy_left(&b->wire, s->table_flags, explain_now));
+}
+
+/* The step cadence's time left until the step under way ends, ns. */
+static uint64_t step_left(const struct steer_view_backend *b)
+{
+	return b->wire.step_until_ns > explain_now ? b->wire.step_until_ns - explain_now : 0;
 }
 
 /* The published table as the kernel holds it, rebuilt from the view's rows. */
@@ -278,10 +284,14 @@ static void explain_wire_text(const struct steer_view_service *s,
 	if (svc_fluid(s))
 		printf("    busy until:     %.3f ms left (this node's unanswered requests at the "
 		       "backend's rate; the score's busy term)\n",
-		       (double)steer_busy_left(&b->wire, explain_now) / 1e6);
+		       (double)steer_busy_left(&b->wire, s->table_flags, explain_now) / 1e6);
 	else
 		printf("    busy until:     %.3f ms left (not scored: the pending ablation)\n",
-		       (double)steer_busy_left(&b->wire, explain_now) / 1e6);
+		       (double)steer_busy_left(&b->wire, s->table_flags, explain_now) / 1e6);
+	if (s->table_flags & STEER_TBL_STEP)
+		printf("    engine step:    %.3f ms a step (streamed packets' gap); the step under "
+		       "way ends in %.3f ms (in the busy term)\n",
+		       (double)b->wire.step_ns / 1e6, (double)step_left(b) / 1e6);
 }
 
 static void explain_backend_text(const struct steer_dp *dp, const struct steer_view_service *s,
@@ -290,7 +300,7 @@ static void explain_backend_text(const struct steer_dp *dp, const struct steer_v
 	const struct steer_bk_info *info = bk_info(dp, b);
 	char a[STEER_ADDR_STRLEN], h[32], t1[32], t2[32], t3[32];
 	uint64_t inflight_ns, score, work = backend_work_tokens(s, b);
-	uint64_t busy_ns = steer_busy_left(&b->wire, explain_now);
+	uint64_t busy_ns = steer_busy_left(&b->wire, s->table_flags, explain_now);
 
 	health_text(b, info, h, sizeof(h));
 	printf("  %s  slot %u, %s, ", steer_addr_format(&b->addr, a, sizeof(a)), b->slot, h);
@@ -390,7 +400,11 @@ static void explain_text(const struct steer_dp *dp, const struct steer_view *v,
 
 	printf("service %s\n", steer_addr_format(&s->vip, vip, sizeof(vip)));
 	print_table_state(v, s);
-	if (svc_fluid(s))
+	if (svc_fluid(s) && (s->table_flags & STEER_TBL_STEP))
+		printf("  score = base wait (queued work + KV barrier) + credited tokens x ns per "
+		       "token + busy time left (the later of busy-until and the engine step's "
+		       "end)\n\n");
+	else if (svc_fluid(s))
 		printf("  score = base wait (queued work + KV barrier) + credited tokens x ns per "
 		       "token + busy time left (busy-until estimate)\n\n");
 	else
@@ -430,7 +444,9 @@ static struct json_object *json_backend_explain(const struct steer_dp *dp,
 	jadd_u64(o, "dp_ranks", info->dp_ranks);
 	jadd(o, "inflight_ns", ranked ? json_object_new_uint64(inflight_ns) : NULL);
 	jadd_u64(o, "work_tokens", work);
-	jadd_u64(o, "busy_ns", steer_busy_left(&b->wire, explain_now));
+	jadd_u64(o, "busy_ns", steer_busy_left(&b->wire, s->table_flags, explain_now));
+	jadd_u64(o, "step_ns", b->wire.step_ns);
+	jadd_u64(o, "step_left_ns", step_left(b));
 	jadd(o, "score_ns",
 	     ranked ? json_object_new_uint64(steer_sat_add(b->base_wait_ns, inflight_ns)) : NULL);
 	return o;
@@ -492,6 +508,7 @@ static int explain_json(const struct steer_dp *dp, const struct steer_view *v,
 	jadd_u64(root, "rr_cursor", s->stats.rr_cursor);
 	jadd_str(root, "estimator",
 		 (s->table_flags & STEER_TBL_WIRE_OFF) ? "off"
+		 : (s->table_flags & STEER_TBL_STEP)   ? "fluid-step"
 		 : svc_fluid(s)			       ? "fluid"
 						       : "pending");
 	jadd_u64(root, "now_ns", explain_now);

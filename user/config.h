@@ -97,6 +97,10 @@ struct steer_config {
 	/* --wire-estimator pending: score unanswered requests by their pending
 	 * tokens (the ablation) instead of busy-until (fluid, the default). */
 	bool wire_pending;
+	/* --wire-estimator fluid-step: fluid, and a backend is also busy until
+	 * the end of its engine step under way, as the gaps between a streamed
+	 * response's packets predict it (STEER_TBL_STEP). */
+	bool wire_step;
 	/* --wire-estimator off: request bytes are not counted at all (the
 	 * cgroup_skb programs are not attached, so unsteered sockets pay no
 	 * per-packet dispatch); connections keep the flat connect credit. */

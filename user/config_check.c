@@ -423,12 +423,14 @@ static int parse_log_level(const char *v, struct steer_config *dst, char *why, s
 
 static int parse_wire_estimator(const char *v, struct steer_config *dst, char *why, size_t whylen)
 {
-	if (!strcmp(v, "fluid") || !strcmp(v, "pending") || !strcmp(v, "off")) {
+	if (!strcmp(v, "fluid") || !strcmp(v, "fluid-step") || !strcmp(v, "pending") ||
+	    !strcmp(v, "off")) {
 		dst->wire_pending = !strcmp(v, "pending");
+		dst->wire_step = !strcmp(v, "fluid-step");
 		dst->wire_off = !strcmp(v, "off");
 		return 0;
 	}
-	return cfg_why(why, whylen, "must be fluid, pending or off, got '%s'", v);
+	return cfg_why(why, whylen, "must be fluid, fluid-step, pending or off, got '%s'", v);
 }
 
 /*
@@ -552,6 +554,7 @@ void cfg_layer_apply(struct steer_config *dst, const struct layer *l)
 		dst->log_level = v->log_level;
 	if (l->set[OPT_WIRE_ESTIMATOR]) {
 		dst->wire_pending = v->wire_pending;
+		dst->wire_step = v->wire_step;
 		dst->wire_off = v->wire_off;
 	}
 	if (l->set[OPT_WIRE_CGROUP])

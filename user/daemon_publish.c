@@ -253,6 +253,7 @@ void publish(struct daemon *d)
 			.allow_empty = true, /* every backend drained: refuse */
 			.flags = (s->fail_open ? STEER_TBL_FAIL_OPEN : 0) |
 				 (s->policy.wire_pending ? STEER_TBL_PENDING : 0) |
+				 (s->policy.wire_step ? STEER_TBL_STEP : 0) |
 				 (d->cfg.wire_off ? STEER_TBL_WIRE_OFF : 0),
 			.peers = s->policy.peer_routers,
 		};
@@ -347,17 +348,25 @@ static void fill_metrics_backend(struct daemon *d, const struct service *s, cons
 		mb->pending_tokens = steer_policy_wire_tokens(&s->policy, mb->pending_bytes);
 		mb->sent_bytes_total = steer_dp_sent_bytes(d->dp, b->slot);
 		mb->requests_total = steer_dp_requests(d->dp, b->slot);
-		mb->busy_left_s =
-			(double)steer_dp_busy_left_ns(d->dp, b->slot, steer_dp_clock_ns()) / 1e9;
+		uint64_t now = steer_dp_clock_ns();
+
+		mb->busy_left_s = (double)steer_dp_busy_left_ns(d->dp, b->slot, now) / 1e9;
+		mb->step_s = (double)steer_dp_step_ns(d->dp, b->slot) / 1e9;
+		mb->step_left_s = (double)steer_dp_step_left_ns(d->dp, b->slot, now) / 1e9;
 	}
 	if (b->in_table) {
 		mb->queued_pending_tokens = b->score.wire_subtracted;
 		/* As the kernel scores: credits, and the remaining busy time
-		 * (or the pending request tokens with the ablation). */
-		mb->score_s = s->policy.wire_pending
-				      ? steer_policy_total_s(&b->score,
-							     inflight + (double)mb->pending_tokens)
-				      : steer_policy_total_s(&b->score, inflight) + mb->busy_left_s;
+		 * (with fluid-step until the later of it and the step's end; or
+		 * the pending request tokens with the ablation). */
+		mb->score_s =
+			s->policy.wire_pending
+				? steer_policy_total_s(&b->score,
+						       inflight + (double)mb->pending_tokens)
+				: steer_policy_total_s(&b->score, inflight) +
+					  (s->policy.wire_step && mb->step_left_s > mb->busy_left_s
+						   ? mb->step_left_s
+						   : mb->busy_left_s);
 		mb->queued_tokens = b->score.queued_tokens;
 		mb->throughput = b->score.throughput;
 		mb->kv_usage = b->score.kv;

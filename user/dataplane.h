@@ -161,6 +161,11 @@ uint64_t steer_dp_busy_left_ns(const struct steer_dp *dp, uint32_t slot, uint64_
 /* The same in tokens of the backend's last tree-cached ns_per_token
  * (E = busy left / ns_per_token); 0 when none is cached. */
 uint64_t steer_dp_busy_left_tokens(const struct steer_dp *dp, uint32_t slot, uint64_t now_ns);
+/* The step cadence (--wire-estimator fluid-step): the slot's last engine
+ * step (steer_wire.step_ns), and the time left until the step under way ends
+ * as predicted (step_until_ns - now, or 0). */
+uint64_t steer_dp_step_ns(const struct steer_dp *dp, uint32_t slot);
+uint64_t steer_dp_step_left_ns(const struct steer_dp *dp, uint32_t slot, uint64_t now_ns);
 /* Direct view of a slot's accounting (mmap of steer_wire), or NULL. */
 const struct steer_wire *steer_dp_wire_counters(const struct steer_dp *dp, uint32_t slot);
 /*

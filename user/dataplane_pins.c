@@ -7,7 +7,8 @@
  * and flags are the object's; otherwise it refuses the whole load, and a
  * daemon restarted by systemd or a DaemonSet would fail the same way on every
  * start. A map's shape can change within one pin layout: steer_wire grew from
- * 80 to 96 bytes a slot when the busy-until estimate came (commit 30ff90a).
+ * 80 to 96 bytes a slot when the busy-until estimate came (commit 30ff90a),
+ * and to 120 with the step cadence.
  * Changes that must carry counters over bump STEER_LAYOUT_VERSION and have
  * their own take-over (dataplane_layout.c); anything else that no longer fits
  * is replaced: its pin is removed, with a warning that names the map and both

@@ -320,6 +320,18 @@ uint64_t steer_dp_busy_left_ns(const struct steer_dp *dp, uint32_t slot, uint64_
 	return until > now_ns ? until - now_ns : 0;
 }
 
+uint64_t steer_dp_step_ns(const struct steer_dp *dp, uint32_t slot)
+{
+	return wire_load(dp, slot, offsetof(struct steer_wire, step_ns));
+}
+
+uint64_t steer_dp_step_left_ns(const struct steer_dp *dp, uint32_t slot, uint64_t now_ns)
+{
+	uint64_t until = wire_load(dp, slot, offsetof(struct steer_wire, step_until_ns));
+
+	return until > now_ns ? until - now_ns : 0;
+}
+
 uint64_t steer_dp_busy_left_tokens(const struct steer_dp *dp, uint32_t slot, uint64_t now_ns)
 {
 	uint64_t npt = wire_load(dp, slot, offsetof(struct steer_wire, cache_npt));

@@ -119,6 +119,14 @@ static const struct backend_family backend_families[] = {
 	  "node's unanswered requests (their tokens at its rate, capped by the pending ones), "
 	  "the term the kernel adds to the score.",
 	  BK_FIELD(busy_left_s), VALUE_DOUBLE },
+	{ "smg_steer_backend_step_seconds", "gauge",
+	  "The step cadence (--wire-estimator fluid-step): the backend engine's last step, "
+	  "the gap between two packets of one streamed response; 0 until one is seen.",
+	  BK_FIELD(step_s), VALUE_DOUBLE },
+	{ "smg_steer_backend_step_left_seconds", "gauge",
+	  "The step cadence: time until the backend's engine step under way ends, as its last "
+	  "step predicts; with fluid-step the kernel keys the backend busy until then too.",
+	  BK_FIELD(step_left_s), VALUE_DOUBLE },
 	{ "smg_steer_backend_sent_bytes_total", "counter",
 	  "Request bytes sent to the backend on steered connections.", BK_FIELD(sent_bytes_total),
 	  VALUE_U64 },

@@ -43,6 +43,8 @@ struct steer_metrics_backend {
 	uint64_t requests_total;      /* requests seen, cumulative */
 	double queued_pending_tokens; /* taken off the reported queue: own work at the poll */
 	double busy_left_s;	      /* remaining busy-until time at the last publish, s */
+	double step_s;		      /* the step cadence's last engine step, s (0: none) */
+	double step_left_s;	      /* until the step under way ends, as predicted, s */
 };
 
 struct steer_metrics_service {

@@ -42,6 +42,10 @@ struct steer_policy {
 	 * (STEER_TBL_PENDING) and take the pending tokens at the poll off the
 	 * queue, instead of the busy-until estimate ("fluid", the default). */
 	bool wire_pending;
+	/* --wire-estimator fluid-step: the kernel also keys a backend busy until
+	 * its engine step under way ends (STEER_TBL_STEP); nothing here changes,
+	 * the step is not queued work and is not in any snapshot. */
+	bool wire_step;
 };
 
 #define STEER_POLICY_DEFAULTS                                                                \

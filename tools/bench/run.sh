@@ -30,7 +30,9 @@
 #      the BTF-tracepoint ablation (steer_wire_tr.bpf.o) and the shipped
 #      egress program cut short and the step cadence's work
 #      (steer_wire_cost.bpf.o), answers that re-key only a key that fell
-#      (steer_wire_lazy.bpf.o), interleaved:
+#      (steer_wire_lazy.bpf.o), the step cadence as shipped (a table with
+#      STEER_TBL_STEP) and the ingress program as it was before it,
+#      interleaved:
 #      BPF ns per message and per packet next to the
 #      empty-program floor, keep-alive request/response latency, and upload
 #      throughput, steered and unsteered; then the congestion-control probe

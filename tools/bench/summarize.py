@@ -532,7 +532,9 @@ def wire_section(res):
              "trace": [("tp_send_length", "floor_tp_send"), ("tp_tcp_probe", "floor_tp_probe")],
              "find": [("cost_find", "floor_egress")], "lock": [("cost_lock", "floor_egress")],
              "cad": [("cad_egress", "floor_egress"), ("cad_ingress", "floor_ingress")],
-             "lazy": [("lazy_egress", "floor_egress"), ("lazy_ingress", "floor_ingress")]}
+             "lazy": [("lazy_egress", "floor_egress"), ("lazy_ingress", "floor_ingress")],
+             "step": [("skb_egress", "floor_egress"), ("skb_ingress", "floor_ingress")],
+             "prev": [("prev_ingress", "floor_ingress")]}
     print("| variant | phase | program | runs per message | ns per run | floor ns per run | "
           "ns per message | net ns per message (minus floor) |")
     print("|---|---|---|---:|---:|---:|---:|---:|")
@@ -556,7 +558,7 @@ def wire_section(res):
     print("| variant | rr p50 us | rr p99 us | rr mean us | direct p50 us | bulk MiB/s | "
           "bulkdirect MiB/s | bulk / bulkdirect |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|")
-    for v in ("off", "skb", "msg", "trace"):
+    for v in ("off", "skb", "step", "msg", "trace"):
         if wire_med(rows, v, "rr", "messages") != wire_med(rows, v, "rr", "messages"):
             continue
         b, bd = wire_med(rows, v, "bulk", "mib_per_s"), wire_med(rows, v, "bulkdirect",
@@ -582,8 +584,41 @@ def wire_section(res):
     trace_rows(rows)
     cost_rows(rows)
     cad_rows(rows)
+    step_rows(rows)
     lazy_rows(rows)
     print()
+
+
+def step_rows(rows):
+    """The step cadence as shipped (variant step: the shipped pair, the table published with
+    STEER_TBL_STEP) against the same pair without it (skb): streamed answers (the cadence's
+    work on every packet after an answer's first) and single-packet answers (rr)."""
+    skb_in = wire_med(rows, "skb", "stream", "skb_ingress_ns_per_msg")
+    step_in = wire_med(rows, "step", "stream", "skb_ingress_ns_per_msg")
+    if step_in != step_in or skb_in != skb_in:
+        return
+    runs = wire_med(rows, "step", "stream", "skb_ingress_runs") / \
+        wire_med(rows, "step", "stream", "messages")
+    later = (step_in - skb_in) / (runs - 1) if runs > 1 else float("nan")
+    rr = wire_med(rows, "step", "rr", "skb_ingress_ns_per_msg") - \
+        wire_med(rows, "skb", "rr", "skb_ingress_ns_per_msg")
+    total = wire_med(rows, "step", "stream", "skb_ingress_ns_per_run")
+    floor = wire_med(rows, "step", "stream", "floor_ingress_ns_per_run")
+    print(f"| step cadence (shipped, --wire-estimator fluid-step): BPF ns added per response "
+          f"packet after the first ({runs:.1f} packets per response; such a packet "
+          f"{total:.0f} in all, {total - floor:.0f} net of the floor) | {later:.0f} | "
+          f"{verdict(later, TARGETS['wire ns per message'])} |")
+    print(f"| step cadence (shipped): BPF ns added per single-packet response (rr: the answer "
+          f"also moves the step's end) | {rr:.0f} | report |")
+    prev = wire_med(rows, "prev", "rr", "prev_ingress_ns_per_msg")
+    skb = wire_med(rows, "skb", "rr", "skb_ingress_ns_per_msg")
+    if prev == prev:
+        print(f"| step cadence off (the default): BPF ns per response, shipped ingress {skb:.0f} "
+              f"/ as before the cadence {prev:.0f} (rr) | {skb - prev:.0f} | report |")
+        ps = wire_med(rows, "prev", "stream", "prev_ingress_ns_per_msg")
+        ss = wire_med(rows, "skb", "stream", "skb_ingress_ns_per_msg")
+        print(f"| step cadence off: BPF ns per streamed response of 8 packets, shipped {ss:.0f} / "
+              f"before {ps:.0f} | {ss - ps:.0f} | report |")
 
 
 def lazy_rows(rows):

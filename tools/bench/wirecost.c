@@ -28,14 +28,20 @@
  *        its slot's leaf only when the key fell (steer_wire_lazy.bpf.c);
  *   cad  (with --cost-obj) the shipped pair plus the step cadence's work on
  *        every response packet (steer_wcad_out, steer_wcad_in): what the
- *        kernel half of docs/simulator.md's step cadence would cost;
+ *        kernel half of docs/simulator.md's step cadence would cost, measured
+ *        before it was built;
+ *   step  the shipped pair with the table published with STEER_TBL_STEP
+ *        (--wire-estimator fluid-step): the step cadence as shipped;
+ *   prev  (with --cost-obj) the shipped egress program and the ingress one as
+ *        it was before the step cadence (steer_wprev_in): what the cadence's
+ *        lookups cost a received packet with the option off;
  * each over four phases:
  *   rr          one steered keep-alive connection, --messages request/response
  *               round trips (--request bytes out, --response bytes back);
  *   direct      the same to the backend's address: an unsteered socket;
  *   bulk        a steered connection uploading --bulk-mb MiB in 64 KiB writes;
  *   bulkdirect  the same, unsteered;
- * and, for skb and cad only, a fifth:
+ * and, for skb, cad, lazy, step and prev only, a fifth:
  *   stream      rr with every response written in STREAM_CHUNKS pieces (a
  *               streaming answer's packets: the cadence's work runs on all but
  *               the first).
@@ -83,10 +89,12 @@ enum variant {
 	V_LOCK,
 	V_CAD,
 	V_LAZY,
+	V_STEP,
+	V_PREV,
 	VARIANTS
 };
-static const char *const variant_names[VARIANTS] = { "off",  "skb",  "msg", "trace",
-						     "find", "lock", "cad", "lazy" };
+static const char *const variant_names[VARIANTS] = { "off",  "skb", "msg",  "trace", "find",
+						     "lock", "cad", "lazy", "step",  "prev" };
 enum phase {
 	P_RR,
 	P_DIRECT,
@@ -117,13 +125,14 @@ enum prog {
 	G_CAD_IN,
 	G_LAZY_OUT,
 	G_LAZY_IN,
+	G_PREV_IN,
 	PROGS
 };
 static const char *const prog_names[PROGS] = {
 	"skb_egress",	 "skb_ingress",	   "sockops",	    "sk_msg",	      "sk_skb",
 	"floor_egress",	 "floor_ingress",  "floor_sockops", "tp_send_length", "tp_tcp_probe",
 	"floor_tp_send", "floor_tp_probe", "cost_find",	    "cost_lock",      "cad_egress",
-	"cad_ingress",	 "lazy_egress",	   "lazy_ingress",
+	"cad_ingress",	 "lazy_egress",	   "lazy_ingress",  "prev_ingress",
 };
 
 struct opts {
@@ -279,6 +288,7 @@ static int setup_cost(struct bench *b)
 {
 	b->prog_fd[G_COST_FIND] = b->prog_fd[G_COST_LOCK] = -1;
 	b->prog_fd[G_CAD_OUT] = b->prog_fd[G_CAD_IN] = b->cad_stats_fd = -1;
+	b->prog_fd[G_PREV_IN] = -1;
 	if (!b->o.cost_obj)
 		return 0;
 	b->cost_obj = steer_dp_object_open(b->o.cost_obj, b->o.pin);
@@ -296,9 +306,11 @@ static int setup_cost(struct bench *b)
 		bpf_program__fd(bpf_object__find_program_by_name(b->cost_obj, "steer_wcad_in"));
 	b->cad_stats_fd =
 		bpf_map__fd(bpf_object__find_map_by_name(b->cost_obj, "steer_wcad_stats"));
+	b->prog_fd[G_PREV_IN] =
+		bpf_program__fd(bpf_object__find_program_by_name(b->cost_obj, "steer_wprev_in"));
 	return b->prog_fd[G_COST_FIND] < 0 || b->prog_fd[G_COST_LOCK] < 0 ||
 			       b->prog_fd[G_CAD_OUT] < 0 || b->prog_fd[G_CAD_IN] < 0 ||
-			       b->cad_stats_fd < 0
+			       b->cad_stats_fd < 0 || b->prog_fd[G_PREV_IN] < 0
 		       ? -1
 		       : 0;
 }
@@ -402,12 +414,17 @@ static void detach_fd(int *fd)
 	}
 }
 
+static int publish(struct bench *b, uint32_t flags);
+
 static int use_variant(struct bench *b, enum variant v)
 {
 	static const enum prog tr_progs[4] = { G_TR_SEND, G_TR_RECV, G_FLOOR_TR_SEND,
 					       G_FLOOR_TR_RECV };
 	int i;
 
+	/* Only the step variant's table has the step cadence on. */
+	if (publish(b, v == V_STEP ? STEER_TBL_STEP : 0) != 0)
+		return -1;
 	detach_fd(&b->link_out);
 	detach_fd(&b->link_in);
 	detach_fd(&b->link_ops);
@@ -426,9 +443,12 @@ static int use_variant(struct bench *b, enum variant v)
 					      b->cg_fd, BPF_CGROUP_INET_EGRESS, NULL);
 		return b->link_out < 0 ? -1 : 0;
 	}
-	if (v == V_SKB || v == V_CAD || v == V_LAZY) {
-		enum prog out = v == V_SKB ? G_OUT : v == V_CAD ? G_CAD_OUT : G_LAZY_OUT;
-		enum prog in = v == V_SKB ? G_IN : v == V_CAD ? G_CAD_IN : G_LAZY_IN;
+	if (v == V_SKB || v == V_CAD || v == V_LAZY || v == V_STEP || v == V_PREV) {
+		enum prog out = v == V_CAD ? G_CAD_OUT : v == V_LAZY ? G_LAZY_OUT : G_OUT;
+		enum prog in = v == V_CAD    ? G_CAD_IN
+			       : v == V_LAZY ? G_LAZY_IN
+			       : v == V_PREV ? G_PREV_IN
+					     : G_IN;
 
 		b->link_out =
 			bpf_link_create(b->prog_fd[out], b->cg_fd, BPF_CGROUP_INET_EGRESS, NULL);
@@ -705,7 +725,7 @@ static int measure(struct bench *b, int round, enum variant v, enum phase p)
 	return 0;
 }
 
-static int publish(struct bench *b)
+static int publish(struct bench *b, uint32_t flags)
 {
 	struct steer_dp_cost cost = { .addr = b->be, .base_wait_ns = 0, .ns_per_token = 1000 };
 	struct steer_dp_service svc = { .vip = b->vip,
@@ -713,7 +733,8 @@ static int publish(struct bench *b)
 					.n_configured = 1,
 					.table = &cost,
 					.n_table = 1,
-					.ttl_ns = TTL_NS };
+					.ttl_ns = TTL_NS,
+					.flags = flags };
 	char err[512];
 
 	if (steer_dp_publish_one(b->dp, &svc, err, sizeof(err)) != 0) {
@@ -821,7 +842,7 @@ int main(int argc, char **argv)
 	}
 	b.cg_fd = open(b.o.cgroup, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	stats_fd = bpf_enable_stats(BPF_STATS_RUN_TIME);
-	if (b.cg_fd < 0 || stats_fd < 0 || publish(&b) != 0 || setup_programs(&b) != 0 ||
+	if (b.cg_fd < 0 || stats_fd < 0 || publish(&b, 0) != 0 || setup_programs(&b) != 0 ||
 	    start_server(&b) != 0 || bench_join_cgroup(b.o.cgroup) != 0) {
 		fprintf(stderr, "wirecost: setup failed: %s\n", strerror(errno));
 		rc = 1;
@@ -832,7 +853,8 @@ int main(int argc, char **argv)
 	for (r = 1; r <= b.o.rounds && rc == 0; r++)
 		for (v = 0; v < VARIANTS && rc == 0; v++) {
 			if ((v == V_TR && !b.tr_obj) ||
-			    ((v == V_FIND || v == V_LOCK || v == V_CAD) && !b.cost_obj) ||
+			    ((v == V_FIND || v == V_LOCK || v == V_CAD || v == V_PREV) &&
+			     !b.cost_obj) ||
 			    (v == V_LAZY && !b.lazy_obj))
 				continue;
 			if (use_variant(&b, (enum variant)v) != 0) {
@@ -841,7 +863,8 @@ int main(int argc, char **argv)
 				break;
 			}
 			for (p = 0; p < PHASES && rc == 0; p++)
-				if (p != P_STREAM || v == V_SKB || v == V_CAD || v == V_LAZY)
+				if (p != P_STREAM || v == V_SKB || v == V_CAD || v == V_LAZY ||
+				    v == V_STEP || v == V_PREV)
 					rc = measure(&b, r, (enum variant)v, (enum phase)p);
 			fflush(stdout);
 		}
