@@ -179,18 +179,29 @@ static __always_inline struct steer_sock *sock_at(__u64 cookie, __u32 probe)
 	return bpf_map_lookup_elem(&steer_socks, &idx);
 }
 
-/* The record of the socket with this cookie, or NULL. */
-static __always_inline struct steer_sock *sock_find(__u64 cookie)
+/* The record of the socket with this cookie, or NULL; *idx is its index in
+ * steer_socks (the step cadence's per-socket clock is kept by it). */
+static __always_inline struct steer_sock *sock_find_idx(__u64 cookie, __u32 *idx)
 {
 	__u32 p;
 
 	for (p = 0; p < STEER_SOCK_PROBES; p++) {
 		struct steer_sock *r = sock_at(cookie, p);
 
-		if (r && r->cookie == cookie)
+		if (r && r->cookie == cookie) {
+			*idx = (__u32)(cookie + p) & (STEER_SOCK_RECORDS - 1);
 			return r;
+		}
 	}
 	return 0;
+}
+
+/* The record of the socket with this cookie, or NULL. */
+static __always_inline struct steer_sock *sock_find(__u64 cookie)
+{
+	__u32 idx;
+
+	return sock_find_idx(cookie, &idx);
 }
 
 /* Cheap first test: is any virtual address on this port (network order)? */

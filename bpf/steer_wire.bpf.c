@@ -116,23 +116,6 @@ struct {
 	__type(value, struct steer_sock_rx);
 } steer_sockrx SEC(".maps");
 
-/* sock_find, also giving the record's index. */
-static __always_inline struct steer_sock *sock_find_idx(__u64 cookie, __u32 *idx)
-{
-	__u32 p;
-
-	for (p = 0; p < STEER_SOCK_PROBES; p++) {
-		__u32 i = (__u32)(cookie + p) & (STEER_SOCK_RECORDS - 1);
-		struct steer_sock *r = bpf_map_lookup_elem(&steer_socks, &i);
-
-		if (r && r->cookie == cookie) {
-			*idx = i;
-			return r;
-		}
-	}
-	return 0;
-}
-
 SEC("cgroup_skb/ingress")
 int steer_wire_in(struct __sk_buff *ctx)
 {

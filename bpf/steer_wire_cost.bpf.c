@@ -106,22 +106,6 @@ struct {
 	__type(value, struct wcad_stats);
 } steer_wcad_stats SEC(".maps");
 
-/* sock_find, also giving the record's index. */
-static __always_inline struct steer_sock *wcad_find(__u64 cookie, __u32 *idx)
-{
-	__u32 p;
-
-	for (p = 0; p < STEER_SOCK_PROBES; p++) {
-		struct steer_sock *r = sock_at(cookie, p);
-
-		if (r && r->cookie == cookie) {
-			*idx = (__u32)(cookie + p) & (STEER_SOCK_RECORDS - 1);
-			return r;
-		}
-	}
-	return 0;
-}
-
 static __always_inline struct wcad_stats *wcad_stats(void)
 {
 	__u32 zero = 0;
@@ -138,7 +122,7 @@ int steer_wcad_out(struct __sk_buff *ctx)
 
 	if (!cookie)
 		return 1;
-	r = wcad_find(cookie, &idx);
+	r = sock_find_idx(cookie, &idx);
 	if (!r)
 		return 1;
 	wire_sent(r, cookie, len);
@@ -191,7 +175,7 @@ int steer_wcad_in(struct __sk_buff *ctx)
 		return 1;
 	if (!tcp_payload(ctx, kskb, &seq, &len) || !len)
 		return 1;
-	r = wcad_find(cookie, &idx);
+	r = sock_find_idx(cookie, &idx);
 	rx = bpf_map_lookup_elem(&steer_wcad_rx, &idx);
 	st = wcad_stats();
 	if (!r || !rx || !st)
