@@ -276,13 +276,17 @@ static __always_inline __u64 steer_key_wait(__u64 key, __u32 flags, __u64 now)
 	return key - now;
 }
 
+/* ns from now until until; 0 once it has passed. */
+static __always_inline __u64 steer_until_left(__u64 until, __u64 now)
+{
+	return until > now ? until - now : 0;
+}
+
 /* The backend's remaining busy time at now, ns (0 when idle or no
  * accounting), with the step under way when flags have STEER_TBL_STEP. */
 static __always_inline __u64 steer_busy_left(const struct steer_wire *w, __u32 flags, __u64 now)
 {
-	__u64 until = steer_wire_until(w, flags);
-
-	return until > now ? until - now : 0;
+	return steer_until_left(steer_wire_until(w, flags), now);
 }
 
 /* Entry e's key at now, with its slot s (eligible) and accounting w (or NULL). */

@@ -32,26 +32,47 @@ struct wire_ref {
 	struct steer_svc_stats *st;
 };
 
-/* The record's slot, its accounting and its service's tree. False when the
- * slot has changed owner since the connect (its gen moved on). */
-static __always_inline bool wire_ref(const struct steer_sock *r, struct wire_ref *ref)
+/* The record's slot and its accounting (ref->w NULL when the maps are
+ * missing). False when missing, or when the slot has changed owner since the
+ * connect (its gen moved on). */
+static __always_inline bool wire_slot(const struct steer_sock *r, struct wire_ref *ref)
 {
 	struct steer_slot_array *all = slots_all();
 	struct steer_wire_array *wall = wire_all();
-	__u32 id = r->svc_id & (STEER_SVC_IDS - 1);
 
-	ref->tr = 0;
+	ref->w = 0;
 	if (!all || !wall)
 		return false;
+	ref->s = slot_in(all, r->slot);
+	ref->w = wire_in(wall, r->slot);
+	return ref->s->gen == r->slot_gen;
+}
+
+/* The record's service tree and statistics; false (ref->tr NULL) when missing. */
+static __always_inline bool wire_tree(const struct steer_sock *r, struct wire_ref *ref)
+{
+	__u32 id = r->svc_id & (STEER_SVC_IDS - 1);
+
 	ref->tr = bpf_map_lookup_elem(&steer_tree, &id);
 	ref->st = bpf_map_lookup_elem(&steer_svcst, &id);
 	if (!ref->tr || !ref->st) {
 		ref->tr = 0;
 		return false;
 	}
-	ref->s = slot_in(all, r->slot);
-	ref->w = wire_in(wall, r->slot);
-	return ref->s->gen == r->slot_gen;
+	return true;
+}
+
+/* The record's slot, its accounting and its service's tree (ref->tr NULL
+ * when a map is missing). False when something is missing or the slot has
+ * changed owner since the connect. */
+static __always_inline bool wire_ref(const struct steer_sock *r, struct wire_ref *ref)
+{
+	bool same = wire_slot(r, ref);
+
+	ref->tr = 0;
+	if (!ref->w || !wire_tree(r, ref))
+		return false;
+	return same;
 }
 
 /* Under the lock: the slot's leaf re-keyed with its work as it is now (at the
@@ -239,28 +260,18 @@ static __always_inline bool wire_raise_u64(__u64 *at, __u64 until)
  */
 static __always_inline void wire_step(struct steer_sock *r, __u64 cookie, struct steer_sock_rx *rx)
 {
-	struct steer_slot_array *all;
-	struct steer_wire_array *wall;
-	struct steer_wire *w;
 	struct wire_ref ref;
 	__u64 now, last, until;
 
-	if (rx->cookie != cookie)
-		return; /* no answer seen on this socket with the cadence on */
-	all = slots_all();
-	wall = wire_all();
-	if (!all || !wall)
-		return;
-	w = wire_in(wall, r->slot);
-	if (!(w->cache_flags & STEER_TBL_STEP) || slot_in(all, r->slot)->gen != r->slot_gen)
+	/* No answer seen on this socket with the cadence on, or its slot's
+	 * table does not ask for it (any more), or the slot changed owner. */
+	if (rx->cookie != cookie || !wire_slot(r, &ref) || !(ref.w->cache_flags & STEER_TBL_STEP))
 		return;
 	now = WIRE_CLOCK_NS();
 	last = rx->last_ns;
 	rx->last_ns = now;
-	until = steer_step_next(w, last, now);
-	if (wire_raise_u64(&w->step_until_ns, until))
-		return;
-	if (!wire_ref(r, &ref))
+	until = steer_step_next(ref.w, last, now);
+	if (wire_raise_u64(&ref.w->step_until_ns, until) || !wire_tree(r, &ref))
 		return;
 	bpf_spin_lock(&ref.tr->lock);
 	ref.w->step_until_ns = until;

@@ -83,7 +83,7 @@ static uint64_t backend_term_ns(const struct steer_view_service *s,
 /* The step cadence's time left until the step under way ends, ns. */
 static uint64_t step_left(const struct steer_view_backend *b)
 {
-	return b->wire.step_until_ns > explain_now ? b->wire.step_until_ns - explain_now : 0;
+	return steer_until_left(b->wire.step_until_ns, explain_now);
 }
 
 /* The published table as the kernel holds it, rebuilt from the view's rows. */

@@ -4,6 +4,7 @@
  *
  *   dataplane.c           open, adopt, attach, close, detach (the loader)
  *   dataplane_layout.c    the pinned layout's version, and migration of older pins
+ *   dataplane_pins.c      pinned maps of another shape than this build's
  *   dataplane_publish.c   the registry, table building and the generation swap
  *   dataplane_counters.c  counters, drains and the inspection view
  *   dataplane_util.c      addresses, errors, the clock
@@ -113,6 +114,10 @@ int dp_current_generation_fd(const struct steer_dp *dp);
 /* Points the pin steer_tables at generation fd (dataplane_publish.c). */
 void dp_pin_generation(struct steer_dp *dp, int fd);
 int dp_new_generation_map(struct steer_dp *dp);
+
+/* dataplane_pins.c: a map's bpf_map_info by descriptor (zeroed first); 0 or -errno. */
+struct bpf_map_info;
+int dp_map_info(int fd, struct bpf_map_info *info);
 
 /* dataplane_layout.c */
 int dp_layout_check(struct steer_dp *dp, char *err, size_t errlen);

@@ -91,14 +91,6 @@ static bool pinned(const struct steer_dp *dp, const char *name)
 	return access(path, F_OK) == 0;
 }
 
-static int map_info_of(int fd, struct bpf_map_info *info)
-{
-	__u32 len = sizeof(*info);
-
-	memset(info, 0, sizeof(*info));
-	return bpf_obj_get_info_by_fd(fd, info, &len) == 0 ? 0 : -errno;
-}
-
 static int open_pin(const struct steer_dp *dp, const char *name)
 {
 	char path[PATH_MAX];
@@ -158,14 +150,14 @@ static int prepare_from_v0(struct steer_dp *dp, char *err, size_t errlen)
 	m->old_slots_fd = m->old_bkinfo_fd = -1;
 	dp->mig = m;
 	m->old_slots_fd = open_pin(dp, STEER_MAP_SLOTS);
-	if (m->old_slots_fd < 0 || map_info_of(m->old_slots_fd, &info) != 0 ||
+	if (m->old_slots_fd < 0 || dp_map_info(m->old_slots_fd, &info) != 0 ||
 	    info.value_size != sizeof(struct slot_v0) || info.max_entries != STEER_SLOT_IDS)
 		return steer_seterr(err, errlen, EPROTO,
 				    "%s/%s is not of a layout this smg-steerd knows; detach the "
 				    "instance that pinned it and remove %s",
 				    dp->pin_dir, STEER_MAP_SLOTS, dp->pin_dir);
 	fd = open_pin(dp, STEER_MAP_BKINFO);
-	if (fd >= 0 && map_info_of(fd, &info) == 0 && info.value_size == BKINFO_V0_SIZE) {
+	if (fd >= 0 && dp_map_info(fd, &info) == 0 && info.value_size == BKINFO_V0_SIZE) {
 		m->old_bkinfo_fd = fd;
 		unpin(dp, STEER_MAP_BKINFO);
 	} else if (fd >= 0) {

@@ -27,7 +27,7 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
-#include "dataplane.h"
+#include "dataplane_int.h"
 
 #include <errno.h>
 #include <stdbool.h>
@@ -55,18 +55,23 @@ static void shape_of_object(const struct bpf_map *m, struct map_shape *s)
 	s->extra = bpf_map__map_extra(m);
 }
 
+int dp_map_info(int fd, struct bpf_map_info *info)
+{
+	__u32 len = sizeof(*info);
+
+	memset(info, 0, sizeof(*info));
+	return bpf_obj_get_info_by_fd(fd, info, &len) == 0 ? 0 : -errno;
+}
+
 /* The pinned map's shape: 0, -ENOENT when nothing is pinned there, or -errno. */
 static int shape_of_pin(const char *path, struct map_shape *s)
 {
 	struct bpf_map_info info;
-	__u32 len = sizeof(info);
-	int fd = bpf_obj_get(path), rc = 0;
+	int fd = bpf_obj_get(path), rc;
 
 	if (fd < 0)
 		return -errno;
-	memset(&info, 0, sizeof(info));
-	if (bpf_obj_get_info_by_fd(fd, &info, &len) != 0)
-		rc = -errno;
+	rc = dp_map_info(fd, &info);
 	close(fd);
 	if (rc)
 		return rc;

@@ -315,9 +315,8 @@ uint64_t steer_dp_clock_ns(void)
 
 uint64_t steer_dp_busy_left_ns(const struct steer_dp *dp, uint32_t slot, uint64_t now_ns)
 {
-	uint64_t until = wire_load(dp, slot, offsetof(struct steer_wire, busy_until_ns));
-
-	return until > now_ns ? until - now_ns : 0;
+	return steer_until_left(wire_load(dp, slot, offsetof(struct steer_wire, busy_until_ns)),
+				now_ns);
 }
 
 uint64_t steer_dp_step_ns(const struct steer_dp *dp, uint32_t slot)
@@ -327,9 +326,8 @@ uint64_t steer_dp_step_ns(const struct steer_dp *dp, uint32_t slot)
 
 uint64_t steer_dp_step_left_ns(const struct steer_dp *dp, uint32_t slot, uint64_t now_ns)
 {
-	uint64_t until = wire_load(dp, slot, offsetof(struct steer_wire, step_until_ns));
-
-	return until > now_ns ? until - now_ns : 0;
+	return steer_until_left(wire_load(dp, slot, offsetof(struct steer_wire, step_until_ns)),
+				now_ns);
 }
 
 uint64_t steer_dp_busy_left_tokens(const struct steer_dp *dp, uint32_t slot, uint64_t now_ns)

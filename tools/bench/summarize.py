@@ -589,17 +589,25 @@ def wire_section(res):
     print()
 
 
+def added_per_later_packet(rows, variant, prog):
+    """BPF ns a variant's ingress program adds to the shipped one (skb) per streamed
+    response packet after the first, and packets per response; (nan, nan) without it."""
+    skb_in = wire_med(rows, "skb", "stream", "skb_ingress_ns_per_msg")
+    v_in = wire_med(rows, variant, "stream", f"{prog}_ns_per_msg")
+    if v_in != v_in or skb_in != skb_in:
+        return float("nan"), float("nan")
+    runs = wire_med(rows, variant, "stream", f"{prog}_runs") / \
+        wire_med(rows, variant, "stream", "messages")
+    return ((v_in - skb_in) / (runs - 1) if runs > 1 else float("nan")), runs
+
+
 def step_rows(rows):
     """The step cadence as shipped (variant step: the shipped pair, the table published with
     STEER_TBL_STEP) against the same pair without it (skb): streamed answers (the cadence's
     work on every packet after an answer's first) and single-packet answers (rr)."""
-    skb_in = wire_med(rows, "skb", "stream", "skb_ingress_ns_per_msg")
-    step_in = wire_med(rows, "step", "stream", "skb_ingress_ns_per_msg")
-    if step_in != step_in or skb_in != skb_in:
+    later, runs = added_per_later_packet(rows, "step", "skb_ingress")
+    if runs != runs:
         return
-    runs = wire_med(rows, "step", "stream", "skb_ingress_runs") / \
-        wire_med(rows, "step", "stream", "messages")
-    later = (step_in - skb_in) / (runs - 1) if runs > 1 else float("nan")
     rr = wire_med(rows, "step", "rr", "skb_ingress_ns_per_msg") - \
         wire_med(rows, "skb", "rr", "skb_ingress_ns_per_msg")
     total = wire_med(rows, "step", "stream", "skb_ingress_ns_per_run")
@@ -641,13 +649,9 @@ def cad_rows(rows):
     """The step cadence's work (variant cad) against the shipped pair (skb), both on
     streamed answers (stream: each response in several packets; the cadence runs on all
     but the first of each)."""
-    skb_in = wire_med(rows, "skb", "stream", "skb_ingress_ns_per_msg")
-    cad_in = wire_med(rows, "cad", "stream", "cad_ingress_ns_per_msg")
-    if cad_in != cad_in or skb_in != skb_in:
+    later, runs = added_per_later_packet(rows, "cad", "cad_ingress")
+    if runs != runs:
         return
-    runs = wire_med(rows, "cad", "stream", "cad_ingress_runs") / \
-        wire_med(rows, "cad", "stream", "messages")
-    later = (cad_in - skb_in) / (runs - 1) if runs > 1 else float("nan")
     out = wire_med(rows, "cad", "stream", "cad_egress_ns_per_msg") - \
         wire_med(rows, "skb", "stream", "skb_egress_ns_per_msg")
     raised = wire_med(rows, "cad", "stream", "cad_raised")
