@@ -283,10 +283,16 @@ struct steer_wire {
 	__u64 step_ns;	     /* ns: the last one-step gap, 0: none seen (kernel) */
 	__u64 step_until_ns; /* ns: last_rx_ns + step_ns; raised lazily, lowered under
 			      * the service's lock with the leaf re-keyed (kernel) */
+	/* Other routers' work (--peer, docs/algorithm.md 6.7): tokens their
+	 * sockets sent to this backend and have not seen answered, as their
+	 * daemons last reported; written under the service's lock by
+	 * steer_peer_apply, which smg-steerd runs (kernel program, user data).
+	 * Counts in the fluid estimate like this router's pending tokens. */
+	__u64 peer_pending_tokens; /* tokens */
 };
 
 /* Every slot's accounting in one map value, reachable under a service lock:
- * 120 B a slot, 3.75 MiB. */
+ * 128 B a slot, 4 MiB. */
 struct steer_wire_array {
 	struct steer_wire w[STEER_SLOT_IDS];
 };
@@ -300,6 +306,45 @@ static __always_inline __u32 steer_bytes_per_token(__u16 table_value)
 {
 	return table_value ? table_value : STEER_DEFAULT_BYTES_PER_TOKEN;
 }
+
+/* The slot's pending work in tokens: this router's pending bytes in tokens,
+ * plus the other routers' pending tokens (--peer). */
+static __always_inline __u64 steer_wire_pending_tokens(const struct steer_wire *w,
+						       __u32 bytes_per_token)
+{
+	return steer_wire_pending(w) / bytes_per_token + w->peer_pending_tokens;
+}
+
+/* ---- Other routers' work (--peer; steer_peer_apply) ---------------------- */
+
+/* Slots one run of steer_peer_apply changes. */
+#define STEER_PEER_BATCH 32
+
+/* What one peer's report changes at one slot since the last run: tokens it
+ * sent, tokens of those it saw answered (or that are forgotten: the peer went
+ * silent or restarted). */
+struct steer_peer_delta {
+	__u32 slot;	       /* index into steer_slots / steer_wire */
+	__u32 slot_gen;	       /* steer_slot.gen the daemon mapped the backend at */
+	__u64 sent_tokens;     /* tokens, added to peer_pending_tokens */
+	__u64 answered_tokens; /* tokens, taken off it (never below 0) */
+	__u64 ns_per_token;    /* ns per token, as the daemon last published the backend:
+				* the busy time's rate until a connect here builds the
+				* tree and caches the table's (cache_npt); 0: unknown */
+};
+
+/* steer_peer_apply's argument (the value of its map steer_peer_in): up to
+ * STEER_PEER_BATCH slots of one service. The program writes applied: the
+ * deltas whose slot still had the gen and service given. */
+struct steer_peer_batch {
+	__u32 svc_id;
+	__u32 n;
+	__u32 applied; /* out */
+	__u32 pad;
+	__u64 clock_ns; /* ns, CLOCK_MONOTONIC_COARSE when written: the clock of the
+			  * sends' and answers' keys, which the program cannot read */
+	struct steer_peer_delta d[STEER_PEER_BATCH];
+};
 
 /*
  * The reference time of a service's tree (busy-until, docs/algorithm.md 4.2):

@@ -68,8 +68,11 @@ static __always_inline __u64 steer_slot_work(const struct steer_slot *s, steer_w
 {
 	const struct steer_wire *w = wire_at ? wire_at(wctx, slot) : 0;
 
-	return steer_work_tokens(steer_slot_inflight(s), w ? steer_wire_pending(w) : 0,
-				 bytes_per_token);
+	if (!w)
+		return steer_slot_inflight(s);
+	return steer_sat_add(
+		steer_work_tokens(steer_slot_inflight(s), steer_wire_pending(w), bytes_per_token),
+		w->peer_pending_tokens);
 }
 
 /* The outcome of one selection. */
@@ -175,39 +178,73 @@ static __always_inline __u64 steer_busy_unit(const struct steer_wire *w)
 	return steer_sat_mul(w->cache_npt, w->cache_peers ? w->cache_peers : 1);
 }
 
+/* T new tokens queue at now behind what the backend is busy with, and it is
+ * never busy longer than all its P pending tokens (T among them) take:
+ *     busy_until = min(max(busy_until, now) + T x unit, now + P x unit) */
+static __always_inline void steer_busy_add(struct steer_wire *w, __u64 now, __u64 tokens,
+					   __u64 pending_tokens)
+{
+	__u64 unit = steer_busy_unit(w);
+	__u64 grown =
+		steer_sat_add(steer_max_u64(w->busy_until_ns, now), steer_sat_mul(tokens, unit));
+	__u64 cap = steer_sat_add(now, steer_sat_mul(pending_tokens, unit));
+
+	w->busy_until_ns = grown < cap ? grown : cap;
+}
+
 /*
  * A request's bytes were sent at now: the slot's pending bytes went from
- * before to after. Its new tokens (the change in pending tokens, so that
- * segments of any size add up to the request's tokens) queue behind what the
- * backend is busy with, and the backend is never busy longer than all its
- * pending tokens take:
- *     busy_until = min(max(busy_until, now) + T x unit, now + P x unit)
+ * before to after. Its new tokens are the change in pending tokens, so that
+ * segments of any size add up to the request's tokens (steer_busy_add; P
+ * counts the other routers' pending tokens too).
  */
 static __always_inline void steer_busy_sent(struct steer_wire *w, __u64 now, __u64 before,
 					    __u64 after)
 {
 	__u32 bpt = steer_bytes_per_token(w->cache_bpt);
-	__u64 unit = steer_busy_unit(w), p = after / bpt, tokens = p - before / bpt;
-	__u64 grown =
-		steer_sat_add(steer_max_u64(w->busy_until_ns, now), steer_sat_mul(tokens, unit));
-	__u64 cap = steer_sat_add(now, steer_sat_mul(p, unit));
+	__u64 p = after / bpt;
 
-	w->busy_until_ns = grown < cap ? grown : cap;
+	steer_busy_add(w, now, p - before / bpt, steer_sat_add(p, w->peer_pending_tokens));
 }
 
-/* Pending work dropped at now (a first response byte, an abandoned request):
- * busy_until = min(busy_until, now + P x unit), P the pending tokens left. */
+/* Pending work dropped at now (a first response byte, an abandoned request,
+ * a peer's answer): busy_until = min(busy_until, now + P x unit), P the
+ * pending tokens left (the other routers' too). */
 static __always_inline void steer_busy_cap(struct steer_wire *w, __u64 now)
 {
-	__u64 pending = steer_wire_pending(w), cap = now;
+	__u64 cap = now;
 
 	/* Nothing left pending (the usual answer): idle from now, no division. */
-	if (pending)
+	if (steer_wire_pending(w) || w->peer_pending_tokens)
 		cap = steer_sat_add(now,
-				    steer_sat_mul(pending / steer_bytes_per_token(w->cache_bpt),
+				    steer_sat_mul(steer_wire_pending_tokens(
+							  w, steer_bytes_per_token(w->cache_bpt)),
 						  steer_busy_unit(w)));
 	if (w->busy_until_ns > cap)
 		w->busy_until_ns = cap;
+}
+
+/*
+ * Another router reported (steer_peer_apply, under the service's lock) that
+ * since its last report it sent sent tokens to this backend and saw answered
+ * tokens answered. Its sends queue like this router's own (steer_busy_add),
+ * its answers cap the busy time like this router's (steer_busy_cap): the
+ * fluid estimate of every router's requests, as one router would keep it
+ * (docs/algorithm.md 6.7). Pending tokens never go below 0.
+ */
+static __always_inline void steer_busy_peer(struct steer_wire *w, __u64 now, __u64 sent,
+					    __u64 answered)
+{
+	if (sent) {
+		w->peer_pending_tokens = steer_sat_add(w->peer_pending_tokens, sent);
+		steer_busy_add(w, now, sent,
+			       steer_wire_pending_tokens(w, steer_bytes_per_token(w->cache_bpt)));
+	}
+	if (answered) {
+		w->peer_pending_tokens -=
+			answered < w->peer_pending_tokens ? answered : w->peer_pending_tokens;
+		steer_busy_cap(w, now);
+	}
 }
 
 /*
@@ -262,7 +299,10 @@ static __always_inline __u64 steer_key(__u64 base_wait_ns, __u64 ns_per_token, _
 	if (flags & STEER_TBL_PENDING)
 		return steer_score(
 			base_wait_ns,
-			steer_work_tokens(inflight, w ? steer_wire_pending(w) : 0, bytes_per_token),
+			w ? steer_sat_add(steer_work_tokens(inflight, steer_wire_pending(w),
+							    bytes_per_token),
+					  w->peer_pending_tokens)
+			  : inflight,
 			ns_per_token);
 	return steer_sat_add(steer_score(base_wait_ns, inflight, ns_per_token),
 			     steer_max_u64(steer_wire_until(w, flags), now));

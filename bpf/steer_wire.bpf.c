@@ -149,3 +149,72 @@ int steer_wire_in(struct __sk_buff *ctx)
 		wire_step(r, cookie, rx);
 	return 1;
 }
+
+/* steer_peer_apply's argument, written by smg-steerd through an mmap of this
+ * map just before each run (one thread writes and runs). Not pinned: the
+ * daemon that loaded the program is its only user. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__type(key, __u32);
+	__type(value, struct steer_peer_batch);
+} steer_peer_in SEC(".maps");
+
+/*
+ * The other routers' reports (--peer, docs/algorithm.md 6.7): smg-steerd runs
+ * this with BPF_PROG_TEST_RUN after writing into steer_peer_in the changes of
+ * up to STEER_PEER_BATCH slots of one service since its last run. The tree's
+ * keys change only under the service's lock, which user space cannot take;
+ * this program takes it, applies each change to the slot's fluid estimate
+ * (steer_busy_peer) and re-keys the slot's leaf, so that the kernel's pick
+ * stays exactly steer_select_wire()'s. A slot whose owner or service changed
+ * since the daemon mapped it is skipped (its counters started afresh).
+ */
+SEC("syscall")
+int steer_peer_apply(void *ctx)
+{
+	__u32 zero = 0, id, n, applied = 0, i;
+	struct steer_peer_batch *b = bpf_map_lookup_elem(&steer_peer_in, &zero);
+	struct steer_slot_array *all = slots_all();
+	struct steer_wire_array *wall = wire_all();
+	struct steer_svc_tree *tr;
+	struct steer_svc_stats *st;
+	__u64 clock, now;
+
+	if (!b)
+		return 1;
+	b->applied = 0;
+	/* A syscall program may not read the coarse clock the keys are at; the
+	 * daemon read it just before. Never later than the precise clock. */
+	clock = bpf_ktime_get_ns();
+	if (b->clock_ns && b->clock_ns < clock)
+		clock = b->clock_ns;
+	id = b->svc_id & (STEER_SVC_IDS - 1);
+	n = b->n;
+	tr = bpf_map_lookup_elem(&steer_tree, &id);
+	st = bpf_map_lookup_elem(&steer_svcst, &id);
+	if (!all || !wall || !tr || !st || b->svc_id >= STEER_SVC_IDS)
+		return 1;
+	bpf_spin_lock(&tr->lock);
+	now = key_clock(st, clock);
+	for (i = 0; i < STEER_PEER_BATCH && i < n; i++) {
+		struct steer_peer_delta *d = &b->d[i & (STEER_PEER_BATCH - 1)];
+		struct steer_slot *s = slot_in(all, d->slot);
+		struct steer_wire *w = wire_in(wall, d->slot);
+
+		if (s->gen != d->slot_gen || s->svc_id != id)
+			continue;
+		/* No connect here has cached the table's rate since the tree was
+		 * built (a backend this router has not steered to lately): the
+		 * published one, until the next build writes the cache. */
+		if ((!w->cache_tgen || w->cache_tgen != tr->tgen) && d->ns_per_token)
+			w->cache_npt = d->ns_per_token;
+		steer_busy_peer(w, now, d->sent_tokens, d->answered_tokens);
+		steer_tree_rekey(tr, s, w, &st->tree_clock);
+		applied++;
+	}
+	bpf_spin_unlock(&tr->lock);
+	b->applied = applied;
+	return 0;
+}

@@ -27,7 +27,7 @@
 #define VIP_ODD "we\\ird\"vip\nx" /* backslash, quote and newline to escape */
 #define VIP_ODD_ESCAPED "we\\\\ird\\\"vip\\nx"
 #define SEC 1000000000ULL
-#define N_FAMILIES 23
+#define N_FAMILIES 24
 
 static const char *const family_types[N_FAMILIES][2] = {
 	{ "smg_steer_backend_score_seconds", "gauge" },
@@ -44,6 +44,7 @@ static const char *const family_types[N_FAMILIES][2] = {
 	{ "smg_steer_backend_busy_seconds", "gauge" },
 	{ "smg_steer_backend_step_seconds", "gauge" },
 	{ "smg_steer_backend_step_left_seconds", "gauge" },
+	{ "smg_steer_backend_peer_pending_tokens", "gauge" },
 	{ "smg_steer_backend_sent_bytes_total", "counter" },
 	{ "smg_steer_backend_requests_total", "counter" },
 	{ "smg_steer_polls_total", "counter" },
@@ -373,6 +374,9 @@ static bool belongs_to(const char *sample, const char *family, const char *type)
 	       !strcmp(sample + n, "_count");
 }
 
+/* Families beyond family_types the text under check has (the --peer ones). */
+static int extra_families;
+
 /* HELP then TYPE once per family, every sample inside its family's block. */
 static int check_family_grouping(const char *t)
 {
@@ -391,8 +395,10 @@ static int check_family_grouping(const char *t)
 	cycle = has_line(t, "# TYPE smg_steer_cycle_seconds gauge") ? 2 : 0;
 	CHECK_RC(cycle == 0 || has_line(t, "# TYPE smg_steer_publish_seconds gauge"),
 		 "cycle gauges come together");
-	CHECK_RC(count_prefix(t, "# HELP ") == N_FAMILIES + cycle, "extra HELP lines");
-	CHECK_RC(count_prefix(t, "# TYPE ") == N_FAMILIES + cycle, "extra TYPE lines");
+	CHECK_RC(count_prefix(t, "# HELP ") == N_FAMILIES + cycle + extra_families,
+		 "extra HELP lines");
+	CHECK_RC(count_prefix(t, "# TYPE ") == N_FAMILIES + cycle + extra_families,
+		 "extra TYPE lines");
 	while (*p) {
 		const char *nl = strchr(p, '\n');
 
@@ -426,8 +432,70 @@ static void test_help_type_once_and_grouped(void)
 	t = render(&fx);
 	CHECK(t, "render returned NULL");
 	samples = check_family_grouping(t);
-	/* 2 backends x (16 + 6 polls + source) + 2 services x (3 + 12 + 1 + sum + count) */
-	CHECK(samples == 2 * 23 + 2 * 19, "%d samples", samples);
+	/* 2 backends x (17 + 6 polls + source) + 2 services x (3 + 12 + 1 + sum + count) */
+	CHECK(samples == 2 * 24 + 2 * 19, "%d samples", samples);
+}
+
+/* --peer: the peer families render after the others, one sample per peer
+ * row (and the node's counters), grouped, with their exact values. */
+static void test_peer_families(void)
+{
+	struct steer_metrics_peer peers[2] = {
+		{ .peer = "127.0.0.1:9471",
+		  .up = true,
+		  .age_s = 0.25,
+		  .received_total = 7,
+		  .lost_total = 1,
+		  .sent_total = 9,
+		  .send_errors_total = 2,
+		  .forgotten_total = 3 },
+		{ .peer = "[2001:db8::1]:9470", .age_s = -1 },
+	};
+	struct steer_metrics_snapshot s;
+	const char *t;
+
+	build_fixture();
+	s = fx;
+	s.peers_on = true;
+	s.peers = peers;
+	s.n_peers = 2;
+	s.peer_rejected_total = 4;
+	s.peer_unknown_backends_total = 5;
+	s.peer_applied_total = 6;
+	s.peer_own_reports_total = 8;
+	s.peer_apply_errors_total = 0;
+	t = render(&s);
+	CHECK(t, "render returned NULL");
+	extra_families = 12; /* 2 gauges and 5 counters per peer, 5 counters of the node */
+	CHECK(check_family_grouping(t) == 2 * 24 + 2 * 19 + 7 * 2 + 5,
+	      "samples out of their families");
+	extra_families = 0;
+	CHECK(strstr(t, "\nsmg_steer_peer_up{peer=\"127.0.0.1:9471\"} 1\n") &&
+		      strstr(t, "\nsmg_steer_peer_up{peer=\"[2001:db8::1]:9470\"} 0\n") &&
+		      strstr(t, "\nsmg_steer_peer_report_age_seconds{peer=\"127.0.0.1:9471\"} "
+				"0.25\n") &&
+		      strstr(t, "\nsmg_steer_peer_report_age_seconds{peer=\"[2001:db8::1]:9470\"} "
+				"-1\n") &&
+		      strstr(t, "\nsmg_steer_peer_reports_received_total{peer=\"127.0.0.1:9471\"} "
+				"7\n") &&
+		      strstr(t,
+			     "\nsmg_steer_peer_reports_lost_total{peer=\"127.0.0.1:9471\"} 1\n") &&
+		      strstr(t,
+			     "\nsmg_steer_peer_reports_sent_total{peer=\"127.0.0.1:9471\"} 9\n") &&
+		      strstr(t,
+			     "\nsmg_steer_peer_send_errors_total{peer=\"127.0.0.1:9471\"} 2\n") &&
+		      strstr(t, "\nsmg_steer_peer_forgotten_total{peer=\"127.0.0.1:9471\"} 3\n") &&
+		      strstr(t, "\nsmg_steer_peer_reports_rejected_total 4\n") &&
+		      strstr(t, "\nsmg_steer_peer_unknown_backends_total 5\n") &&
+		      strstr(t, "\nsmg_steer_peer_applied_total 6\n") &&
+		      strstr(t, "\nsmg_steer_peer_own_reports_total 8\n") &&
+		      strstr(t, "\nsmg_steer_peer_apply_errors_total 0\n") &&
+		      strstr(t, "# TYPE smg_steer_peer_up gauge\n") &&
+		      strstr(t, "# TYPE smg_steer_peer_forgotten_total counter\n"),
+	      "peer lines:\n%s", strstr(t, "smg_steer_peer_") ? strstr(t, "smg_steer_peer_") : t);
+	/* Off: none of them. */
+	t = render(&fx);
+	CHECK(t && !strstr(t, "smg_steer_peer_"), "peer families without --peer");
 }
 
 static void test_empty_snapshot_has_only_headers(void)
@@ -487,7 +555,7 @@ static void test_official_parser_reads_it(void)
 	      out);
 	CHECK(sscanf(out, "%d %d %d", &fams, &samples, &hist) == 3, "output: %s", out);
 	CHECK(fams == N_FAMILIES && hist == 1, "families %d histograms %d", fams, hist);
-	CHECK(samples == 2 * 23 + 2 * 19, "samples %d", samples);
+	CHECK(samples == 2 * 24 + 2 * 19, "samples %d", samples);
 	CHECK(strstr(out, "[\"127.0.0.100:8000\", \"we\\\\ird\\\"vip\\nx\"]"),
 	      "labels not decoded to the raw values: %s", out);
 }
@@ -582,7 +650,7 @@ static int check_scrape_and_updates(struct steer_metrics *m)
 	CHECK_RC(has_line(last.body, "smg_steer_table_publishes_total{vip=\"" VIP_A "\"} 7"),
 		 "update not visible:\n%s", last.body);
 	/* Every fixture family plus the two cycle gauges of a published snapshot. */
-	CHECK_RC(check_family_grouping(last.body) == 2 * 23 + 2 * 19 + 2, "served text differs");
+	CHECK_RC(check_family_grouping(last.body) == 2 * 24 + 2 * 19 + 2, "served text differs");
 	CHECK_RC(strstr(last.body, "\nsmg_steer_cycle_seconds 0\n") != NULL, "cycle gauge");
 
 	CHECK_RC(update_fixture(m, 8, steer_monotonic_ns(), 60 * SEC) == 0, "update");
@@ -878,6 +946,7 @@ int main(void)
 	TAP_RUN(test_every_poll_result_present);
 	TAP_RUN(test_histogram);
 	TAP_RUN(test_help_type_once_and_grouped);
+	TAP_RUN(test_peer_families);
 	TAP_RUN(test_empty_snapshot_has_only_headers);
 	TAP_RUN(test_official_parser_reads_it);
 	TAP_RUN(test_server_scrape_sees_updates);

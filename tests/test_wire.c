@@ -350,7 +350,8 @@ static void test_pins_from_before_the_wire_map_are_taken_over(void)
 	CHECK(finish_abandoned(&r_ka), "the responder is stuck");
 }
 
-/* ---- 9b. a steer_wire of an earlier shape (before the step cadence: 96 bytes a slot) -- */
+/* ---- 9b. a steer_wire of an earlier shape (before the step cadence: 96 bytes a slot;
+ *      120 before --peer) -- */
 
 #define WIRE_SLOT_BYTES_BEFORE 96 /* before the step cadence's three fields */
 
@@ -425,10 +426,10 @@ static void test_a_wire_map_of_an_earlier_shape_is_replaced(void)
 	/* A reader (smg-steerctl) refuses a larger shape (a newer build's), which it
 	 * would misread, and the earlier one, naming the map. */
 	unpin(STEER_MAP_WIRE);
-	CHECK(pin_wire_of_value_size(128 * STEER_SLOT_IDS) == 0, "cannot pin a larger shape");
+	CHECK(pin_wire_of_value_size(136 * STEER_SLOT_IDS) == 0, "cannot pin a larger shape");
 	CHECK(steer_dp_open(&reader, &dp, err, sizeof(err)) == -EPROTO && !dp &&
-		      strstr(err, "/" STEER_MAP_WIRE " (array, key 4 B, value 4194304 B"),
-	      "a reader over a 128-byte-a-slot steer_wire: %s", err);
+		      strstr(err, "/" STEER_MAP_WIRE " (array, key 4 B, value 4456448 B"),
+	      "a reader over a 136-byte-a-slot steer_wire: %s", err);
 	unpin(STEER_MAP_WIRE);
 	CHECK(pin_wire_of_value_size(WIRE_SLOT_BYTES_BEFORE * STEER_SLOT_IDS) == 0,
 	      "cannot pin the earlier shape");

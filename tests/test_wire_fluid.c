@@ -12,7 +12,10 @@
  *  - a streaming answer's first chunk ends that at once;
  *  - with the step cadence (STEER_TBL_STEP) the gap between two chunks of
  *    one streamed answer is a step of the backend's engine, and new
- *    connections avoid it until the step under way is predicted to end.
+ *    connections avoid it until the step under way is predicted to end;
+ *  - another router's report (steer_peer_apply, --peer) keeps new
+ *    connections away from the backend it sent a large request to, and its
+ *    answer brings them back, with the leaf re-keyed under the lock.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -29,8 +32,8 @@
 #include "testenv.h"
 #include "wire_lib.h"
 
-static struct steer_addr vip_ref, vip_json, vip_sse, vip_step;
-static struct responder r_ref[3], r_json[2], r_sse[2], r_step[2];
+static struct steer_addr vip_ref, vip_json, vip_sse, vip_step, vip_peer;
+static struct responder r_ref[3], r_json[2], r_sse[2], r_step[2], r_peer[2];
 
 static uint64_t steered(uint32_t slot)
 {
@@ -378,6 +381,83 @@ static void test_the_step_cadence_avoids_a_backend_until_its_step_ends(void)
 	close(fd);
 }
 
+/* ---- 5. other routers' work: steer_peer_apply ---------------------------------------- */
+
+#define PEER_NPT 20000.0 /* 20 us per token: 10,000 tokens keep A busy 200 ms */
+
+/* One delta for the slot: run the program; returns how many it applied. */
+static int peer_apply(uint32_t svc_id, uint32_t slot, uint32_t gen, uint64_t sent,
+		      uint64_t answered)
+{
+	struct steer_peer_batch b = { .svc_id = svc_id, .n = 1 };
+
+	b.d[0] = (struct steer_peer_delta){
+		.slot = slot, .slot_gen = gen, .sent_tokens = sent, .answered_tokens = answered
+	};
+	if (steer_dp_peer_apply(dp, &b, err, sizeof(err)) != 0)
+		return -1;
+	return (int)b.applied;
+}
+
+/*
+ * Another router sent 10,000 tokens to A (as its daemon reports them): A is
+ * busy for their time at A's rate, and the next connect goes to B, though
+ * this router sent nothing. The peer sees them answered: A's pending and busy
+ * time fall to 0 under the lock, its leaf is re-keyed, and the next connect
+ * (no drain, no epoch bump, so no rebuild) goes to A. A delta for a slot of
+ * another owner generation is not applied; an answer never takes more than
+ * is pending.
+ */
+static void test_another_routers_request_keeps_new_connections_away(void)
+{
+	struct responder *be[2] = { &r_peer[0], &r_peer[1] };
+	uint32_t slots[2], gen;
+	uint64_t before, after, until, at, busy_ns = (uint64_t)(10000 * PEER_NPT);
+	int svc, k, pick;
+
+	CHECK(publish_flags(&vip_peer, be, 2, 0, 0, PEER_NPT) == 0, "publish: %s", err);
+	for (k = 0; k < 2; k++) {
+		slots[k] = slot_of(&vip_peer, be[k]);
+		steer_dp_inflight_exchange(dp, slots[k]);
+	}
+	svc = steer_dp_service_id(dp, &vip_peer);
+	CHECK(svc >= 0, "no service id");
+	gen = steer_dp_slot_gen(dp, slots[0]);
+	/* The tree is built (and A's cache written) by a first connect. */
+	CHECK(probe_pick(&vip_peer, slots, true, &at) == 0, "the tie did not go to A");
+
+	CHECK(peer_apply((uint32_t)svc, slots[0], gen + 1, 10000, 0) == 0,
+	      "a delta for another owner generation was applied");
+	CHECK(steer_dp_peer_pending_tokens(dp, slots[0]) == 0, "pending after a stale delta");
+
+	before = steer_dp_clock_ns();
+	CHECK(peer_apply((uint32_t)svc, slots[0], gen, 10000, 0) == 1, "not applied: %s", err);
+	after = steer_dp_clock_ns();
+	until = steer_dp_wire_counters(dp, slots[0])->busy_until_ns;
+	CHECK(steer_dp_peer_pending_tokens(dp, slots[0]) == 10000, "peer pending %llu",
+	      (unsigned long long)steer_dp_peer_pending_tokens(dp, slots[0]));
+	CHECK(steer_dp_pending_bytes(dp, slots[0]) == 0, "this router's own pending moved");
+	CHECK(until >= before + busy_ns && until <= after + busy_ns,
+	      "busy_until %lld ns after the run began, want %llu", (long long)(until - before),
+	      (unsigned long long)busy_ns);
+	pick = probe_pick(&vip_peer, slots, true, &at);
+	CHECK(at >= until || pick == 1, "with A busy for the peer the connect went to %d", pick);
+
+	/* Answered, more than once over: pending stops at 0, A idle at once. */
+	CHECK(peer_apply((uint32_t)svc, slots[0], gen, 0, 4000) == 1, "not applied: %s", err);
+	CHECK(steer_dp_peer_pending_tokens(dp, slots[0]) == 6000, "peer pending %llu, want 6000",
+	      (unsigned long long)steer_dp_peer_pending_tokens(dp, slots[0]));
+	CHECK(peer_apply((uint32_t)svc, slots[0], gen, 0, 9000) == 1, "not applied: %s", err);
+	CHECK(steer_dp_peer_pending_tokens(dp, slots[0]) == 0 &&
+		      steer_dp_busy_left_ns(dp, slots[0], steer_dp_clock_ns()) == 0,
+	      "after the answers: peer pending %llu, busy %llu ns",
+	      (unsigned long long)steer_dp_peer_pending_tokens(dp, slots[0]),
+	      (unsigned long long)steer_dp_busy_left_ns(dp, slots[0], steer_dp_clock_ns()));
+	/* B holds the last probe's credit; only A's re-keyed leaf shows A free. */
+	pick = probe_pick(&vip_peer, slots, false, &at);
+	CHECK(pick == 0, "after the peer's answer the connect went to %d, not A", pick);
+}
+
 static int setup(void)
 {
 	if (testenv_init("wirefl") != 0)
@@ -390,19 +470,23 @@ static int setup(void)
 	    responder_start(&r_sse[0], "127.0.6.6:9606", RESP_SSE) != 0 ||
 	    responder_start(&r_sse[1], "127.0.6.7:9607", RESP_SSE) != 0 ||
 	    responder_start(&r_step[0], "127.0.6.8:9608", RESP_SSE) != 0 ||
-	    responder_start(&r_step[1], "127.0.6.9:9609", RESP_SSE) != 0)
+	    responder_start(&r_step[1], "127.0.6.9:9609", RESP_SSE) != 0 ||
+	    responder_start(&r_peer[0], "127.0.6.10:9610", RESP_JSON) != 0 ||
+	    responder_start(&r_peer[1], "127.0.6.11:9611", RESP_JSON) != 0)
 		return -1;
 	steer_addr_parse("127.0.0.122:8301", &vip_ref, err, sizeof(err));
 	steer_addr_parse("127.0.0.122:8302", &vip_json, err, sizeof(err));
 	steer_addr_parse("127.0.0.122:8303", &vip_sse, err, sizeof(err));
 	steer_addr_parse("127.0.0.122:8304", &vip_step, err, sizeof(err));
+	steer_addr_parse("127.0.0.122:8305", &vip_peer, err, sizeof(err));
 	return wire_dp_open();
 }
 
 int main(void)
 {
-	struct responder *all[] = { &r_ref[0], &r_ref[1], &r_ref[2],  &r_json[0], &r_json[1],
-				    &r_sse[0], &r_sse[1], &r_step[0], &r_step[1] };
+	struct responder *all[] = { &r_ref[0],	&r_ref[1],  &r_ref[2], &r_json[0],
+				    &r_json[1], &r_sse[0],  &r_sse[1], &r_step[0],
+				    &r_step[1], &r_peer[0], &r_peer[1] };
 	size_t i;
 
 	if (setup() != 0)
@@ -411,6 +495,7 @@ int main(void)
 	TAP_RUN(test_a_large_json_request_keeps_a_busy_only_for_its_tokens);
 	TAP_RUN(test_a_streaming_answer_caps_the_busy_time);
 	TAP_RUN(test_the_step_cadence_avoids_a_backend_until_its_step_ends);
+	TAP_RUN(test_another_routers_request_keeps_new_connections_away);
 	wire_dp_close();
 	for (i = 0; i < sizeof(all) / sizeof(all[0]); i++)
 		responder_stop(all[i]);

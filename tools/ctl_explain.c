@@ -281,6 +281,10 @@ static void explain_wire_text(const struct steer_view_service *s,
 	       (unsigned long long)b->pending_bytes,
 	       (unsigned long long)backend_pending_tokens(s, b),
 	       steer_bytes_per_token((__u16)s->bytes_per_token));
+	if (b->wire.peer_pending_tokens)
+		printf("    other routers:  %llu tokens sent by them and not answered yet "
+		       "(--peer; in the busy term)\n",
+		       (unsigned long long)b->wire.peer_pending_tokens);
 	if (svc_fluid(s))
 		printf("    busy until:     %.3f ms left (this node's unanswered requests at the "
 		       "backend's rate; the score's busy term)\n",

@@ -372,8 +372,9 @@ uint64_t backend_pending_tokens(const struct steer_view_service *s,
 
 uint64_t backend_work_tokens(const struct steer_view_service *s, const struct steer_view_backend *b)
 {
-	return steer_work_tokens(b->ctr.inflight_tokens, b->pending_bytes,
-				 steer_bytes_per_token((__u16)s->bytes_per_token));
+	return steer_sat_add(steer_work_tokens(b->ctr.inflight_tokens, b->pending_bytes,
+					       steer_bytes_per_token((__u16)s->bytes_per_token)),
+			     b->wire.peer_pending_tokens);
 }
 
 static void print_backend_row(const struct steer_dp *dp, const struct steer_view_service *s,
@@ -534,6 +535,8 @@ struct json_object *json_backend_status(const struct steer_dp *dp,
 	jadd_u64(o, "requests", b->wire.requests);
 	jadd_u64(o, "withdrawn_tokens", b->wire.withdrawn_tokens);
 	jadd_u64(o, "answered_tokens", b->wire.answered_tokens);
+	/* The other routers' (--peer), as their reports were applied here. */
+	jadd_u64(o, "peer_pending_tokens", b->wire.peer_pending_tokens);
 	jadd_i64(o, "live", b->ctr.live);
 	jadd_u64(o, "steered", b->ctr.steered);
 	jadd_u64(o, "fallbacks", b->ctr.fallbacks);

@@ -31,6 +31,7 @@ static void defaults_set(struct steer_config *cfg)
 	cfg->metrics_enabled = true;
 	cfg->dns_interval_ns = CFG_DNS_INTERVAL_DEFAULT_NS;
 	cfg_parse_xdp_encap_src(STEER_XDP_ENCAP_SRC_DEFAULT, cfg, NULL, 0);
+	cfg_peer_defaults(cfg);
 	snprintf(cfg->metrics_listen, sizeof(cfg->metrics_listen), "%s", DEFAULT_METRICS_LISTEN);
 	steer_addr_parse(DEFAULT_METRICS_LISTEN, &cfg->metrics_addr, NULL, 0);
 }
@@ -57,7 +58,9 @@ static int globals_resolve(struct ctx *c)
 	derived_defaults_set(c);
 	memcpy(c->out.config_path, c->config_path, sizeof(c->out.config_path));
 	rc = cfg_check_timing(c);
-	return rc ? rc : cfg_check_wire_cgroup(c);
+	if (!rc)
+		rc = cfg_check_wire_cgroup(c);
+	return rc ? rc : cfg_check_peers(c);
 }
 
 /* The flags' service joins the file's, replacing one with the same vip. */
@@ -135,7 +138,7 @@ static int services_resolve(struct ctx *c)
 		cfg_knobs_apply(&s->policy, &c->flags.knobs);
 		memset(&c->svcs[i].cfg, 0, sizeof(c->svcs[i].cfg));
 		c->out.n_services = i + 1; /* owned by out now, freed with it */
-		if (credit_check(c, s))
+		if (credit_check(c, s) || cfg_check_service_peers(c, s))
 			return STEER_CONFIG_USAGE;
 	}
 	return STEER_CONFIG_OK;
@@ -239,6 +242,7 @@ void steer_config_summary(FILE *f, const struct steer_config *c)
 	fputc('\n', f);
 	if (names)
 		cfg_dns_summary(f, c, NULL);
+	cfg_peer_summary(f, c);
 	for (i = 0; i < c->n_services; i++) {
 		const struct steer_service_cfg *s = &c->services[i];
 

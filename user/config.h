@@ -79,6 +79,8 @@ struct steer_dns_backend_cfg {
 	struct steer_backend_cfg tmpl;
 };
 
+#define STEER_PEERS_MAX 64 /* --peer addresses */
+
 struct steer_service_cfg {
 	struct steer_addr vip;
 	char vip_str[STEER_ADDR_STRLEN];
@@ -137,6 +139,19 @@ struct steer_config {
 	enum steer_xdp_mode xdp_mode;
 	char xdp_encap_src[128];
 	struct steer_xdp_cfg xdp_encap;
+
+	/* Other routers (user/peer.c): --peer (repeatable, or a comma-separated
+	 * list), where each gets this router's reports; --peer-listen, where
+	 * theirs arrive (UDP); --peer-interval, how often this router reports;
+	 * --peer-timeout, how long a silent router's work still counts. */
+	struct steer_addr peers[STEER_PEERS_MAX];
+	char peer_strs[STEER_PEERS_MAX][STEER_ADDR_STRLEN];
+	size_t n_peers;
+	bool peer_listen_set;
+	struct steer_addr peer_listen;
+	char peer_listen_str[STEER_ADDR_STRLEN];
+	uint64_t peer_interval_ns; /* default 1 ms */
+	uint64_t peer_timeout_ns;  /* default 1 s */
 
 	char config_path[PATH_MAX]; /* --config, empty when none */
 	bool check_only;	    /* --check-config: validate, report, exit */

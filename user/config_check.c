@@ -183,7 +183,7 @@ int steer_parse_duration(const char *s, uint64_t *ns)
 }
 
 /* For messages: the exact value in the largest unit that divides it. */
-static const char *duration_text(uint64_t ns, char *buf, size_t len)
+const char *cfg_duration_text(uint64_t ns, char *buf, size_t len)
 {
 	if (ns % (3600 * NS_PER_S) == 0)
 		snprintf(buf, len, "%lluh", (unsigned long long)(ns / (3600 * NS_PER_S)));
@@ -337,8 +337,8 @@ static int parse_keep_pinned(const char *v, struct steer_config *dst, char *why,
 }
 
 /* A duration within [min, max]: outside, it is a typo or a unit mistake. */
-static int parse_duration_to(const char *v, uint64_t *dst, uint64_t min, uint64_t max, char *why,
-			     size_t whylen)
+int cfg_parse_duration_to(const char *v, uint64_t *dst, uint64_t min, uint64_t max, char *why,
+			  size_t whylen)
 {
 	char lo[32], hi[32];
 	uint64_t ns;
@@ -347,34 +347,34 @@ static int parse_duration_to(const char *v, uint64_t *dst, uint64_t min, uint64_
 		return cfg_why(why, whylen, "'%s' is not a duration > 0 " DURATION_EXAMPLES, v);
 	if (ns < min || ns > max)
 		return cfg_why(why, whylen, "must be between %s and %s, got '%s'",
-			       duration_text(min, lo, sizeof(lo)),
-			       duration_text(max, hi, sizeof(hi)), v);
+			       cfg_duration_text(min, lo, sizeof(lo)),
+			       cfg_duration_text(max, hi, sizeof(hi)), v);
 	*dst = ns;
 	return 0;
 }
 
 static int parse_interval(const char *v, struct steer_config *dst, char *why, size_t whylen)
 {
-	return parse_duration_to(v, &dst->interval_ns, CFG_INTERVAL_MIN_NS, CFG_INTERVAL_MAX_NS,
-				 why, whylen);
+	return cfg_parse_duration_to(v, &dst->interval_ns, CFG_INTERVAL_MIN_NS, CFG_INTERVAL_MAX_NS,
+				     why, whylen);
 }
 
 static int parse_timeout(const char *v, struct steer_config *dst, char *why, size_t whylen)
 {
-	return parse_duration_to(v, &dst->timeout_ns, CFG_TIMEOUT_MIN_NS, CFG_TIMEOUT_MAX_NS, why,
-				 whylen);
+	return cfg_parse_duration_to(v, &dst->timeout_ns, CFG_TIMEOUT_MIN_NS, CFG_TIMEOUT_MAX_NS,
+				     why, whylen);
 }
 
 static int parse_max_age(const char *v, struct steer_config *dst, char *why, size_t whylen)
 {
-	return parse_duration_to(v, &dst->max_age_ns, CFG_MAX_AGE_MIN_NS, CFG_MAX_AGE_MAX_NS, why,
-				 whylen);
+	return cfg_parse_duration_to(v, &dst->max_age_ns, CFG_MAX_AGE_MIN_NS, CFG_MAX_AGE_MAX_NS,
+				     why, whylen);
 }
 
 static int parse_dns_interval(const char *v, struct steer_config *dst, char *why, size_t whylen)
 {
-	return parse_duration_to(v, &dst->dns_interval_ns, CFG_DNS_INTERVAL_MIN_NS,
-				 CFG_DNS_INTERVAL_MAX_NS, why, whylen);
+	return cfg_parse_duration_to(v, &dst->dns_interval_ns, CFG_DNS_INTERVAL_MIN_NS,
+				     CFG_DNS_INTERVAL_MAX_NS, why, whylen);
 }
 
 /* Checked here so that a typo is refused before anything starts; c-ares
@@ -503,6 +503,10 @@ const struct setting cfg_settings[] = {
 	{ "xdp-dev", OPT_XDP_DEV, -1, cfg_parse_xdp_dev },
 	{ "xdp-mode", OPT_XDP_MODE, -1, cfg_parse_xdp_mode },
 	{ "xdp-encap-src", OPT_XDP_ENCAP_SRC, -1, cfg_parse_xdp_encap_src },
+	{ "peer", OPT_PEER, -1, cfg_parse_peer },
+	{ "peer-listen", OPT_PEER_LISTEN, -1, cfg_parse_peer_listen },
+	{ "peer-interval", OPT_PEER_INTERVAL, -1, cfg_parse_peer_interval },
+	{ "peer-timeout", OPT_PEER_TIMEOUT, -1, cfg_parse_peer_timeout },
 };
 
 const struct setting *cfg_setting_find(const char *name)
@@ -564,6 +568,7 @@ void cfg_layer_apply(struct steer_config *dst, const struct layer *l)
 	if (l->set[OPT_DNS_SERVER])
 		memcpy(dst->dns_servers, v->dns_servers, sizeof(dst->dns_servers));
 	cfg_xdp_apply(dst, l);
+	cfg_peer_apply(dst, l);
 	if (l->set[OPT_METRICS]) {
 		dst->metrics_enabled = v->metrics_enabled;
 		dst->metrics_addr = v->metrics_addr;
@@ -578,8 +583,8 @@ static int timeout_check(struct ctx *c)
 
 	if (c->out.timeout_ns <= c->out.interval_ns)
 		return STEER_CONFIG_OK;
-	duration_text(c->out.timeout_ns, t, sizeof(t));
-	duration_text(c->out.interval_ns, i, sizeof(i));
+	cfg_duration_text(c->out.timeout_ns, t, sizeof(t));
+	cfg_duration_text(c->out.interval_ns, i, sizeof(i));
 	if (c->flags.set[OPT_TIMEOUT])
 		return cfg_fail(
 			c, "--load-timeout: must be <= the load-check-interval (%s), got %s", i, t);
@@ -599,8 +604,8 @@ static int max_age_check(struct ctx *c)
 
 	if (c->out.max_age_ns > c->out.interval_ns)
 		return STEER_CONFIG_OK;
-	duration_text(c->out.max_age_ns, a, sizeof(a));
-	duration_text(c->out.interval_ns, i, sizeof(i));
+	cfg_duration_text(c->out.max_age_ns, a, sizeof(a));
+	cfg_duration_text(c->out.interval_ns, i, sizeof(i));
 	if (c->flags.set[OPT_MAX_AGE])
 		return cfg_fail(
 			c, "--snapshot-max-age: must be > the load-check-interval (%s), got %s", i,

@@ -94,6 +94,10 @@ enum opt {
 	OPT_XDP_DEV,
 	OPT_XDP_MODE,
 	OPT_XDP_ENCAP_SRC,
+	OPT_PEER,
+	OPT_PEER_LISTEN,
+	OPT_PEER_INTERVAL,
+	OPT_PEER_TIMEOUT,
 	N_OPTS,
 };
 
@@ -122,7 +126,7 @@ struct setting {
 };
 
 /* Every option that is both a flag and a top-level key, in --help order. */
-#define CFG_N_SETTINGS 22
+#define CFG_N_SETTINGS 26
 extern const struct setting cfg_settings[CFG_N_SETTINGS];
 
 /* ---- XDP ingress options (config_xdp.c) ---------------------------------------- */
@@ -131,6 +135,31 @@ int cfg_parse_xdp_dev(const char *v, struct steer_config *dst, char *why, size_t
 int cfg_parse_xdp_mode(const char *v, struct steer_config *dst, char *why, size_t whylen);
 int cfg_parse_xdp_encap_src(const char *v, struct steer_config *dst, char *why, size_t whylen);
 void cfg_xdp_apply(struct steer_config *dst, const struct layer *l);
+
+/* ---- Other routers (config_peer.c) -------------------------------------------- */
+
+struct ctx;
+
+int cfg_parse_peer(const char *v, struct steer_config *dst, char *why, size_t whylen);
+int cfg_parse_peer_listen(const char *v, struct steer_config *dst, char *why, size_t whylen);
+int cfg_parse_peer_interval(const char *v, struct steer_config *dst, char *why, size_t whylen);
+int cfg_parse_peer_timeout(const char *v, struct steer_config *dst, char *why, size_t whylen);
+void cfg_peer_apply(struct steer_config *dst, const struct layer *l);
+void cfg_peer_defaults(struct steer_config *cfg);
+/* Between options: a listen address with peers, the timeout above the
+ * interval, the request accounting on. */
+int cfg_check_peers(struct ctx *c);
+/* Per service, once resolved: peer-routers 1 with --peer (the other routers'
+ * work is reported, not guessed). */
+int cfg_check_service_peers(struct ctx *c, struct steer_service_cfg *s);
+/* --check-config's line. */
+void cfg_peer_summary(FILE *f, const struct steer_config *c);
+
+/* Durations (config_check.c): the exact value in the largest unit that divides it;
+ * and a duration within [min, max] into *dst, or -1 with the reason in why. */
+const char *cfg_duration_text(uint64_t ns, char *buf, size_t len);
+int cfg_parse_duration_to(const char *v, uint64_t *dst, uint64_t min, uint64_t max, char *why,
+			  size_t whylen);
 
 /* ---- Request accounting's cgroup (config_wire.c) ------------------------------- */
 

@@ -6,6 +6,7 @@
  *   daemon_backends.c  services and backends: building them, and rebuilding on reload
  *   daemon_polls.c     load polls, health, fast ejection, waiting for results
  *   daemon_publish.c   scoring, publishing, draining, metrics
+ *   daemon_peers.c     sharing the request accounting with other routers (--peer)
  */
 #ifndef STEER_DAEMON_H
 #define STEER_DAEMON_H
@@ -20,6 +21,7 @@
 #include "discovery.h"
 #include "log.h"
 #include "metrics.h"
+#include "peer.h"
 #include "policy.h"
 #include "load_decode.h"
 #include "loads.h"
@@ -110,6 +112,8 @@ struct daemon {
 	struct steer_metrics *metrics;
 	struct steer_reload *reload;  /* SIGHUP's parse, on its own thread */
 	struct steer_discovery *disc; /* --backend-dns names (discovery.c) */
+	struct steer_peer *peer;      /* --peer (peer.c), or NULL */
+	uint64_t peer_metrics_ns;     /* when peers_tick last refreshed /metrics */
 	struct service *svcs;
 	size_t n_svcs;
 	size_t pending; /* load polls in flight */
@@ -155,5 +159,21 @@ void publish(struct daemon *d);
 /* Until its first real table, a service refuses connects (adopted tables stay). */
 void publish_refusing_tables(struct daemon *d);
 void update_metrics(struct daemon *d);
+
+/* ---- daemon_peers.c ---- */
+
+/* Bind the peer socket (before the privileges drop); nothing without --peer. */
+int peers_open(struct daemon *d, char *err, size_t errlen);
+/* Start the peer thread with the backends as they are. */
+int peers_start(struct daemon *d, char *err, size_t errlen);
+/* After each publish: the backends the peer thread maps reports to. */
+void peers_update_targets(struct daemon *d);
+/* A reload's peer options: applied, or next reset to the running ones. */
+void peers_reload(struct daemon *d, struct steer_config *next);
+void peers_metrics(struct daemon *d, struct steer_metrics_snapshot *snap);
+/* Between publishes: /metrics again once a second, so that the peers'
+ * figures (and the pending work they report) stay current. */
+void peers_tick(struct daemon *d, uint64_t now_ns);
+void peers_stop(struct daemon *d);
 
 #endif /* STEER_DAEMON_H */

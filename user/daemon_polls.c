@@ -266,6 +266,7 @@ void wait_results(struct daemon *d, uint64_t deadline_ns, bool until_all_done)
 		if (now >= deadline_ns)
 			break;
 		check_fast_ejections(d);
+		peers_tick(d, now);
 		until = deadline_ns - now > SLICE_NS ? now + SLICE_NS : deadline_ns;
 		if (steer_loads_next(d->loads, until, &r) == 1)
 			handle_result(d, &r);

@@ -278,6 +278,7 @@ void publish(struct daemon *d)
 		log_debug("%s: published %zu of %zu backends", d->svcs[i].vip_str, bufs[i].n,
 			  d->svcs[i].n);
 	}
+	peers_update_targets(d);
 	update_metrics(d);
 out:
 	free(specs);
@@ -353,6 +354,7 @@ static void fill_metrics_backend(struct daemon *d, const struct service *s, cons
 		mb->busy_left_s = (double)steer_dp_busy_left_ns(d->dp, b->slot, now) / 1e9;
 		mb->step_s = (double)steer_dp_step_ns(d->dp, b->slot) / 1e9;
 		mb->step_left_s = (double)steer_dp_step_left_ns(d->dp, b->slot, now) / 1e9;
+		mb->peer_pending_tokens = steer_dp_peer_pending_tokens(d->dp, b->slot);
 	}
 	if (b->in_table) {
 		mb->queued_pending_tokens = b->score.wire_subtracted;
@@ -425,8 +427,10 @@ void update_metrics(struct daemon *d)
 	snap.healthy_within_ns = 3 * d->cfg.interval_ns;
 	snap.xdp = d->xdp_ctr != NULL;
 	steer_discovery_metrics(d->disc, &snap);
+	peers_metrics(d, &snap);
 	steer_metrics_update(d->metrics, &snap);
 out:
+	free(snap.peers);
 	free(snap.services);
 	free(snap.backends);
 	free(snap.dns_names);

@@ -166,6 +166,15 @@ uint64_t steer_dp_busy_left_tokens(const struct steer_dp *dp, uint32_t slot, uin
  * as predicted (step_until_ns - now, or 0). */
 uint64_t steer_dp_step_ns(const struct steer_dp *dp, uint32_t slot);
 uint64_t steer_dp_step_left_ns(const struct steer_dp *dp, uint32_t slot, uint64_t now_ns);
+/* The other routers' pending tokens at the slot (--peer): what their
+ * daemons reported and steer_dp_peer_apply applied. */
+uint64_t steer_dp_peer_pending_tokens(const struct steer_dp *dp, uint32_t slot);
+/* The slot's owner generation (steer_slot.gen), for steer_peer_delta. */
+uint32_t steer_dp_slot_gen(const struct steer_dp *dp, uint32_t slot);
+/* Apply other routers' changes to one service's slots (the kernel program
+ * steer_peer_apply, under the service's lock; b->applied is written back).
+ * 0, or -errno with err set. Owner only. */
+int steer_dp_peer_apply(struct steer_dp *dp, struct steer_peer_batch *b, char *err, size_t errlen);
 /* Direct view of a slot's accounting (mmap of steer_wire), or NULL. */
 const struct steer_wire *steer_dp_wire_counters(const struct steer_dp *dp, uint32_t slot);
 /*

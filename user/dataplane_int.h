@@ -78,6 +78,9 @@ struct steer_dp {
 	int wire_fd;		 /* -1: a reader of pins from before steer_wire */
 	struct steer_wire *wire; /* mmap of the one value of steer_wire, or NULL */
 	size_t wire_len;
+	/* mmap of steer_peer_in, steer_peer_apply's argument (owner only). */
+	struct steer_peer_batch *peer_in;
+	size_t peer_in_len;
 
 	/* BTF of struct steer_table, so that each generation dumps with names. */
 	int btf_fd;

@@ -45,6 +45,22 @@ static struct bpf_program *wire_prog(struct steer_dp *dp, int i)
 				: dp->wire_skel->progs.steer_wire_in;
 }
 
+/* steer_peer_apply's argument map, mapped for writing (owner). */
+static int peer_in_map(struct steer_dp *dp, char *err, size_t errlen)
+{
+	size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+	void *p;
+
+	dp->peer_in_len = (sizeof(struct steer_peer_batch) + pg - 1) / pg * pg;
+	p = mmap(NULL, dp->peer_in_len, PROT_READ | PROT_WRITE, MAP_SHARED,
+		 bpf_map__fd(dp->wire_skel->maps.steer_peer_in), 0);
+	if (p == MAP_FAILED)
+		return steer_seterr(err, errlen, errno, "cannot mmap steer_peer_in: %s",
+				    strerror(errno));
+	dp->peer_in = p;
+	return 0;
+}
+
 /* Owner: load the object over the pinned maps (before the maps are mapped). */
 int dp_wire_load(struct steer_dp *dp, char *err, size_t errlen)
 {
@@ -65,7 +81,7 @@ int dp_wire_load(struct steer_dp *dp, char *err, size_t errlen)
 	if (rc)
 		return steer_seterr(err, errlen, rc, "cannot load the wire BPF programs: %s",
 				    strerror(-rc));
-	return 0;
+	return peer_in_map(dp, err, errlen);
 }
 
 /* A reader: the pinned maps the wire object names are of this build's shape. */
@@ -202,6 +218,8 @@ void dp_wire_close(struct steer_dp *dp)
 			bpf_link__destroy(dp->wire_links[i]); /* pinned: stays attached */
 	if (dp->wire)
 		munmap(dp->wire, dp->wire_len);
+	if (dp->peer_in)
+		munmap(dp->peer_in, dp->peer_in_len);
 	if (dp->wire_fd >= 0)
 		close(dp->wire_fd);
 	if (dp->wire_skel)
@@ -343,4 +361,41 @@ struct steer_wire *steer_dp_wire_at(void *dp, __u32 slot)
 	const struct steer_dp *d = dp;
 
 	return d->wire && slot < STEER_SLOT_IDS ? &d->wire[slot] : NULL;
+}
+
+uint64_t steer_dp_peer_pending_tokens(const struct steer_dp *dp, uint32_t slot)
+{
+	return wire_load(dp, slot, offsetof(struct steer_wire, peer_pending_tokens));
+}
+
+uint32_t steer_dp_slot_gen(const struct steer_dp *dp, uint32_t slot)
+{
+	const struct steer_slot *s = steer_dp_slot_counters(dp, slot);
+
+	return s ? __atomic_load_n(&s->gen, __ATOMIC_ACQUIRE) : 0;
+}
+
+/* The other routers' changes: run steer_peer_apply over b (its applied is
+ * written back). Only the owner has the program; one thread at a time. */
+int steer_dp_peer_apply(struct steer_dp *dp, struct steer_peer_batch *b, char *err, size_t errlen)
+{
+	LIBBPF_OPTS(bpf_test_run_opts, o);
+	int rc;
+
+	if (!dp->wire_skel || !dp->peer_in)
+		return steer_seterr(
+			err, errlen, ENOTSUP,
+			"the request accounting is off: no other router's work applies");
+	b->clock_ns = steer_dp_clock_ns();
+	memcpy(dp->peer_in, b, sizeof(*b));
+	rc = bpf_prog_test_run_opts(bpf_program__fd(dp->wire_skel->progs.steer_peer_apply), &o);
+	if (rc)
+		return steer_seterr(err, errlen, errno ? errno : -rc,
+				    "cannot run steer_peer_apply: %s",
+				    strerror(errno ? errno : -rc));
+	b->applied = __atomic_load_n(&dp->peer_in->applied, __ATOMIC_ACQUIRE);
+	if (o.retval)
+		return steer_seterr(err, errlen, ENOENT, "steer_peer_apply: service %u has no maps",
+				    b->svc_id);
+	return 0;
 }

@@ -127,6 +127,10 @@ static const struct backend_family backend_families[] = {
 	  "The step cadence: time until the backend's engine step under way ends, as its last "
 	  "step predicts; with fluid-step the kernel keys the backend busy until then too.",
 	  BK_FIELD(step_left_s), VALUE_DOUBLE },
+	{ "smg_steer_backend_peer_pending_tokens", "gauge",
+	  "Request tokens the other routers (--peer) reported sent to the backend and not "
+	  "answered yet, as this node's kernel adds them to its busy-until estimate.",
+	  BK_FIELD(peer_pending_tokens), VALUE_U64 },
 	{ "smg_steer_backend_sent_bytes_total", "counter",
 	  "Request bytes sent to the backend on steered connections.", BK_FIELD(sent_bytes_total),
 	  VALUE_U64 },
@@ -519,6 +523,8 @@ char *steer_metrics_render(const struct steer_metrics_snapshot *snap)
 	write_poll_histogram(f, snap);
 	write_cycle_gauges(f, snap);
 	write_dns_families(f, snap);
+	if (snap->peers_on)
+		steer_metrics_write_peers(f, snap);
 	for (i = 0; snap->xdp && i < sizeof(xdp_service_families) / sizeof(xdp_service_families[0]);
 	     i++)
 		write_service_family(f, snap, &xdp_service_families[i]);
@@ -555,6 +561,7 @@ static void snapshot_free(struct steer_metrics_snapshot *s)
 	free(s->backends);
 	free(s->dns_names);
 	free(s->dns_entries);
+	free(s->peers);
 	memset(s, 0, sizeof(*s));
 }
 
@@ -596,6 +603,20 @@ static int snapshot_copy(struct steer_metrics_snapshot *dst,
 	dst->last_publish_s = src->last_publish_s;
 	dst->healthy_within_ns = src->healthy_within_ns;
 	dst->xdp = src->xdp;
+	if (src->n_peers) {
+		dst->peers = dup_array(src->peers, src->n_peers, sizeof(*src->peers));
+		if (!dst->peers) {
+			snapshot_free(dst);
+			return -ENOMEM;
+		}
+		dst->n_peers = src->n_peers;
+	}
+	dst->peers_on = src->peers_on;
+	dst->peer_rejected_total = src->peer_rejected_total;
+	dst->peer_unknown_backends_total = src->peer_unknown_backends_total;
+	dst->peer_applied_total = src->peer_applied_total;
+	dst->peer_apply_errors_total = src->peer_apply_errors_total;
+	dst->peer_own_reports_total = src->peer_own_reports_total;
 	return 0;
 }
 
@@ -939,4 +960,15 @@ void steer_metrics_stop(struct steer_metrics *m)
 	snapshot_free(&m->snap);
 	pthread_mutex_destroy(&m->lock);
 	free(m);
+}
+
+/* For the families rendered elsewhere (metrics_peer.c). */
+void steer_metrics_family_header(FILE *f, const char *name, const char *type, const char *help)
+{
+	write_family_header(f, name, type, help);
+}
+
+void steer_metrics_double(FILE *f, double v)
+{
+	write_double(f, v);
 }

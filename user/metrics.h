@@ -13,6 +13,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "steer_common.h"
 
@@ -45,6 +46,15 @@ struct steer_metrics_backend {
 	double busy_left_s;	      /* remaining busy-until time at the last publish, s */
 	double step_s;		      /* the step cadence's last engine step, s (0: none) */
 	double step_left_s;	      /* until the step under way ends, as predicted, s */
+	uint64_t peer_pending_tokens; /* the other routers' pending tokens (--peer) */
+};
+
+/* Another router (--peer): reports it sent here, and reports sent to it. */
+struct steer_metrics_peer {
+	char peer[64]; /* label peer: its address */
+	bool up;       /* its last report came within --peer-timeout */
+	double age_s;  /* since its last report; -1: never */
+	uint64_t received_total, lost_total, sent_total, send_errors_total, forgotten_total;
 };
 
 struct steer_metrics_service {
@@ -97,6 +107,12 @@ struct steer_metrics_snapshot {
 	struct steer_metrics_dns_entry *dns_entries;
 	size_t n_dns_entries;
 	bool xdp; /* XDP ingress runs: its families are rendered */
+	/* --peer: rendered only when on. */
+	bool peers_on;
+	struct steer_metrics_peer *peers;
+	size_t n_peers;
+	uint64_t peer_rejected_total, peer_unknown_backends_total, peer_applied_total,
+		peer_apply_errors_total, peer_own_reports_total;
 };
 
 struct steer_metrics;
@@ -127,6 +143,13 @@ int steer_metrics_start(const char *listen, struct steer_metrics **out, char *er
 int steer_metrics_update(struct steer_metrics *m, const struct steer_metrics_snapshot *snap);
 /* Stops serving (or closes the bound socket) and frees m. */
 void steer_metrics_stop(struct steer_metrics *m);
+
+/* The --peer families (metrics_peer.c), when snap->peers_on. */
+void steer_metrics_write_peers(FILE *f, const struct steer_metrics_snapshot *snap);
+/* metrics.c's writers, for families rendered in other files: "# HELP" and
+ * "# TYPE" lines, and a value (without a newline). */
+void steer_metrics_family_header(FILE *f, const char *name, const char *type, const char *help);
+void steer_metrics_double(FILE *f, double v);
 
 /* Render the Prometheus text format into a malloc'd, NUL-terminated string. */
 char *steer_metrics_render(const struct steer_metrics_snapshot *snap);

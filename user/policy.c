@@ -229,7 +229,7 @@ void steer_policy_add_phase(const struct steer_policy *p, struct steer_policy_sc
 {
 	uint64_t phase;
 
-	if (p->peer_routers <= 1 || !(u01 > 0))
+	if ((p->peer_routers <= 1 && !p->peers_report) || !(u01 > 0))
 		return;
 	if (u01 >= 1)
 		u01 = 0.999999;

@@ -37,7 +37,12 @@ struct steer_policy {
 	double default_throughput;    /* tokens/s; finite, > 0 */
 	uint32_t mean_prefill_tokens; /* >= 1 */
 	uint32_t peer_routers;	      /* >= 1: routers sharing the fleet */
-	uint32_t bytes_per_token;     /* request bytes per token; 0: the default */
+	/* --peer: the other routers report their work (user/peer.c), so this
+	 * router scales nothing by peer_routers (1), but still adds the random
+	 * phase (steer_policy_add_phase) that keeps routers picking at the same
+	 * moment from all choosing the same backend. */
+	bool peers_report;
+	uint32_t bytes_per_token; /* request bytes per token; 0: the default */
 	/* Ablation (issue 11): score unanswered requests by their pending tokens
 	 * (STEER_TBL_PENDING) and take the pending tokens at the poll off the
 	 * queue, instead of the busy-until estimate ("fluid", the default). */

@@ -94,6 +94,7 @@ static void reload(struct daemon *d)
 	if (next.wire_off != d->cfg.wire_off)
 		log_warn("reload: switching --wire-estimator to or from off needs a restart; "
 			 "ignored");
+	peers_reload(d, &next);
 	if (strcmp(next.metrics_listen, d->cfg.metrics_listen) ||
 	    next.metrics_enabled != d->cfg.metrics_enabled)
 		log_warn("reload: a --metrics-listen change needs a restart; ignored");
@@ -207,6 +208,8 @@ static int start(struct daemon *d)
 	rc = steer_dp_open(&o, &d->dp, err, sizeof(err));
 	if (rc == 0)
 		rc = start_xdp(d, err, sizeof(err));
+	if (rc == 0)
+		rc = peers_open(d, err, sizeof(err));
 	if (rc) {
 		log_error("%s", err);
 		return 1;
@@ -227,6 +230,10 @@ static int start(struct daemon *d)
 	}
 	d->n_svcs = d->cfg.n_services;
 	publish_refusing_tables(d);
+	if (peers_start(d, err, sizeof(err)) != 0) {
+		log_error("%s", err);
+		return 1;
+	}
 	if (d->metrics && steer_metrics_serve(d->metrics, err, sizeof(err)) != 0) {
 		log_error("%s", err);
 		return 1;
@@ -246,6 +253,7 @@ static int shutdown_daemon(struct daemon *d)
 	int rc = 0;
 
 	steer_reload_free(d->reload); /* a parse still running is abandoned */
+	peers_stop(d);		      /* before the data plane it runs programs of */
 	if (d->svcs)
 		services_free(d, d->svcs, d->n_svcs);
 	if (d->loads)

@@ -52,6 +52,19 @@
 #      (kube-proxy's numgen layout), HAProxy leastconn, kernel ECMP forwarding
 #      and direct to one backend, interleaved; the XDP program's and the
 #      decap's ns per packet.
+#   9. routers sharing their request accounting (--peer, peerbench): the
+#      kernel half, steer_peer_apply, in BPF ns per run (bpf_stats) and in wall
+#      time per BPF_PROG_TEST_RUN (what smg-steerd's peer thread pays per
+#      batch), batches of 1 and of 32 deltas over a service of 64 backends,
+#      next to an empty syscall program (steer_wire_cost.bpf.o), interleaved
+#      round by round; then two real smg-steerd, R1 and R2, --peer each other
+#      on 127.0.0.1 every 1 ms (BENCH_PEER_INTERVAL), over 2 backends
+#      (loads from bench/fastworker, polled once: --load-check-interval
+#      10m): a request sent through R1 on a keep-alive connection, the time
+#      until R2's pinned steer_wire shows it (send -> seen) and, once
+#      answered, until it is gone there (answer -> seen); and the CPU time of
+#      both daemons and of their peer threads idle, during the samples and
+#      with steady traffic through both.
 # Raw results go to $STEER_BUILD/bench/results/*.csv, the summary with medians
 # and ratios to summary.md there, which is printed at the end; they replace the
 # previous results only when the run completes. Every process,
@@ -69,7 +82,13 @@
 # BENCH_INGRESS_ARMS (xdp,xdpg,nft,haproxy,ecmp,direct), BENCH_OFF_ROUNDS (1500
 # rounds with the statistics off), BENCH_OFF_ROUNDS_ON (300 with them on),
 # BENCH_OFF_CPU (the CPU offcost is pinned to: the last one; "" for none),
-# BENCH_PARTS ("conn wrk dec ctl src norel wire ingress off"). The machine is shared and noisy: many
+# BENCH_PEER_ROUNDS (BENCH_ROUNDS: steer_peer_apply rounds), BENCH_PEER_RUNS
+# (20000 runs per variant and round), BENCH_PEER_SAMPLES (1000 propagation
+# samples, after 20 not counted), BENCH_PEER_REQUEST (4000 bytes a request,
+# --bytes-per-token 4: 1,000 tokens), BENCH_PEER_INTERVAL (1ms: both routers'
+# --peer-interval), BENCH_PEER_IDLE_SECONDS (10), BENCH_PEER_BUSY_SECONDS (10),
+# BENCH_PEER_BUSY_RATE (2000 requests/s through each router in the busy phase),
+# BENCH_PARTS ("conn wrk dec ctl src norel wire ingress off peer"). The machine is shared and noisy: many
 # short interleaved rounds and their medians beat a few long ones.
 set -euo pipefail
 
@@ -103,13 +122,21 @@ ING_ARMS=${BENCH_INGRESS_ARMS:-xdp,xdpg,nft,haproxy,ecmp,direct}
 OFF_ROUNDS=${BENCH_OFF_ROUNDS:-1500}
 OFF_ROUNDS_ON=${BENCH_OFF_ROUNDS_ON:-300}
 OFF_CPU=${BENCH_OFF_CPU-$(($(nproc) - 1))}
-PARTS=${BENCH_PARTS:-conn wrk dec ctl src norel wire ingress off}
+PEER_ROUNDS=${BENCH_PEER_ROUNDS:-$ROUNDS}
+PEER_RUNS=${BENCH_PEER_RUNS:-20000}
+PEER_SAMPLES=${BENCH_PEER_SAMPLES:-1000}
+PEER_REQUEST=${BENCH_PEER_REQUEST:-4000}
+PEER_INTERVAL=${BENCH_PEER_INTERVAL:-1ms}
+PEER_IDLE=${BENCH_PEER_IDLE_SECONDS:-10}
+PEER_BUSY=${BENCH_PEER_BUSY_SECONDS:-10}
+PEER_BUSY_RATE=${BENCH_PEER_BUSY_RATE:-2000}
+PARTS=${BENCH_PARTS:-conn wrk dec ctl src norel wire ingress off peer}
 
 if [ "$(id -u)" != 0 ]; then
 	echo "bench: must run as root (it loads BPF programs and creates a network namespace)" >&2
 	exit 1
 fi
-for b in onebyte connbench vipctl deccost grpcmem fastworker norelbench wirecost ccprobe xdppass offcost; do
+for b in onebyte connbench vipctl deccost grpcmem fastworker norelbench wirecost ccprobe xdppass offcost peerbench; do
 	[ -x "$BIN/$b" ] || { echo "bench: $BIN/$b missing; run 'make bench'" >&2; exit 1; }
 done
 for o in steer_wire_msg steer_wire_tr steer_wire_cost steer_wire_lazy steer_ccprobe; do
@@ -150,7 +177,10 @@ CG_OW="$cgroot/$tag-ow"   # offcost: the data plane with request accounting off
 CG_CS="$cgroot/$tag-cs"   # ccprobe: connects that get the congestion-control wrapper
 CG_CN="$cgroot/$tag-cn"   # ccprobe: connects that keep the host's algorithm
 CG_CF="$cgroot/$tag-cf"   # ccprobe: the wrapper without its probes (floor)
-PIN="/sys/fs/bpf/$tag"    # prefix: $PIN-dp, $PIN-dec, $PIN-ctl-*
+CG_PB="$cgroot/$tag-pb"   # peerbench: the data plane steer_peer_apply is measured on
+CG_P1="$cgroot/$tag-p1"   # peerbench: router R1's clients
+CG_P2="$cgroot/$tag-p2"   # peerbench: router R2's clients
+PIN="/sys/fs/bpf/$tag"    # prefix: $PIN-dp, $PIN-dec, $PIN-ctl-*, $PIN-peer*
 NETNS="smgb$$"            # ingress: named network namespaces $NETNS-*
 TMP=$(mktemp -d "/tmp/$tag.XXXXXX")
 RES=$TMP/results # this run's results, moved to $RESULTS at the end
@@ -182,7 +212,7 @@ cleanup() {
 	for cg in "$cgroot/$NETNS"-*; do
 		[ -d "$cg" ] && rmdir "$cg" 2>/dev/null || true
 	done
-	for cg in "$CG_DP" "$CG_DPNW" "$CG_DEC" "$CG_CTL" "$CG_CLI" "$CG_SRV" "$CG_NA" "$CG_NB" "$CG_NC" "$CG_NN" "$CG_WIRE" "$CG_OS" "$CG_OE" "$CG_ON" "$CG_OW" "$CG_CS" "$CG_CN" "$CG_CF"; do
+	for cg in "$CG_DP" "$CG_DPNW" "$CG_DEC" "$CG_CTL" "$CG_CLI" "$CG_SRV" "$CG_NA" "$CG_NB" "$CG_NC" "$CG_NN" "$CG_WIRE" "$CG_OS" "$CG_OE" "$CG_ON" "$CG_OW" "$CG_CS" "$CG_CN" "$CG_CF" "$CG_PB" "$CG_P1" "$CG_P2"; do
 		[ -d "$cg" ] && rmdir "$cg" 2>/dev/null || true
 	done
 	rm -rf "$TMP"
@@ -191,7 +221,7 @@ trap cleanup EXIT
 trap 'echo "bench: interrupted" >&2; exit 130' INT
 trap 'exit 143' TERM
 
-mkdir -p "$RES" "$CG_DP" "$CG_DPNW" "$CG_DEC" "$CG_CTL" "$CG_CLI" "$CG_SRV" "$CG_NA" "$CG_NB" "$CG_NC" "$CG_NN" "$CG_WIRE" "$CG_OS" "$CG_OE" "$CG_ON" "$CG_OW" "$CG_CS" "$CG_CN" "$CG_CF"
+mkdir -p "$RES" "$CG_DP" "$CG_DPNW" "$CG_DEC" "$CG_CTL" "$CG_CLI" "$CG_SRV" "$CG_NA" "$CG_NB" "$CG_NC" "$CG_NN" "$CG_WIRE" "$CG_OS" "$CG_OE" "$CG_ON" "$CG_OW" "$CG_CS" "$CG_CN" "$CG_CF" "$CG_PB" "$CG_P1" "$CG_P2"
 
 log() { printf '[%s] %s\n' "$(date +%T)" "$*"; }
 
@@ -647,6 +677,65 @@ off_part() {
 	loadavg "offcost end"
 }
 
+# ---- 9. routers sharing their request accounting ----------------------------------------
+
+PEER_VIP=127.0.0.110:8000 # steered by R1 and R2
+PEER_BE=127.0.5.1         # backends 127.0.5.1-2: traffic on :8000 (peerbench), loads on :30000
+
+# Wait until a log file says something: file pattern what
+wait_log() {
+	local i
+	for i in $(seq 200); do
+		grep -q "$2" "$1" 2>/dev/null && return 0
+		sleep 0.1
+	done
+	echo "bench: $3 did not start:" >&2
+	tail -20 "$1" >&2
+	exit 1
+}
+
+peer_part() {
+	local i o fw r=() cg=("$CG_P1" "$CG_P2")
+	log "routers sharing request accounting: steer_peer_apply, 1 and 32 deltas and the floor, $PEER_ROUNDS rounds x $PEER_RUNS runs"
+	loadavg "peer start"
+	fg_wait "$BIN/peerbench" --part bpf --pin "$PIN-peerbpf" --cgroup "$CG_PB" \
+		--cost-obj "$BUILD/steer_wire_cost.bpf.o" --first 127.0.4.1:9000 --backends 64 \
+		--rounds "$PEER_ROUNDS" --runs "$PEER_RUNS" --header >"$RES/peer_bpf.csv"
+	log "routers sharing request accounting: R1 -> R2 every $PEER_INTERVAL, $PEER_SAMPLES samples; CPU idle $PEER_IDLE s, busy $PEER_BUSY s"
+	bg "$BIN/fastworker" --many 2 --base "$PEER_BE" --port 30000 >"$TMP/peer-fw.out" 2>&1
+	fw=${PIDS[-1]}
+	wait_ready "$TMP/peer-fw.out" "fastworker (peer)"
+	for i in 1 2; do
+		o=$((3 - i))
+		# Outside both cgroups: only the bench's clients are steered.
+		bg "$BUILD/smg-steerd" --pin-path "$PIN-peer$i" --cgroup "${cg[i - 1]}" \
+			--metrics-listen "127.0.0.1:948$i" --vip "$PEER_VIP" \
+			--backend "$PEER_BE:8000,loads=grpc://$PEER_BE:30000" \
+			--backend "$(nth_ip $PEER_BE 1):8000,loads=grpc://$(nth_ip $PEER_BE 1):30000" \
+			--load-check-interval 10m --bytes-per-token 4 \
+			--peer "127.0.0.1:949$o" --peer-listen "127.0.0.1:949$i" \
+			--peer-interval "$PEER_INTERVAL" --peer-timeout 1s >"$TMP/peer-r$i.log" 2>&1
+		r+=("${PIDS[-1]}")
+	done
+	for i in 1 2; do
+		wait_log "$TMP/peer-r$i.log" "sharing request accounting" "smg-steerd R$i"
+	done
+	fg_wait "$BIN/peerbench" --part prop --r1-pin "$PIN-peer1" --r2-pin "$PIN-peer2" \
+		--r1-cgroup "$CG_P1" --r2-cgroup "$CG_P2" --r1-pid "${r[0]}" --r2-pid "${r[1]}" \
+		--r1-metrics 127.0.0.1:9481 --r2-metrics 127.0.0.1:9482 --vip "$PEER_VIP" \
+		--first "$PEER_BE:8000" --backends 2 --request-bytes "$PEER_REQUEST" \
+		--bytes-per-token 4 --samples "$PEER_SAMPLES" --warmup 20 \
+		--idle-seconds "$PEER_IDLE" --busy-seconds "$PEER_BUSY" --busy-rate "$PEER_BUSY_RATE" \
+		--cpu-csv "$RES/peer_cpu.csv" --header >"$RES/peer_prop.csv"
+	# Each daemon detaches and unpins on SIGTERM; cleanup removes what a killed one left.
+	for i in "${r[@]}" "$fw"; do
+		stop_pid "$i"
+	done
+	cp "$TMP/peer-r1.log" "$RES/peer_r1.log"
+	cp "$TMP/peer-r2.log" "$RES/peer_r2.log"
+	loadavg "peer end"
+}
+
 # ---- main -------------------------------------------------------------------------------------
 
 t_start=$(date +%s)
@@ -676,6 +765,9 @@ machine >"$RES/machine.md"
 	echo "wirecost --pin PIN --cgroup CG --msg-obj steer_wire_msg.bpf.o --tr-obj steer_wire_tr.bpf.o --cost-obj steer_wire_cost.bpf.o --lazy-obj steer_wire_lazy.bpf.o --rounds $ROUNDS --messages $WIRE_MESSAGES --bulk-mb $WIRE_BULK_MB   # 512 B requests, 256 B responses (stream: in 8 pieces)"
 	echo "ccprobe --obj steer_ccprobe.bpf.o --cgroup-set CG --cgroup-none CG --cgroup-floor CG --rounds $ROUNDS   # a per-socket congestion control as the accounting hook (probe)"
 	echo "offcost --pin PIN --cgroup-ship CG --cgroup-empty CG --cgroup-none CG --cgroup-nowire CG --tr-obj steer_wire_tr.bpf.o --rounds $OFF_ROUNDS --rounds-on $OFF_ROUNDS_ON ${OFF_CPU:+--cpu $OFF_CPU}   # statistics off, then on"
+	echo "peerbench --part bpf --pin PIN --cgroup CG --cost-obj steer_wire_cost.bpf.o --first 127.0.4.1:9000 --backends 64 --rounds $PEER_ROUNDS --runs $PEER_RUNS   # steer_peer_apply: 1 and 32 deltas, the empty syscall program"
+	echo "smg-steerd --pin-path PIN{1,2} --cgroup CG{1,2} --vip $PEER_VIP --backend $PEER_BE:8000,loads=grpc://$PEER_BE:30000 --backend ... --load-check-interval 10m --bytes-per-token 4 --peer 127.0.0.1:949{2,1} --peer-listen 127.0.0.1:949{1,2} --peer-interval $PEER_INTERVAL --peer-timeout 1s   # R1, R2; fastworker --many 2 --base $PEER_BE --port 30000"
+	echo "peerbench --part prop --r1-pin PIN1 --r2-pin PIN2 --r1-cgroup CG1 --r2-cgroup CG2 --r1-pid PID1 --r2-pid PID2 --vip $PEER_VIP --first $PEER_BE:8000 --backends 2 --request-bytes $PEER_REQUEST --bytes-per-token 4 --samples $PEER_SAMPLES --warmup 20 --idle-seconds $PEER_IDLE --busy-seconds $PEER_BUSY --busy-rate $PEER_BUSY_RATE"
 	echo "ingress.py run --rounds $ING_ROUNDS --seconds $ING_SECONDS --concurrency $ING_CONC --arms $ING_ARMS   # namespaces on a bridge"
 	echo '```'
 } >>"$RES/machine.md"
@@ -696,6 +788,7 @@ case " $PARTS " in *" norel "*) norel_part ;; esac
 case " $PARTS " in *" wire "*) wire_part ;; esac
 case " $PARTS " in *" ingress "*) ingress_part ;; esac
 case " $PARTS " in *" off "*) off_part ;; esac
+case " $PARTS " in *" peer "*) peer_part ;; esac
 
 log "done in $(($(date +%s) - t_start)) s; writing $RESULTS/summary.md"
 "$PY" "$here/summarize.py" "$RES" >"$RES/summary.md"

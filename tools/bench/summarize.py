@@ -15,6 +15,7 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import ingress_summary  # noqa: E402
 import offcost_summary  # noqa: E402
+import peer_summary  # noqa: E402
 
 TARGETS = {
     "vip/direct per-connection time": 1.02,
@@ -770,6 +771,7 @@ def main():
     ccprobe_section(res)
     ingress_summary.section(res)
     offcost_summary.section(res)
+    peer_summary.section(res)
     return 0
 
 

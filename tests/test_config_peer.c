@@ -1,0 +1,208 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/*
+ * test_config_peer.c - the options of several routers sharing their work:
+ * --peer ADDR:PORT (repeatable, or a comma-separated list), --peer-listen,
+ * --peer-interval, --peer-timeout, as flags and as the file's keys. Refused
+ * with one line naming the option (and the file's line): a malformed or
+ * unusable address, a peer given twice, this router's own listen address,
+ * --peer without --peer-listen, the listen/interval/timeout options without
+ * --peer, a timeout under 3 intervals, durations out of range, peer-routers
+ * above 1 (flag or service), --wire-estimator off. Accepted: the defaults
+ * (1 ms, 1 s), both forms of the list, the file, the flag winning, IPv6;
+ * every service then scores with peers_report on. The real smg-steerd
+ * --check-config exits 2 or 0; its summary names the peers.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include "config_testlib.h"
+
+#define PEERS "--peer", "127.0.0.2:9470", "--peer-listen", "127.0.0.1:9470"
+
+/* Refused: STEER_CONFIG_USAGE, one line holding each needle, out untouched. */
+static int refused(const char *const *args, const char *file_text, const char *n1, const char *n2)
+{
+	static struct steer_config before, after;
+	int rc;
+
+	memset(&before, 0xa5, sizeof(before));
+	after = before;
+	rc = file_text ? load_yaml(file_text, args, &after) : load_with(args, NULL, &after);
+	if (rejected(rc, &before, &after) && strstr(err, n1) && (!n2 || strstr(err, n2)))
+		return 1;
+	printf("# rc=%d err='%s', want '%s'%s%s\n", rc, err, n1, n2 ? " and " : "", n2 ? n2 : "");
+	if (rc == STEER_CONFIG_OK)
+		steer_config_free(&after);
+	return 0;
+}
+
+static void test_flags_refused(void)
+{
+	CHECK(refused(ARGS(BASE, "--peer", "127.0.0.2", "--peer-listen", "127.0.0.1:9470"), NULL,
+		      "--peer: ", NULL),
+	      "a peer without a port");
+	CHECK(refused(ARGS(BASE, "--peer", "host.example:9470", "--peer-listen", "127.0.0.1:9470"),
+		      NULL, "--peer: ", NULL),
+	      "a name, not an address");
+	CHECK(refused(ARGS(BASE, "--peer", "0.0.0.0:9470", "--peer-listen", "127.0.0.1:9470"), NULL,
+		      "--peer: ", NULL),
+	      "the unspecified address as a peer");
+	CHECK(refused(ARGS(BASE, "--peer", "127.0.0.2:9470,127.0.0.2:9470", "--peer-listen",
+			   "127.0.0.1:9470"),
+		      NULL, "--peer: peer 127.0.0.2:9470 given twice", NULL),
+	      "a peer twice in the list");
+	CHECK(refused(ARGS(BASE, "--peer", "127.0.0.2:9470", "--peer", "127.0.0.2:9470",
+			   "--peer-listen", "127.0.0.1:9470"),
+		      NULL, "--peer: peer 127.0.0.2:9470 given twice", NULL),
+	      "a peer twice as flags");
+	CHECK(refused(ARGS(BASE, "--peer", "127.0.0.2:9470,", "--peer-listen", "127.0.0.1:9470"),
+		      NULL, "--peer: '' is not ADDR:PORT", NULL),
+	      "an empty list entry");
+	CHECK(refused(ARGS(BASE, "--peer", "127.0.0.2:9470"), NULL,
+		      "--peer: needs --peer-listen ADDR:PORT", NULL),
+	      "--peer without --peer-listen");
+	CHECK(refused(ARGS(BASE, "--peer-listen", "127.0.0.1:9470"), NULL,
+		      "--peer-listen, --peer-interval and --peer-timeout need --peer", NULL),
+	      "--peer-listen without --peer");
+	CHECK(refused(ARGS(BASE, "--peer-timeout", "2s"), NULL,
+		      "--peer-listen, --peer-interval and --peer-timeout need --peer", NULL),
+	      "--peer-timeout without --peer");
+	CHECK(refused(ARGS(BASE, "--peer", "127.0.0.1:9470", "--peer-listen", "127.0.0.1:9470"),
+		      NULL, "--peer: 127.0.0.1:9470 is this router's own --peer-listen", NULL),
+	      "its own listen address");
+	CHECK(refused(ARGS(BASE, PEERS, "--peer-listen", "127.0.0.1:0"), NULL,
+		      "--peer-listen: '127.0.0.1:0': port must be 1..65535", NULL),
+	      "listen port 0");
+	CHECK(refused(ARGS(BASE, PEERS, "--peer-listen", "224.0.0.1:9470"), NULL,
+		      "--peer-listen: ", NULL),
+	      "a multicast listen address");
+	CHECK(refused(ARGS(BASE, PEERS, "--peer-interval", "50us"), NULL,
+		      "--peer-interval: must be between 100us and 1s, got '50us'", NULL),
+	      "an interval too short");
+	CHECK(refused(ARGS(BASE, PEERS, "--peer-interval", "2s"), NULL,
+		      "--peer-interval: must be between 100us and 1s", NULL),
+	      "an interval too long");
+	CHECK(refused(ARGS(BASE, PEERS, "--peer-timeout", "2ms"), NULL,
+		      "--peer-timeout: must be at least 3 x the peer-interval (1ms), got 2ms",
+		      NULL),
+	      "a timeout under 3 intervals");
+	CHECK(refused(ARGS(BASE, PEERS, "--peer-interval", "500ms"), NULL,
+		      "--peer-interval: must be at least 3 x the peer-interval (500ms), got 1s",
+		      NULL),
+	      "an interval that leaves the default timeout under 3 intervals");
+	CHECK(refused(ARGS(BASE, PEERS, "--peer-timeout", "soon"), NULL,
+		      "--peer-timeout: 'soon' is not a duration", NULL),
+	      "a timeout that is not a duration");
+	CHECK(refused(ARGS(BASE, PEERS, "--peer-routers", "16"), NULL,
+		      "peer-routers is 16 with --peer", "must be 1"),
+	      "peer-routers above 1");
+	CHECK(refused(ARGS(BASE, PEERS, "--wire-estimator", "off"), NULL,
+		      "--peer: the routers share the request accounting, which --wire-estimator "
+		      "off turns off",
+		      NULL),
+	      "with the accounting off");
+}
+
+static void test_file_refused(void)
+{
+	CHECK(refused(ARGS(BASE), "log-level: info\npeer: 127.0.0.2:9470\n",
+		      ":2: peer: needs --peer-listen", NULL),
+	      "the file's peer without peer-listen: '%s'", err);
+	CHECK(refused(ARGS(BASE),
+		      "peer: 127.0.0.2:9470\npeer-listen: 127.0.0.1:9470\npeer-timeout: 1ms\n",
+		      ":3: peer-timeout: must be at least 3 x the peer-interval", NULL),
+	      "the file's timeout under 3 intervals: '%s'", err);
+	CHECK(refused(ARGS(BASE), "peer: 127.0.0.2:9470\npeer-listen: nowhere\n",
+		      ":2: peer-listen: ", NULL),
+	      "the file's bad listen address: '%s'", err);
+	CHECK(refused(ARGS(BASE),
+		      "peer: 127.0.0.2:9470\npeer-listen: 127.0.0.1:9470\nservices:\n"
+		      "  - vip: 127.0.0.101:8000\n    peer-routers: 4\n    backends:\n"
+		      "      - 127.0.0.12:8000\n",
+		      "service 127.0.0.101:8000: peer-routers is 4 with --peer", NULL),
+	      "a service's peer-routers above 1: '%s'", err);
+}
+
+static void test_accepted(void)
+{
+	struct steer_config c;
+	char buf[STEER_ADDR_STRLEN];
+	int rc;
+
+	rc = LOAD(&c, BASE);
+	CHECK(rc == STEER_CONFIG_OK && c.n_peers == 0 && !c.peer_listen_set &&
+		      !c.services[0].policy.peers_report,
+	      "none: rc=%d '%s'", rc, err);
+	steer_config_free(&c);
+	rc = LOAD(&c, BASE, PEERS);
+	CHECK(rc == STEER_CONFIG_OK && c.n_peers == 1 && c.peer_listen_set &&
+		      c.peer_interval_ns == 1000000 && c.peer_timeout_ns == 1000000000 &&
+		      !strcmp(c.peer_strs[0], "127.0.0.2:9470") &&
+		      !strcmp(c.peer_listen_str, "127.0.0.1:9470") &&
+		      c.services[0].policy.peers_report && c.services[0].policy.peer_routers == 1,
+	      "defaults: rc=%d '%s'", rc, err);
+	steer_config_free(&c);
+	rc = LOAD(&c, BASE, "--peer", "127.0.0.2:9470,127.0.0.3:9470", "--peer",
+		  "[2001:db8::7]:9470", "--peer-listen", "0.0.0.0:9470", "--peer-interval", "250us",
+		  "--peer-timeout", "100ms");
+	CHECK(rc == STEER_CONFIG_OK && c.n_peers == 3 && c.peer_interval_ns == 250000 &&
+		      c.peer_timeout_ns == 100000000 &&
+		      !strcmp(steer_addr_format(&c.peers[2], buf, sizeof(buf)),
+			      "[2001:db8::7]:9470"),
+	      "a list, repeated, IPv6: rc=%d '%s'", rc, err);
+	steer_config_free(&c);
+	rc = load_yaml("peer: 127.0.0.2:9470,127.0.0.3:9470\npeer-listen: 127.0.0.1:9470\n"
+		       "peer-interval: 2ms\n",
+		       ARGS(BASE), &c);
+	CHECK(rc == STEER_CONFIG_OK && c.n_peers == 2 && c.peer_interval_ns == 2000000,
+	      "file: rc=%d '%s'", rc, err);
+	steer_config_free(&c);
+	/* The flag's list replaces the file's. */
+	rc = load_yaml("peer: 127.0.0.2:9470,127.0.0.3:9470\npeer-listen: 127.0.0.1:9470\n",
+		       ARGS(BASE, "--peer", "127.0.0.4:9470"), &c);
+	CHECK(rc == STEER_CONFIG_OK && c.n_peers == 1 && !strcmp(c.peer_strs[0], "127.0.0.4:9470"),
+	      "flag wins: rc=%d '%s'", rc, err);
+	steer_config_free(&c);
+}
+
+static void test_check_config(void)
+{
+	char out[2048];
+	int rc;
+
+	rc = run_check_config(ARGS(BASE, "--peer", "127.0.0.2:9470"), out, sizeof(out));
+	CHECK(rc == 2 && strstr(out, "--peer: needs --peer-listen"), "exit %d, '%s'", rc, out);
+	rc = run_check_config(ARGS(BASE, PEERS, "--peer", "127.0.0.3:9470"), out, sizeof(out));
+	CHECK(rc == 0, "valid: exit %d, '%s'", rc, out);
+}
+
+/* --check-config's summary (steer_config_summary, what it prints to stdout). */
+static void test_summary(void)
+{
+	struct steer_config c;
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+	int rc = LOAD(&c, BASE, PEERS, "--peer", "127.0.0.3:9470");
+
+	CHECK(f && rc == STEER_CONFIG_OK, "rc=%d '%s'", rc, err);
+	steer_config_summary(f, &c);
+	fclose(f);
+	CHECK(strstr(text, "  peers: listen 127.0.0.1:9470, report every 1ms, forget after 1s: "
+			   "127.0.0.2:9470 127.0.0.3:9470\n"),
+	      "summary: '%s'", text);
+	free(text);
+	steer_config_free(&c);
+}
+
+int main(void)
+{
+	if (config_test_setup())
+		return tap_setup_failed();
+	TAP_RUN(test_flags_refused);
+	TAP_RUN(test_file_refused);
+	TAP_RUN(test_accepted);
+	TAP_RUN(test_check_config);
+	TAP_RUN(test_summary);
+	return tap_done();
+}

@@ -1,0 +1,324 @@
+#!/usr/bin/python3
+"""Two routers share their request accounting (--peer), end to end.
+
+Two real smg-steerd daemons, R1 and R2, each with its own cgroup and pins,
+steer the same VIP over the same two fake workers (GetLoads from
+tests/fake_worker.py, HTTP/1.1 traffic from tests/wire_worker.py, whose
+answers the test holds and releases). Each reports to the other over UDP on
+127.0.0.1 every 1 ms. The loads are polled once at start (the next poll is
+minutes away), so whatever moves a connection is the other router's report.
+Asserted, with exact numbers:
+
+- a large request sent through R1 shows at R2 as that many pending tokens
+  of the other routers (explain -o json, /metrics), and R2's next new
+  connection avoids that backend; its answer takes them back to 0;
+- R1 killed (SIGKILL): after --peer-timeout R2 takes back what R1 had pending,
+  and reports R1 down;
+- R1 restarted on its pins (--keep-pinned): a new router id, and R2 applies
+  what R1's kernel still has pending, once;
+- R2 restarted on its pins: it takes back what its predecessor applied and
+  applies R1's pending work again, once (no drift), also when its own
+  reports reach it (a --peer list that names itself);
+- a datagram that is not a report is counted as rejected and changes nothing;
+- a third (fake) router's reports, made with Python's protobuf runtime: the
+  first applied whole, a late one (overtaken) ignored, one with more answered
+  than sent rejected, an unknown backend counted, a gap counted lost, and a
+  new router id from the same address taken as a restart;
+- reports to a peer that is not there are counted as sent, nothing else.
+"""
+import json
+import os
+import signal
+import socket
+import subprocess
+import time
+
+import sys
+
+import e2e_lib as L
+from taplib import Tap
+
+sys.path.insert(0, os.path.join(L.BUILD, "py"))
+import steer_peer_pb2 as pb  # noqa: E402  (Python's protobuf runtime: shares nothing with peer.c)
+
+L.enter_private_netns()
+
+VIP = "127.0.0.100:8000"
+BPT = 4
+TP = 1000.0  # tokens/s: 1 ms per token
+A, B = "127.0.0.11:8000", "127.0.0.12:8000"
+P1, P2 = "127.0.0.1:9471", "127.0.0.1:9472"  # R1's and R2's --peer-listen
+TIMEOUT_S = 0.5
+t = Tap()
+env1 = L.Env("peer1")
+env2 = L.Env("peer2")
+control = os.path.join(env1.tmp, "control")
+os.mkdir(control)
+CTL = os.path.join(L.BUILD, "smg-steerctl")
+
+loads = {A: L.Worker(env1, "la", "127.0.0.11:7999", "127.0.0.11:30000",
+                     {"mode": "ok", "loads": [L.rank(0, 0.0, TP)]}).start(),
+         B: L.Worker(env1, "lb", "127.0.0.12:7999", "127.0.0.12:30000",
+                     {"mode": "ok", "loads": [L.rank(0, 0.0, TP)]}).start()}
+for name, addr in (("a", A), ("b", B)):
+    p = env1.spawn([L.PY, os.path.join(L.TOP, "tests", "wire_worker.py"), "--name", name,
+                    "--traffic", addr, "--control", control], stdout=subprocess.PIPE, text=True)
+    if not p.stdout.readline().startswith("READY"):
+        raise RuntimeError(f"wire worker {name} did not start")
+
+
+def args(listen, peer, timeout_s):
+    a = ["--vip", VIP, "--load-check-interval", "10m", "--bytes-per-token", str(BPT),
+         "--keep-pinned", "--peer", peer, "--peer-listen", listen, "--peer-interval", "1ms",
+         "--peer-timeout", f"{int(timeout_s * 1000)}ms"]
+    for addr, w in loads.items():
+        a += ["--backend", f"{addr},loads=grpc://{w.grpc}"]
+    return a
+
+
+def start(env, listen, peer, port, timeout_s=TIMEOUT_S):
+    return L.Daemon(env, args(listen, peer, timeout_s), metrics_port=port).start()
+
+
+r1 = start(env1, P1, P2, 9464)
+r2 = start(env2, P2, P1, 9465)
+
+
+def explain(env):
+    p = subprocess.run([CTL, "--pin-path", env.pin, "-o", "json", "explain", VIP],
+                       capture_output=True, text=True, timeout=30)
+    if p.returncode != 0:
+        raise AssertionError(f"smg-steerctl explain: {p.returncode} {p.stderr}")
+    return json.loads(p.stdout)
+
+
+def backend(env, addr):
+    return next(b for b in explain(env)["backends"] if b["address"] == addr)
+
+
+def peer_pending(env, addr):
+    return backend(env, addr)["peer_pending_tokens"]
+
+
+def request(tag, body):
+    head = (f"POST /v1/completions HTTP/1.1\r\nHost: vip\r\nContent-Type: application/json\r\n"
+            f"Content-Length: {len(body)}\r\n")
+    if tag:
+        head += f"X-Hold: {tag}\r\n"
+    return head.encode() + b"\r\n" + body
+
+
+def release(tag):
+    open(os.path.join(control, tag), "w").close()
+
+
+def logged(name):
+    try:
+        with open(os.path.join(control, name + ".log")) as f:
+            return sum(1 for _ in f)
+    except OSError:
+        return 0
+
+
+def send_held(s, req):
+    """Sends req on s; returns the backend whose worker read it."""
+    before = {"a": logged("a"), "b": logged("b")}
+    s.sendall(req)
+
+    def grew():
+        for name, addr in (("a", A), ("b", B)):
+            if logged(name) > before[name]:
+                return addr
+        return None
+    return L.wait_for(grew, 30, "a worker read the request")
+
+
+def read_answer(s):
+    data = b""
+    while b"\r\n\r\n" not in data:
+        data += s.recv(65536)
+    head, rest = data.split(b"\r\n\r\n", 1)
+    n = int(head.split(b"Content-Length: ")[1].split(b"\r\n")[0])
+    while len(rest) < n:
+        rest += s.recv(65536)
+    return rest
+
+
+def connect_via(env):
+    """A connection made in env's cgroup: the router of env steers it."""
+    env.enter_cgroup()
+    try:
+        return socket.create_connection(("127.0.0.100", 8000), timeout=30)
+    finally:
+        env.leave_cgroup()
+
+
+def other(addr):
+    return B if addr == A else A
+
+
+def peer_up(d, peer):
+    return d.metric("smg_steer_peer_up", peer=peer)
+
+
+L.wait_for(lambda: all(b["mode"] == "snapshot" for b in explain(env1)["backends"]) and
+           all(b["mode"] == "snapshot" for b in explain(env2)["backends"]), 30,
+           "both routers scored both backends from their loads")
+big = request("big", b"x" * 40000)
+big_tokens = len(big) // BPT
+
+with t.case("a large request through R1 keeps R2's next connection off its backend"):
+    s1 = connect_via(env1)
+    t0 = time.monotonic()
+    x = send_held(s1, big)
+    L.wait_for(lambda: peer_pending(env2, x) == big_tokens, 30,
+               f"R2 holds R1's {big_tokens} pending tokens at {x}")
+    seen_s = time.monotonic() - t0
+    e = backend(env2, x)
+    t.check(e["pending_tokens"] == 0, f"R2's own pending moved: {e['pending_tokens']}")
+    t.check(e["busy_ns"] > 1e9, f"R2 holds {x} busy for {e['busy_ns']} ns only")
+    t.check(peer_pending(env2, other(x)) == 0, "the other backend has pending work")
+    t.check(peer_pending(env1, x) == 0, "R1 applied its own report")
+    s2 = connect_via(env2)
+    y = send_held(s2, request(None, b"y" * 10))
+    read_answer(s2)
+    s2.close()
+    t.check(y == other(x), f"R2's next connection went to {y}, the backend R1 loaded")
+    L.wait_for(lambda: r2.metric("smg_steer_backend_peer_pending_tokens", vip=VIP, backend=x)
+               == big_tokens, 30, "R2's /metrics shows the pending tokens")
+    t.check(peer_up(r2, P1) == 1 and peer_up(r1, P2) == 1, "the routers see each other up")
+    print(f"# R1's request seen at R2 within {seen_s * 1000:.1f} ms (send, worker read, "
+          f"explain polled)")
+
+with t.case("R1's answer takes its work back at R2"):
+    release("big")
+    read_answer(s1)
+    L.wait_for(lambda: peer_pending(env2, x) == 0, 30, "R2: nothing pending from R1")
+    t.check(backend(env2, x)["busy_ns"] == 0, f"R2 still holds {x} busy")
+
+with t.case("R1 killed: R2 forgets its pending work after --peer-timeout"):
+    held = request("held", b"h" * 8000)
+    held_tokens = len(held) // BPT
+    x2 = send_held(s1, held)
+    L.wait_for(lambda: peer_pending(env2, x2) == held_tokens, 30, "R2 holds R1's request")
+    forgotten = r2.metric("smg_steer_peer_forgotten_total", peer=P1) or 0
+    t0 = time.monotonic()
+    r1.stop(signal.SIGKILL)
+    L.wait_for(lambda: peer_pending(env2, x2) == 0, 30, "R2 forgets R1's work")
+    gone_s = time.monotonic() - t0
+    # Not a timing assertion (R1's last report may have come earlier than the
+    # kill on a loaded machine): the log says why, and the count is exact.
+    L.wait_for(lambda: "fell silent; its %d pending token(s) no longer count" % held_tokens
+               in r2.log_text(), 30, "R2 logs what it forgot")
+    L.wait_for(lambda: peer_up(r2, P1) == 0, 30, "R2 reports R1 down")
+    t.check(r2.metric("smg_steer_peer_forgotten_total", peer=P1) == forgotten + 1,
+            "forgotten_total did not count it once")
+    print(f"# forgotten {gone_s * 1000:.0f} ms after the kill began (timeout "
+          f"{TIMEOUT_S * 1000:.0f} ms)")
+
+with t.case("R1 restarted on its pins: R2 applies what R1's kernel still has pending, once"):
+    r1 = start(env1, P1, P2, 9464)
+    L.wait_for(lambda: peer_up(r2, P1) == 1, 30, "R2 hears the new R1")
+    L.wait_for(lambda: peer_pending(env2, x2) == held_tokens, 30,
+               "R2 holds the request R1's kernel kept pending")
+    time.sleep(0.1)  # a hundred more reports: still once
+    t.check(peer_pending(env2, x2) == held_tokens,
+            f"R2 holds {peer_pending(env2, x2)}, want {held_tokens}")
+
+with t.case("R2 restarted on its pins: its successor takes back and applies again, once"):
+    r2.stop(signal.SIGKILL)
+    t.check(peer_pending(env2, x2) == held_tokens, "the pins lost the applied work")
+    # Listening on every address, with a --peer list that reaches itself too:
+    # its own reports come back and must not count.
+    # A long timeout from here on: the fake router below must stay heard
+    # between its reports however slow the machine is.
+    r2 = start(env2, "0.0.0.0:9472", f"{P1},{P2}", 9465, timeout_s=60)
+    L.wait_for(lambda: peer_up(r2, P1) == 1, 30, "the new R2 hears R1")
+    L.wait_for(lambda: (r2.metric("smg_steer_peer_own_reports_total") or 0) > 0, 30,
+               "R2 counts its own reports that came back")
+    time.sleep(0.1)
+    t.check(peer_pending(env2, x2) == held_tokens,
+            f"the new R2 holds {peer_pending(env2, x2)}, want {held_tokens}")
+    release("held")
+    read_answer(s1)
+    s1.close()
+    L.wait_for(lambda: peer_pending(env2, x2) == 0, 30, "answered: nothing pending at R2")
+
+with t.case("a datagram that is not a report is rejected and changes nothing"):
+    before = r2.metric("smg_steer_peer_reports_rejected_total") or 0
+    u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    u.sendto(b"\xff\xfe not a protobuf", ("127.0.0.1", 9472))
+    u.close()
+    L.wait_for(lambda: (r2.metric("smg_steer_peer_reports_rejected_total") or 0) > before, 30,
+               "R2 counts the rejected datagram")
+    t.check(peer_pending(env2, A) == 0 and peer_pending(env2, B) == 0, "pending moved")
+    t.check(r2.proc.poll() is None, "R2 exited")
+
+def fake_report(router, seq, backends, port=9480):
+    """A report from a fake router on 127.0.0.1:port, made by Python's protobuf."""
+    m = pb.Report(router=router, seq=seq, interval_us=1000)
+    for addr, sent, answered in backends:
+        host, p = addr.rsplit(":", 1)
+        vip_host, vip_port = VIP.rsplit(":", 1)
+        m.backends.append(pb.Backend(
+            vip=b"\0" * 10 + b"\xff\xff" + socket.inet_aton(vip_host), vip_port=int(vip_port),
+            addr=b"\0" * 10 + b"\xff\xff" + socket.inet_aton(host), port=int(p),
+            sent_tokens=sent, answered_tokens=answered))
+    u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    u.bind(("127.0.0.1", port))
+    u.sendto(m.SerializeToString(), ("127.0.0.1", 9472))
+    u.close()
+
+
+with t.case("a third router's reports: exact, in any order, and checked"):
+    FAKE = "127.0.0.1:9480"
+    base, base_b = peer_pending(env2, A), peer_pending(env2, B)
+
+    def marked(seq, b_sent):
+        """A report of B only, after the ones before it: once R2 shows it, R2
+        has handled every datagram sent before it (one socket, in order)."""
+        fake_report(0x5eed, seq, [(B, b_sent, 0)])
+        L.wait_for(lambda: peer_pending(env2, B) == base_b + b_sent, 30,
+                   f"R2 handled the reports before seq {seq}")
+
+    fake_report(0x5eed, 5, [(A, 3000, 1000)])
+    L.wait_for(lambda: peer_pending(env2, A) == base + 2000, 30,
+               "R2 applies the fake router's first report whole (sent - answered)")
+    fake_report(0x5eed, 4, [(A, 2500, 0)])  # overtaken by seq 5: older, not a restart
+    marked(6, 10)
+    t.check(peer_pending(env2, A) == base + 2000,
+            f"after a late report: {peer_pending(env2, A)}, want {base + 2000}")
+    fake_report(0x5eed, 7, [(A, 3500, 1000)])
+    L.wait_for(lambda: peer_pending(env2, A) == base + 2500, 30, "R2 applies seq 7's change")
+    rej = r2.metric("smg_steer_peer_reports_rejected_total") or 0
+    fake_report(0x5eed, 8, [(A, 3500, 4000)])  # answered > sent: the whole report is refused
+    marked(9, 20)
+    t.check(peer_pending(env2, A) == base + 2500, "a refused report changed A")
+    L.wait_for(lambda: (r2.metric("smg_steer_peer_reports_rejected_total") or 0) == rej + 1,
+               30, "R2 counts the report with more answered than sent as rejected")
+    unknown = r2.metric("smg_steer_peer_unknown_backends_total") or 0
+    fake_report(0x5eed, 10, [("127.0.0.99:8000", 10, 0), (A, 4000, 4000)])
+    L.wait_for(lambda: peer_pending(env2, A) == base, 30, "all answered: back to the base")
+    L.wait_for(lambda: (r2.metric("smg_steer_peer_unknown_backends_total") or 0) == unknown + 1,
+               30, "R2 counts the backend it does not steer to")
+    # Seqs 5, 4 (late), 6, 7, 9, 10 arrived; 8 was refused: one lost.
+    L.wait_for(lambda: r2.metric("smg_steer_peer_reports_lost_total", peer=FAKE) == 1, 30,
+               "R2 counts one report lost")
+    fake_report(0x5eed, 11, [(A, 6000, 4000)])
+    L.wait_for(lambda: peer_pending(env2, A) == base + 2000, 30, "2000 pending again")
+    fake_report(0x7777, 1, [(A, 100, 0)])  # the same address, a new router id: a restart
+    L.wait_for(lambda: peer_pending(env2, A) == base + 100, 30,
+               "a restarted router's earlier work is taken back, its new report applied")
+    t.check(peer_pending(env2, B) == base_b, f"B kept {peer_pending(env2, B)} of the restart")
+    L.wait_for(lambda: r2.metric("smg_steer_peer_forgotten_total", peer=FAKE) == 1, 30,
+               "the restart counts as forgotten once")
+    fake_report(0x7777, 2, [(A, 100, 100)])
+    L.wait_for(lambda: peer_pending(env2, A) == base, 30, "answered: back to the base")
+
+with t.case("both routers exit cleanly"):
+    rc1, _ = r1.stop()
+    rc2, _ = r2.stop()
+    t.check(rc1 == 0 and rc2 == 0, f"exit codes {rc1}, {rc2}")
+    # --keep-pinned: the pins stay; each Env removes its own.
+
+t.done()

@@ -1,0 +1,178 @@
+"""The peer part of summary.md: routers sharing their request accounting (--peer).
+
+peer_bpf.csv (peerbench --part bpf): per round and variant (floor: an empty
+syscall program; apply1, apply32: steer_peer_apply with 1 and 32 deltas over a
+service of 64 backends), the BPF ns per run from bpf_stats and the wall time
+of each BPF_PROG_TEST_RUN call (mean, p50, p99 within the round). Figures are
+medians over the rounds; "net" is the per-round difference to the floor of
+the same round.
+
+peer_prop.csv (peerbench --part prop): one row per sample, R1 -> R2 in ms.
+peer_cpu.csv: CPU time of R1 and R2 per phase (idle, samples, busy).
+
+    peer_summary.py RESULTS_DIR   # prints the section alone
+"""
+import csv
+import os
+import re
+import statistics
+import sys
+
+
+def read(path):
+    if not os.path.exists(path):
+        return []
+    with open(path) as f:
+        return list(csv.DictReader(f))
+
+
+def num(v):
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        return float("nan")
+
+
+def med(xs):
+    xs = [x for x in xs if x == x]
+    return statistics.median(xs) if xs else float("nan")
+
+
+def quantile(xs, q):
+    """Nearest-rank quantile of xs (0 < q <= 1)."""
+    xs = sorted(x for x in xs if x == x)
+    if not xs:
+        return float("nan")
+    i = max(0, min(len(xs) - 1, int(q * len(xs) + 0.5) - 1))
+    return xs[i]
+
+
+def fmt(v, digits=0):
+    return "-" if v != v else f"{v:,.{digits}f}"
+
+
+def bpf_table(rows):
+    by = {}
+    for r in rows:
+        by.setdefault(r["variant"], {})[r["round"]] = r
+    floor = by.get("floor", {})
+    rounds = len({r["round"] for r in rows})
+    print(f"steer_peer_apply as smg-steerd runs it (`steer_dp_peer_apply`: the batch copied "
+          f"into the mmapped `steer_peer_in`, one `BPF_PROG_TEST_RUN`), over a service of "
+          f"{rows[0].get('backends', '64')} backends whose tree a connect had built, each run "
+          f"adding 1,000 tokens per delta and the next taking them back; the floor is an "
+          f"empty `SEC(\"syscall\")` program run the same way (no copy). {rounds} rounds of "
+          f"{rows[0]['runs']} runs per variant, interleaved; medians over the rounds of the "
+          f"per-round figures (net: minus the same round's floor).\n")
+    print("| variant | deltas | BPF ns / run | net ns / run | net ns / delta | "
+          "wall ns / call, mean | p50 | p99 | errors |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for v in ("floor", "apply1", "apply32"):
+        rr = by.get(v)
+        if not rr:
+            continue
+        deltas = int(num(next(iter(rr.values()))["deltas"]))
+        bpf = med([num(r["bpf_ns_per_run"]) for r in rr.values()])
+        net = med([num(r["bpf_ns_per_run"]) - num(floor[k]["bpf_ns_per_run"])
+                   for k, r in rr.items() if k in floor])
+        per_delta = net / deltas if deltas else float("nan")
+        wall_mean = med([num(r["wall_ns_mean"]) for r in rr.values()])
+        wall_net = med([num(r["wall_ns_mean"]) - num(floor[k]["wall_ns_mean"])
+                        for k, r in rr.items() if k in floor])
+        p50 = med([num(r["wall_ns_p50"]) for r in rr.values()])
+        p99 = med([num(r["wall_ns_p99"]) for r in rr.values()])
+        errors = sum(int(num(r["errors"])) for r in rr.values())
+        net_s = "-" if v == "floor" else fmt(net)
+        pd_s = "-" if v == "floor" else fmt(per_delta, 1)
+        wall_s = fmt(wall_mean) + ("" if v == "floor" else f" (+{fmt(wall_net)})")
+        print(f"| {v} | {deltas} | {fmt(bpf)} | {net_s} | {pd_s} | {wall_s} | {fmt(p50)} | "
+              f"{fmt(p99)} | {errors} |")
+    print()
+
+
+def interval(res):
+    """R1's --peer-interval, as its log says it ("every 1 ms"), or "?"."""
+    try:
+        with open(os.path.join(res, "peer_r1.log")) as f:
+            m = re.search(r"sharing request accounting .* every (\S+ \S+);", f.read())
+    except OSError:
+        return "?"
+    return m.group(1) if m else "?"
+
+
+def prop_table(rows, every):
+    ok = [r for r in rows if r.get("timeout") == "0"]
+    timeouts = len(rows) - len(ok)
+    wrong = sum(1 for r in ok if r["tokens_seen"] != r["tokens_sent"])
+    up = [num(r["send_to_seen_us"]) / 1e3 for r in ok]
+    down = [num(r["answer_to_seen_us"]) / 1e3 for r in ok]
+    rel = [num(r["release_to_answer_us"]) / 1e3 for r in ok]
+    tokens = ok[0]["tokens_sent"] if ok else "?"
+    print(f"Two real smg-steerd, R1 and R2, `--peer` each other on 127.0.0.1 (reports "
+          f"every {every}); a keep-alive connection made in R1's cgroup sends one request "
+          f"of {tokens} tokens at a time, after a random 1-3 ms pause; a reader of R2's "
+          f"pins (`steer_dp_open`, not the owner) spins on `peer_pending_tokens` (summed "
+          f"over the 2 backends) through the mmap of steer_wire, yielding the CPU between "
+          f"reads. **send -> seen**: from just before `send()` until R2's value rises; "
+          f"after another random 1-3 ms pause the backend is let answer; **answer -> "
+          f"seen**: from the client's receipt of the answer until R2's value is back at 0. "
+          f"Both include the wait for R1's next report tick (uniform over the interval). "
+          f"{len(rows)} samples, {timeouts} timed out (2 s), {wrong} with another token "
+          f"count at R2 than sent.\n")
+    print("| ms | p50 | p90 | p99 | max | mean |")
+    print("|---|---:|---:|---:|---:|---:|")
+    for name, xs in (("send -> seen at R2", up), ("answer -> seen at R2", down),
+                     ("(release -> client has the answer)", rel)):
+        mean = statistics.mean(xs) if xs else float("nan")
+        print(f"| {name} | {fmt(quantile(xs, 0.5), 3)} | {fmt(quantile(xs, 0.9), 3)} | "
+              f"{fmt(quantile(xs, 0.99), 3)} | {fmt(max(xs) if xs else float('nan'), 3)} | "
+              f"{fmt(mean, 3)} |")
+    print()
+
+
+def cpu_table(rows):
+    print("CPU time of each daemon (utime + stime of the process, /proc/PID/stat; of its "
+          "peer thread, the thread besides main named smg-steerd (it does not name itself), "
+          "its schedstat run time) per "
+          "phase: **idle** (nothing sent; every full report still goes out every "
+          "--peer-timeout/4), **samples** (the propagation samples above), **busy** (a "
+          "keep-alive connection through each router sending the given requests per "
+          "second, answered at once, so that both report at every tick). Reports and "
+          "changes applied are the daemons' /metrics, refreshed once a second (about "
+          "+-1 s of reports).\n")
+    print("| phase | router | wall s | process CPU ms | peer thread CPU ms | "
+          "peer thread % of a core | reports sent/s | received/s | applied/s | requests/s |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for r in rows:
+        wall = num(r["wall_s"])
+
+        def rate(key):
+            v = num(r.get(key))
+            return fmt(v / wall) if wall > 0 else "-"
+        print(f"| {r['phase']} | {r['router']} | {fmt(wall, 1)} | {fmt(num(r['proc_cpu_ms']))} | "
+              f"{fmt(num(r['peer_sched_ms']), 1)} | {fmt(num(r['peer_cpu_pct']), 2)} | "
+              f"{rate('reports_sent')} | {rate('reports_received')} | {rate('applied')} | "
+              f"{rate('requests')} |")
+    print()
+
+
+def section(res):
+    bpf = read(os.path.join(res, "peer_bpf.csv"))
+    prop = read(os.path.join(res, "peer_prop.csv"))
+    cpu = read(os.path.join(res, "peer_cpu.csv"))
+    if not bpf and not prop:
+        return
+    print("## 9. Routers sharing their request accounting (--peer, peerbench)\n")
+    if bpf:
+        print("### The kernel half: steer_peer_apply\n")
+        bpf_table(bpf)
+    if prop:
+        print("### Propagation: R1's request seen at R2\n")
+        prop_table(prop, interval(res))
+    if cpu:
+        print("### What the peer thread costs\n")
+        cpu_table(cpu)
+
+
+if __name__ == "__main__":
+    section(sys.argv[1])

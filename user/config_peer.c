@@ -1,0 +1,195 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/*
+ * config_peer.c - the options of several routers sharing their work
+ * (user/peer.c): --peer ADDR:PORT (repeatable, or a comma-separated list;
+ * the file's peer key), --peer-listen ADDR:PORT, --peer-interval DUR,
+ * --peer-timeout DUR.
+ */
+#include <string.h>
+
+#include "config_int.h"
+
+#define PEER_INTERVAL_DEFAULT_NS NS_PER_MS
+#define PEER_INTERVAL_MIN_NS (100 * NS_PER_US)
+#define PEER_INTERVAL_MAX_NS NS_PER_S
+#define PEER_TIMEOUT_DEFAULT_NS NS_PER_S
+#define PEER_TIMEOUT_MIN_NS NS_PER_MS
+#define PEER_TIMEOUT_MAX_NS (60 * NS_PER_S)
+
+void cfg_peer_defaults(struct steer_config *cfg)
+{
+	cfg->peer_interval_ns = PEER_INTERVAL_DEFAULT_NS;
+	cfg->peer_timeout_ns = PEER_TIMEOUT_DEFAULT_NS;
+}
+
+/* One address of a --peer list: a router's --peer-listen. */
+static int peer_add(const char *p, size_t len, struct steer_config *dst, char *why, size_t whylen)
+{
+	char text[STEER_ADDR_STRLEN], detail[256];
+	struct steer_addr a;
+	size_t i;
+
+	if (len == 0 || len >= sizeof(text))
+		return cfg_why(why, whylen, "'%.*s' is not ADDR:PORT", (int)len, p);
+	memcpy(text, p, len);
+	text[len] = 0;
+	if (cfg_addr_parse(text, &a, detail, sizeof(detail)) ||
+	    cfg_addr_check_usable(&a, "a peer", detail, sizeof(detail)))
+		return cfg_why(why, whylen, "%s", detail);
+	for (i = 0; i < dst->n_peers; i++)
+		if (steer_addr_equal(&dst->peers[i], &a))
+			return cfg_why(why, whylen, "peer %s given twice", text);
+	if (dst->n_peers == STEER_PEERS_MAX)
+		return cfg_why(why, whylen, "at most %d peers", STEER_PEERS_MAX);
+	dst->peers[dst->n_peers] = a;
+	steer_addr_format(&a, dst->peer_strs[dst->n_peers], STEER_ADDR_STRLEN);
+	dst->n_peers++;
+	return 0;
+}
+
+/* Each call adds to the list of its layer: the flag may be repeated. */
+int cfg_parse_peer(const char *v, struct steer_config *dst, char *why, size_t whylen)
+{
+	const char *p = v;
+
+	for (;;) {
+		const char *comma = strchr(p, ',');
+		size_t len = comma ? (size_t)(comma - p) : strlen(p);
+
+		if (peer_add(p, len, dst, why, whylen))
+			return -1;
+		if (!comma)
+			return 0;
+		p = comma + 1;
+	}
+}
+
+int cfg_parse_peer_listen(const char *v, struct steer_config *dst, char *why, size_t whylen)
+{
+	char detail[256];
+
+	if (cfg_addr_parse(v, &dst->peer_listen, detail, sizeof(detail)) ||
+	    cfg_addr_check_listen(&dst->peer_listen, detail, sizeof(detail)))
+		return cfg_why(why, whylen, "%s", detail);
+	dst->peer_listen_set = true;
+	steer_addr_format(&dst->peer_listen, dst->peer_listen_str, sizeof(dst->peer_listen_str));
+	return 0;
+}
+
+int cfg_parse_peer_interval(const char *v, struct steer_config *dst, char *why, size_t whylen)
+{
+	return cfg_parse_duration_to(v, &dst->peer_interval_ns, PEER_INTERVAL_MIN_NS,
+				     PEER_INTERVAL_MAX_NS, why, whylen);
+}
+
+int cfg_parse_peer_timeout(const char *v, struct steer_config *dst, char *why, size_t whylen)
+{
+	return cfg_parse_duration_to(v, &dst->peer_timeout_ns, PEER_TIMEOUT_MIN_NS,
+				     PEER_TIMEOUT_MAX_NS, why, whylen);
+}
+
+void cfg_peer_apply(struct steer_config *dst, const struct layer *l)
+{
+	const struct steer_config *v = &l->v;
+
+	if (l->set[OPT_PEER]) {
+		memcpy(dst->peers, v->peers, sizeof(dst->peers));
+		memcpy(dst->peer_strs, v->peer_strs, sizeof(dst->peer_strs));
+		dst->n_peers = v->n_peers;
+	}
+	if (l->set[OPT_PEER_LISTEN]) {
+		dst->peer_listen_set = v->peer_listen_set;
+		dst->peer_listen = v->peer_listen;
+		memcpy(dst->peer_listen_str, v->peer_listen_str, sizeof(dst->peer_listen_str));
+	}
+	if (l->set[OPT_PEER_INTERVAL])
+		dst->peer_interval_ns = v->peer_interval_ns;
+	if (l->set[OPT_PEER_TIMEOUT])
+		dst->peer_timeout_ns = v->peer_timeout_ns;
+}
+
+/* "--NAME" or "FILE:LINE: NAME", whichever gave the option. */
+static const char *origin(struct ctx *c, enum opt o, const char *name, char *buf, size_t len)
+{
+	if (c->flags.set[o])
+		snprintf(buf, len, "--%s", name);
+	else
+		snprintf(buf, len, "%s:%d: %s", c->config_path, c->top.line[o], name);
+	return buf;
+}
+
+static bool given(const struct ctx *c, enum opt o)
+{
+	return c->flags.set[o] || c->top.set[o];
+}
+
+int cfg_check_peers(struct ctx *c)
+{
+	const struct steer_config *o = &c->out;
+	char where[PATH_MAX + 32], t[32], i[32];
+	size_t k;
+
+	if (!o->n_peers) {
+		if (given(c, OPT_PEER_LISTEN) || given(c, OPT_PEER_INTERVAL) ||
+		    given(c, OPT_PEER_TIMEOUT))
+			return cfg_fail(c, "--peer-listen, --peer-interval and --peer-timeout need "
+					   "--peer ADDR:PORT (the other routers)");
+		return STEER_CONFIG_OK;
+	}
+	if (!o->peer_listen_set)
+		return cfg_fail(c,
+				"%s: needs --peer-listen ADDR:PORT, where the other routers' "
+				"reports arrive",
+				origin(c, OPT_PEER, "peer", where, sizeof(where)));
+	if (o->wire_off)
+		return cfg_fail(c,
+				"%s: the routers share the request accounting, which "
+				"--wire-estimator off turns off; leave one of them out",
+				origin(c, OPT_PEER, "peer", where, sizeof(where)));
+	for (k = 0; k < o->n_peers; k++)
+		if (steer_addr_equal(&o->peers[k], &o->peer_listen))
+			return cfg_fail(c, "%s: %s is this router's own --peer-listen",
+					origin(c, OPT_PEER, "peer", where, sizeof(where)),
+					o->peer_strs[k]);
+	if (o->peer_timeout_ns < 3 * o->peer_interval_ns)
+		return cfg_fail(
+			c,
+			"%s: must be at least 3 x the peer-interval (%s), got %s: a "
+			"router would be forgotten between two of its reports",
+			given(c, OPT_PEER_TIMEOUT)
+				? origin(c, OPT_PEER_TIMEOUT, "peer-timeout", where, sizeof(where))
+				: origin(c, OPT_PEER_INTERVAL, "peer-interval", where,
+					 sizeof(where)),
+			cfg_duration_text(o->peer_interval_ns, i, sizeof(i)),
+			cfg_duration_text(o->peer_timeout_ns, t, sizeof(t)));
+	return STEER_CONFIG_OK;
+}
+
+int cfg_check_service_peers(struct ctx *c, struct steer_service_cfg *s)
+{
+	if (!c->out.n_peers)
+		return STEER_CONFIG_OK;
+	if (s->policy.peer_routers > 1)
+		return cfg_fail(c,
+				"service %s: peer-routers is %u with --peer: the other routers "
+				"report their work, so it must be 1 (their sends would count "
+				"twice)",
+				s->vip_str, s->policy.peer_routers);
+	s->policy.peers_report = true;
+	return STEER_CONFIG_OK;
+}
+
+void cfg_peer_summary(FILE *f, const struct steer_config *c)
+{
+	char i[32], t[32];
+	size_t k;
+
+	if (!c->n_peers)
+		return;
+	fprintf(f, "  peers: listen %s, report every %s, forget after %s:", c->peer_listen_str,
+		cfg_duration_text(c->peer_interval_ns, i, sizeof(i)),
+		cfg_duration_text(c->peer_timeout_ns, t, sizeof(t)));
+	for (k = 0; k < c->n_peers; k++)
+		fprintf(f, " %s", c->peer_strs[k]);
+	fputc('\n', f);
+}

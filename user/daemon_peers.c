@@ -1,0 +1,158 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/*
+ * daemon_peers.c - smg-steerd's side of sharing the request accounting with
+ * the other routers (--peer; user/peer.c does the work on its own thread):
+ * start and stop, the backends after each publish, reloads, /metrics.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "daemon.h"
+
+/* Before privileges are dropped: the socket is bound here. */
+int peers_open(struct daemon *d, char *err, size_t errlen)
+{
+	struct steer_peer_opts o = { .dp = d->dp,
+				     .listen = d->cfg.peer_listen,
+				     .peers = d->cfg.peers,
+				     .n_peers = d->cfg.n_peers,
+				     .interval_ns = d->cfg.peer_interval_ns,
+				     .timeout_ns = d->cfg.peer_timeout_ns };
+
+	if (!d->cfg.n_peers)
+		return 0;
+	return steer_peer_open(&o, &d->peer, err, errlen);
+}
+
+/* The thread, once the first backends are known (publish_refusing_tables). */
+int peers_start(struct daemon *d, char *err, size_t errlen)
+{
+	if (!d->peer)
+		return 0;
+	peers_update_targets(d);
+	if (steer_peer_start(d->peer, err, errlen))
+		return -1;
+	log_info("sharing request accounting with %zu router(s) every %.3g ms; reports arrive "
+		 "at %s (UDP)",
+		 d->cfg.n_peers, (double)d->cfg.peer_interval_ns / 1e6, d->cfg.peer_listen_str);
+	return 0;
+}
+
+/* Every backend with a slot, as the peer thread maps the others' reports. */
+void peers_update_targets(struct daemon *d)
+{
+	struct steer_peer_target *t;
+	size_t i, j, n = 0, total = 0;
+
+	if (!d->peer)
+		return;
+	for (i = 0; i < d->n_svcs; i++)
+		total += d->svcs[i].n;
+	t = calloc(total ? total : 1, sizeof(*t));
+	if (!t) {
+		log_error("peer: out of memory; the backends it knows stay as they were");
+		return;
+	}
+	for (i = 0; i < d->n_svcs; i++) {
+		const struct service *s = &d->svcs[i];
+		int id = steer_dp_service_id(d->dp, &s->vip);
+
+		for (j = 0; id >= 0 && j < s->n; j++) {
+			const struct backend *b = s->b[j];
+
+			if (b->slot == NO_SLOT)
+				continue;
+			t[n++] = (struct steer_peer_target){
+				.vip = s->vip,
+				.addr = b->cfg.addr,
+				.svc_id = (uint32_t)id,
+				.slot = b->slot,
+				.slot_gen = steer_dp_slot_gen(d->dp, b->slot),
+				.bytes_per_token = steer_policy_bytes_per_token(&s->policy),
+				.ns_per_token = b->in_table ? b->score.ns_per_token_u : 0,
+			};
+		}
+	}
+	if (steer_peer_set_targets(d->peer, t, n) != 0)
+		log_error("peer: out of memory; the backends it knows stay as they were");
+	free(t);
+}
+
+/* A reload: the peers, interval and timeout change at once; the listen
+ * address, and turning sharing on or off, need a restart. Returns false when
+ * next asks for what needs a restart (next then keeps the running values). */
+void peers_reload(struct daemon *d, struct steer_config *next)
+{
+	bool on = d->peer != NULL, want = next->n_peers > 0;
+
+	if (on != want || (on && !steer_addr_equal(&next->peer_listen, &d->cfg.peer_listen))) {
+		log_warn("reload: turning --peer on or off, or a --peer-listen change, needs a "
+			 "restart; the running peers stay");
+		memcpy(next->peers, d->cfg.peers, sizeof(next->peers));
+		memcpy(next->peer_strs, d->cfg.peer_strs, sizeof(next->peer_strs));
+		next->n_peers = d->cfg.n_peers;
+		next->peer_listen_set = d->cfg.peer_listen_set;
+		next->peer_listen = d->cfg.peer_listen;
+		memcpy(next->peer_listen_str, d->cfg.peer_listen_str,
+		       sizeof(next->peer_listen_str));
+		next->peer_interval_ns = d->cfg.peer_interval_ns;
+		next->peer_timeout_ns = d->cfg.peer_timeout_ns;
+		return;
+	}
+	if (on)
+		steer_peer_set_peers(d->peer, next->peers, next->n_peers, next->peer_interval_ns,
+				     next->peer_timeout_ns);
+}
+
+/* /metrics: the peers' rows (the caller frees snap->peers). */
+void peers_metrics(struct daemon *d, struct steer_metrics_snapshot *snap)
+{
+	struct steer_peer_stats *st;
+
+	if (!d->peer)
+		return;
+	st = malloc(sizeof(*st));
+	if (!st)
+		return;
+	steer_peer_stats(d->peer, st);
+	snap->peers_on = true;
+	snap->peer_rejected_total = st->rejected;
+	snap->peer_unknown_backends_total = st->unknown_backends;
+	snap->peer_applied_total = st->applied;
+	snap->peer_apply_errors_total = st->apply_errors;
+	snap->peer_own_reports_total = st->own_reports;
+	snap->peers = calloc(st->n ? st->n : 1, sizeof(*snap->peers));
+	if (snap->peers) {
+		size_t i;
+
+		for (i = 0; i < st->n; i++) {
+			struct steer_metrics_peer *mp = &snap->peers[i];
+			const struct steer_peer_stat *s = &st->p[i];
+
+			steer_addr_format(&s->addr, mp->peer, sizeof(mp->peer));
+			mp->up = s->up;
+			mp->age_s = s->age_s;
+			mp->received_total = s->received;
+			mp->lost_total = s->lost;
+			mp->sent_total = s->sent;
+			mp->send_errors_total = s->send_errors;
+			mp->forgotten_total = s->forgotten;
+		}
+		snap->n_peers = st->n;
+	}
+	free(st);
+}
+
+void peers_tick(struct daemon *d, uint64_t now_ns)
+{
+	if (!d->peer || now_ns - d->peer_metrics_ns < 1000 * NS_PER_MS)
+		return;
+	d->peer_metrics_ns = now_ns;
+	update_metrics(d);
+}
+
+void peers_stop(struct daemon *d)
+{
+	steer_peer_stop(d->peer);
+	d->peer = NULL;
+}
