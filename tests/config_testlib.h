@@ -90,6 +90,25 @@ static inline int rejected(int rc, const struct steer_config *before,
 	       !memcmp(before, after, sizeof(*before));
 }
 
+/* Refused (the flags args, with file_text as the file unless NULL):
+ * STEER_CONFIG_USAGE, one line holding n1 and n2 (unless NULL), out untouched. */
+static inline int refused(const char *const *args, const char *file_text, const char *n1,
+			  const char *n2)
+{
+	static struct steer_config before, after;
+	int rc;
+
+	memset(&before, 0xa5, sizeof(before));
+	after = before;
+	rc = file_text ? load_yaml(file_text, args, &after) : load_with(args, NULL, &after);
+	if (rejected(rc, &before, &after) && strstr(err, n1) && (!n2 || strstr(err, n2)))
+		return 1;
+	printf("# rc=%d err='%s', want '%s'%s%s\n", rc, err, n1, n2 ? " and " : "", n2 ? n2 : "");
+	if (rc == STEER_CONFIG_OK)
+		steer_config_free(&after);
+	return 0;
+}
+
 /* err, starting with "FILE:line: ", equals the expected text. */
 static inline int file_err_is(int line, const char *text)
 {

@@ -19,23 +19,6 @@
 
 #define PEERS "--peer", "127.0.0.2:9470", "--peer-listen", "127.0.0.1:9470"
 
-/* Refused: STEER_CONFIG_USAGE, one line holding each needle, out untouched. */
-static int refused(const char *const *args, const char *file_text, const char *n1, const char *n2)
-{
-	static struct steer_config before, after;
-	int rc;
-
-	memset(&before, 0xa5, sizeof(before));
-	after = before;
-	rc = file_text ? load_yaml(file_text, args, &after) : load_with(args, NULL, &after);
-	if (rejected(rc, &before, &after) && strstr(err, n1) && (!n2 || strstr(err, n2)))
-		return 1;
-	printf("# rc=%d err='%s', want '%s'%s%s\n", rc, err, n1, n2 ? " and " : "", n2 ? n2 : "");
-	if (rc == STEER_CONFIG_OK)
-		steer_config_free(&after);
-	return 0;
-}
-
 static void test_flags_refused(void)
 {
 	CHECK(refused(ARGS(BASE, "--peer", "127.0.0.2", "--peer-listen", "127.0.0.1:9470"), NULL,

@@ -161,6 +161,15 @@ def peer_up(d, peer):
     return d.metric("smg_steer_peer_up", peer=peer)
 
 
+def received_after(d, peer, n):
+    """Wait until d has accepted n more reports from peer than now (R1's full
+    report comes a few times a second even when nothing moves)."""
+    metric = "smg_steer_peer_reports_received_total"
+    start = d.metric(metric, peer=peer) or 0
+    L.wait_for(lambda: (d.metric(metric, peer=peer) or 0) >= start + n, 60,
+               f"{n} more reports from {peer}")
+
+
 L.wait_for(lambda: all(b["mode"] == "snapshot" for b in explain(env1)["backends"]) and
            all(b["mode"] == "snapshot" for b in explain(env2)["backends"]), 30,
            "both routers scored both backends from their loads")
@@ -221,7 +230,7 @@ with t.case("R1 restarted on its pins: R2 applies what R1's kernel still has pen
     L.wait_for(lambda: peer_up(r2, P1) == 1, 30, "R2 hears the new R1")
     L.wait_for(lambda: peer_pending(env2, x2) == held_tokens, 30,
                "R2 holds the request R1's kernel kept pending")
-    time.sleep(0.1)  # a hundred more reports: still once
+    received_after(r2, P1, 10)  # ten more reports: still once
     t.check(peer_pending(env2, x2) == held_tokens,
             f"R2 holds {peer_pending(env2, x2)}, want {held_tokens}")
 
@@ -236,7 +245,7 @@ with t.case("R2 restarted on its pins: its successor takes back and applies agai
     L.wait_for(lambda: peer_up(r2, P1) == 1, 30, "the new R2 hears R1")
     L.wait_for(lambda: (r2.metric("smg_steer_peer_own_reports_total") or 0) > 0, 30,
                "R2 counts its own reports that came back")
-    time.sleep(0.1)
+    received_after(r2, P1, 10)
     t.check(peer_pending(env2, x2) == held_tokens,
             f"the new R2 holds {peer_pending(env2, x2)}, want {held_tokens}")
     release("held")

@@ -79,8 +79,8 @@ void peers_update_targets(struct daemon *d)
 }
 
 /* A reload: the peers, interval and timeout change at once; the listen
- * address, and turning sharing on or off, need a restart. Returns false when
- * next asks for what needs a restart (next then keeps the running values). */
+ * address, and turning sharing on or off, need a restart: when next asks for
+ * that, it keeps the running peer options. */
 void peers_reload(struct daemon *d, struct steer_config *next)
 {
 	bool on = d->peer != NULL, want = next->n_peers > 0;

@@ -132,7 +132,7 @@ def prop_table(rows, every):
 
 def cpu_table(rows):
     print("CPU time of each daemon (utime + stime of the process, /proc/PID/stat; of its "
-          "peer thread, the thread besides main named smg-steerd (it does not name itself), "
+          "peer thread, the thread named smg-peer, "
           "its schedstat run time) per "
           "phase: **idle** (nothing sent; every full report still goes out every "
           "--peer-timeout/4), **samples** (the propagation samples above), **busy** (a "
