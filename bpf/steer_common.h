@@ -347,6 +347,34 @@ struct steer_peer_batch {
 };
 
 /*
+ * The step probe (--step-probe, docs/algorithm.md 12.10): smg-steerd keeps one
+ * streaming request of its own running on each backend, so that it sees every
+ * step end of the engine even when the clients' responses are not streamed.
+ * Each packet of a probe's stream is one step end: steer_probe_apply applies
+ * it to the slot's step cadence as the ingress program does a streamed
+ * response's (steer_step_next), under the service's lock, re-keying the leaf.
+ */
+#define STEER_PROBE_BATCH 32
+
+struct steer_probe_step {
+	__u32 slot;	/* index into steer_slots / steer_wire */
+	__u32 slot_gen; /* steer_slot.gen the daemon mapped the backend at */
+	__u64 last_ns;	/* ns, CLOCK_MONOTONIC coarse: the probe's previous packet;
+			 * 0: this is its first (no gap, no step) */
+	__u64 at_ns;	/* ns, CLOCK_MONOTONIC coarse: this packet */
+};
+
+/* steer_probe_apply's argument (the value of its map steer_probe_in): up to
+ * STEER_PROBE_BATCH packets of one service, oldest first. */
+struct steer_probe_batch {
+	__u32 svc_id;
+	__u32 n;
+	__u32 applied; /* out: the packets whose slot still had the gen and service */
+	__u32 pad;
+	struct steer_probe_step p[STEER_PROBE_BATCH];
+};
+
+/*
  * The reference time of a service's tree (busy-until, docs/algorithm.md 4.2):
  * every leaf is keyed at ref_ns, the time of the tree's last full build, not
  * at the time of the write, so that idle backends keep their order as time

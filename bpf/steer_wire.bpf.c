@@ -218,3 +218,56 @@ int steer_peer_apply(void *ctx)
 	b->applied = applied;
 	return 0;
 }
+
+/* steer_probe_apply's argument, as steer_peer_in is steer_peer_apply's (the
+ * probe thread writes and runs it). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__type(key, __u32);
+	__type(value, struct steer_probe_batch);
+} steer_probe_in SEC(".maps");
+
+/*
+ * The step probe's packets (--step-probe, docs/algorithm.md 12.10): each is a
+ * step end of its backend's engine, as a streamed response's later packet is
+ * in steer_wire_in. The new step_until is written and the leaf re-keyed under
+ * the service's lock whether it rose or fell: the probe thread batches, so
+ * the lock is taken once per batch, not per packet.
+ */
+SEC("syscall")
+int steer_probe_apply(void *ctx)
+{
+	__u32 zero = 0, id, n, applied = 0, i;
+	struct steer_probe_batch *b = bpf_map_lookup_elem(&steer_probe_in, &zero);
+	struct steer_slot_array *all = slots_all();
+	struct steer_wire_array *wall = wire_all();
+	struct steer_svc_tree *tr;
+	struct steer_svc_stats *st;
+
+	if (!b)
+		return 1;
+	b->applied = 0;
+	id = b->svc_id & (STEER_SVC_IDS - 1);
+	n = b->n;
+	tr = bpf_map_lookup_elem(&steer_tree, &id);
+	st = bpf_map_lookup_elem(&steer_svcst, &id);
+	if (!all || !wall || !tr || !st || b->svc_id >= STEER_SVC_IDS)
+		return 1;
+	bpf_spin_lock(&tr->lock);
+	for (i = 0; i < STEER_PROBE_BATCH && i < n; i++) {
+		struct steer_probe_step *p = &b->p[i & (STEER_PROBE_BATCH - 1)];
+		struct steer_slot *s = slot_in(all, p->slot);
+		struct steer_wire *w = wire_in(wall, p->slot);
+
+		if (s->gen != p->slot_gen || s->svc_id != id)
+			continue;
+		w->step_until_ns = steer_step_next(w, p->last_ns, p->at_ns);
+		steer_tree_rekey(tr, s, w, &st->tree_clock);
+		applied++;
+	}
+	bpf_spin_unlock(&tr->lock);
+	b->applied = applied;
+	return 0;
+}

@@ -498,6 +498,45 @@ static void test_peer_families(void)
 	CHECK(t && !strstr(t, "smg_steer_peer_"), "peer families without --peer");
 }
 
+/* --step-probe: four families per backend and two of the node, only when on. */
+static void test_probe_families(void)
+{
+	struct steer_metrics_snapshot s;
+	const char *t;
+
+	build_fixture();
+	s = fx;
+	s.probes_on = true;
+	s.probe_applied_total = 41;
+	s.probe_apply_errors_total = 1;
+	s.backends[0].probe_streaming = true;
+	s.backends[0].probe_requests_total = 3;
+	s.backends[0].probe_failures_total = 2;
+	s.backends[0].probe_steps_total = 40;
+	t = render(&s);
+	CHECK(t, "render returned NULL");
+	extra_families = 6;
+	CHECK(check_family_grouping(t) == 2 * 24 + 2 * 19 + 4 * 2 + 2,
+	      "samples out of their families");
+	extra_families = 0;
+	CHECK(strstr(t, "# TYPE smg_steer_probe_streaming gauge\n") &&
+		      strstr(t, "# TYPE smg_steer_probe_steps_total counter\n") &&
+		      strstr(t, "\nsmg_steer_probe_streaming{vip=\"127.0.0.100:8000\",backend="
+				"\"127.0.0.11:9001\"} 1\n") &&
+		      strstr(t, "\nsmg_steer_probe_requests_total{vip=\"127.0.0.100:8000\","
+				"backend=\"127.0.0.11:9001\"} 3\n") &&
+		      strstr(t, "\nsmg_steer_probe_failures_total{vip=\"127.0.0.100:8000\","
+				"backend=\"127.0.0.11:9001\"} 2\n") &&
+		      strstr(t, "\nsmg_steer_probe_steps_total{vip=\"127.0.0.100:8000\","
+				"backend=\"127.0.0.11:9001\"} 40\n") &&
+		      strstr(t, "\nsmg_steer_probe_applied_total 41\n") &&
+		      strstr(t, "\nsmg_steer_probe_apply_errors_total 1\n"),
+	      "probe lines:\n%s",
+	      strstr(t, "smg_steer_probe_") ? strstr(t, "smg_steer_probe_") : t);
+	t = render(&fx);
+	CHECK(t && !strstr(t, "smg_steer_probe_"), "probe families without --step-probe");
+}
+
 static void test_empty_snapshot_has_only_headers(void)
 {
 	struct steer_metrics_snapshot empty = { 0 };
@@ -947,6 +986,7 @@ int main(void)
 	TAP_RUN(test_histogram);
 	TAP_RUN(test_help_type_once_and_grouped);
 	TAP_RUN(test_peer_families);
+	TAP_RUN(test_probe_families);
 	TAP_RUN(test_empty_snapshot_has_only_headers);
 	TAP_RUN(test_official_parser_reads_it);
 	TAP_RUN(test_server_scrape_sees_updates);

@@ -867,7 +867,8 @@ static void test_streaming_routers_see_every_step_end(void)
 }
 
 /* p99 wait of smg-steer with a step cadence on a small batching run. */
-static double cadence_p99(enum sim_response resp, enum sim_policy p, enum sim_step_cadence k)
+static double cadence_p99(enum sim_response resp, enum sim_policy p, enum sim_step_cadence k,
+			  bool probe)
 {
 	struct sim_config c;
 	struct sim_result r;
@@ -880,6 +881,7 @@ static double cadence_p99(enum sim_response resp, enum sim_policy p, enum sim_st
 	c.response = resp;
 	c.requests = 10000;
 	c.step_cadence = k;
+	c.step_probe = probe;
 	if (run(&c, &r))
 		return -1;
 	return r.p99_s;
@@ -887,11 +889,11 @@ static double cadence_p99(enum sim_response resp, enum sim_policy p, enum sim_st
 
 static void test_step_cadence_cuts_the_batching_p99_when_streaming(void)
 {
-	double oracle = cadence_p99(SIM_RESP_STREAM, SIM_POL_ORACLE, SIM_CAD_OFF);
-	double fluid = cadence_p99(SIM_RESP_STREAM, SIM_POL_STEER, SIM_CAD_OFF);
-	double max = cadence_p99(SIM_RESP_STREAM, SIM_POL_STEER, SIM_CAD_MAX);
-	double fluid_full = cadence_p99(SIM_RESP_FULL, SIM_POL_STEER, SIM_CAD_OFF);
-	double max_full = cadence_p99(SIM_RESP_FULL, SIM_POL_STEER, SIM_CAD_MAX);
+	double oracle = cadence_p99(SIM_RESP_STREAM, SIM_POL_ORACLE, SIM_CAD_OFF, false);
+	double fluid = cadence_p99(SIM_RESP_STREAM, SIM_POL_STEER, SIM_CAD_OFF, false);
+	double max = cadence_p99(SIM_RESP_STREAM, SIM_POL_STEER, SIM_CAD_MAX, false);
+	double fluid_full = cadence_p99(SIM_RESP_FULL, SIM_POL_STEER, SIM_CAD_OFF, false);
+	double max_full = cadence_p99(SIM_RESP_FULL, SIM_POL_STEER, SIM_CAD_MAX, false);
 
 	printf("# batching p99: oracle %.4f fluid %.4f max %.4f (stream), fluid %.4f max %.4f "
 	       "(full)\n",
@@ -900,6 +902,52 @@ static void test_step_cadence_cuts_the_batching_p99_when_streaming(void)
 	      "streaming: max %.4f s, fluid %.4f s, oracle %.4f s", max, fluid, oracle);
 	/* Full responses show no step: max is fluid, exactly. */
 	CHECK(max_full == fluid_full, "full: max %.4f s, fluid %.4f s", max_full, fluid_full);
+}
+
+/* --step-probe: with full responses too, every router sees every step end
+ * (its probe decodes on every worker); the probes cost the oracle a little;
+ * max then cuts the batching p99 as streaming does. The FIFO engine, which
+ * has no steps, refuses it. */
+static void test_step_probe_shows_every_step_end_with_full_responses(void)
+{
+	static const uint32_t routers[] = { 1, 4 };
+	struct sim_config c;
+	struct sim_result r;
+	double oracle, oracle_probed, fluid, max;
+	char why[160];
+	size_t k;
+
+	for (k = 0; k < 2; k++) {
+		small_config(&c, SIM_POL_STEER);
+		c.engine = SIM_ENGINE_BATCH;
+		c.response = SIM_RESP_FULL;
+		c.routers = routers[k];
+		c.knobs.peer_routers = routers[k];
+		c.step_cadence = SIM_CAD_MAX;
+		c.step_probe = true;
+		c.requests = 3000;
+		c.warmup = 300;
+		c.drain = false;
+		CHECK(run(&c, &r) == 0, "run failed");
+		CHECK(r.rx_pairs >= c.workers && r.rx_at_step_end == r.rx_pairs,
+		      "full with probes, %u routers: %llu of %llu saw the last step end", c.routers,
+		      (unsigned long long)r.rx_at_step_end, (unsigned long long)r.rx_pairs);
+	}
+	small_config(&c, SIM_POL_STEER);
+	c.step_probe = true; /* the FIFO engine */
+	CHECK(sim_config_check(&c, why, sizeof(why)) != 0 && strstr(why, "batching engine"),
+	      "the FIFO engine took --step-probe: '%s'", why);
+
+	oracle = cadence_p99(SIM_RESP_FULL, SIM_POL_ORACLE, SIM_CAD_OFF, false);
+	oracle_probed = cadence_p99(SIM_RESP_FULL, SIM_POL_ORACLE, SIM_CAD_OFF, true);
+	fluid = cadence_p99(SIM_RESP_FULL, SIM_POL_STEER, SIM_CAD_OFF, true);
+	max = cadence_p99(SIM_RESP_FULL, SIM_POL_STEER, SIM_CAD_MAX, true);
+	printf("# full, probes: oracle %.4f (probed %.4f) fluid %.4f max %.4f\n", oracle,
+	       oracle_probed, fluid, max);
+	CHECK(oracle > 0 && oracle_probed >= oracle && oracle_probed < 1.2 * oracle,
+	      "the probes' cost: oracle %.4f s, with probes %.4f s", oracle, oracle_probed);
+	CHECK(max < 0.6 * fluid && max < 1.5 * oracle,
+	      "full with probes: max %.4f s, fluid %.4f s, oracle %.4f s", max, fluid, oracle);
 }
 
 int main(void)
@@ -930,5 +978,6 @@ int main(void)
 	TAP_RUN(test_step_cadence_needs_a_response_in_progress);
 	TAP_RUN(test_streaming_routers_see_every_step_end);
 	TAP_RUN(test_step_cadence_cuts_the_batching_p99_when_streaming);
+	TAP_RUN(test_step_probe_shows_every_step_end_with_full_responses);
 	return tap_done();
 }

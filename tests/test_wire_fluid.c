@@ -15,7 +15,11 @@
  *    connections avoid it until the step under way is predicted to end;
  *  - another router's report (steer_peer_apply, --peer) keeps new
  *    connections away from the backend it sent a large request to, and its
- *    answer brings them back, with the leaf re-keyed under the lock.
+ *    answer brings them back, with the leaf re-keyed under the lock;
+ *  - the step probe's packets (steer_probe_apply, --step-probe) set the
+ *    step cadence as a streamed answer's do: a long step keeps new
+ *    connections away, and a shorter one after it lowers the leaf's key at
+ *    once.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -32,8 +36,8 @@
 #include "testenv.h"
 #include "wire_lib.h"
 
-static struct steer_addr vip_ref, vip_json, vip_sse, vip_step, vip_peer;
-static struct responder r_ref[3], r_json[2], r_sse[2], r_step[2], r_peer[2];
+static struct steer_addr vip_ref, vip_json, vip_sse, vip_step, vip_peer, vip_probe;
+static struct responder r_ref[3], r_json[2], r_sse[2], r_step[2], r_peer[2], r_probe[2];
 
 static uint64_t steered(uint32_t slot)
 {
@@ -458,6 +462,89 @@ static void test_another_routers_request_keeps_new_connections_away(void)
 	CHECK(pick == 0, "after the peer's answer the connect went to %d, not A", pick);
 }
 
+/* ---- 6. the step probe's packets: steer_probe_apply ---------------------------------- */
+
+static int probe_apply(uint32_t svc_id, const struct steer_probe_step *p, uint32_t n)
+{
+	struct steer_probe_batch b = { .svc_id = svc_id, .n = n };
+
+	memcpy(b.p, p, n * sizeof(*p));
+	if (steer_dp_probe_apply(dp, &b, err, sizeof(err)) != 0)
+		return -1;
+	return (int)b.applied;
+}
+
+/*
+ * The probe's packets, as the daemon's probe thread hands them over (times of
+ * the coarse clock): a packet of another owner generation is not applied; a
+ * stream's first packet only marks the time; a 2 s gap is a 2 s step, and
+ * the next connect goes to B; a 1 ms gap after it lowers step_until under
+ * the lock with A's leaf re-keyed, so that once that short step has ended the
+ * next connect (no drain, no rebuild) goes to A again. Several packets in one
+ * run apply in order.
+ */
+static void test_the_probes_packets_set_the_step_cadence(void)
+{
+	struct responder *be[2] = { &r_probe[0], &r_probe[1] };
+	const struct steer_wire *w;
+	uint32_t slots[2], gen;
+	uint64_t now, until, at;
+	int svc, k, pick;
+
+	CHECK(publish_flags(&vip_probe, be, 2, 0, STEER_TBL_STEP, STEP_NPT) == 0, "publish: %s",
+	      err);
+	for (k = 0; k < 2; k++) {
+		slots[k] = slot_of(&vip_probe, be[k]);
+		steer_dp_inflight_exchange(dp, slots[k]);
+	}
+	svc = steer_dp_service_id(dp, &vip_probe);
+	CHECK(svc >= 0, "no service id");
+	gen = steer_dp_slot_gen(dp, slots[0]);
+	w = steer_dp_wire_counters(dp, slots[0]);
+	CHECK(probe_pick(&vip_probe, slots, true, &at) == 0, "the tie did not go to A");
+
+	now = steer_dp_clock_ns();
+	CHECK(probe_apply((uint32_t)svc,
+			  &(struct steer_probe_step){ slots[0], gen + 1, now - STEP_LONG_NS, now },
+			  1) == 0,
+	      "a packet for another owner generation was applied");
+	CHECK(w->step_ns == 0 && w->step_until_ns == 0, "a stale packet moved the step");
+	CHECK(probe_apply((uint32_t)svc, &(struct steer_probe_step){ slots[0], gen, 0, now - 1 },
+			  1) == 1,
+	      "not applied: %s", err);
+	CHECK(w->step_ns == 0 && w->last_rx_ns == now - 1, "a first packet: step %llu, last %llu",
+	      (unsigned long long)w->step_ns, (unsigned long long)w->last_rx_ns);
+	CHECK(probe_apply((uint32_t)svc,
+			  &(struct steer_probe_step){ slots[0], gen, now - STEP_LONG_NS, now },
+			  1) == 1,
+	      "not applied: %s", err);
+	until = w->step_until_ns;
+	CHECK(w->step_ns == STEP_LONG_NS && w->last_rx_ns == now && until == now + STEP_LONG_NS,
+	      "a 2 s gap: step %llu, last - now %lld, until - now %lld",
+	      (unsigned long long)w->step_ns, (long long)(w->last_rx_ns - now),
+	      (long long)(until - now));
+	pick = probe_pick(&vip_probe, slots, true, &at);
+	CHECK(at >= until || pick == 1, "during A's 2 s step the connect went to %d, not B", pick);
+
+	/* Two packets in one run, in order: a 1 ms step after the 2 s one. */
+	now = steer_dp_clock_ns();
+	{
+		struct steer_probe_step two[2] = { { slots[0], gen, 0, now - 1000000 },
+						   { slots[0], gen, now - 1000000, now } };
+
+		CHECK(probe_apply((uint32_t)svc, two, 2) == 2, "not applied: %s", err);
+	}
+	CHECK(w->step_ns == 1000000 && w->step_until_ns == now + 1000000 &&
+		      w->step_until_ns < until,
+	      "after a 1 ms gap: step %llu, until - now %lld", (unsigned long long)w->step_ns,
+	      (long long)(w->step_until_ns - now));
+	for (k = 0; k < WAIT_MS && steer_dp_clock_ns() <= w->step_until_ns + TICK_NS; k++)
+		usleep(1000);
+	/* B holds the last probe's credit; only A's re-keyed leaf shows A free. */
+	pick = probe_pick(&vip_probe, slots, false, &at);
+	CHECK(pick == 0, "after the short step the connect went to %d, not A", pick);
+}
+
 static int setup(void)
 {
 	if (testenv_init("wirefl") != 0)
@@ -472,21 +559,24 @@ static int setup(void)
 	    responder_start(&r_step[0], "127.0.6.8:9608", RESP_SSE) != 0 ||
 	    responder_start(&r_step[1], "127.0.6.9:9609", RESP_SSE) != 0 ||
 	    responder_start(&r_peer[0], "127.0.6.10:9610", RESP_JSON) != 0 ||
-	    responder_start(&r_peer[1], "127.0.6.11:9611", RESP_JSON) != 0)
+	    responder_start(&r_peer[1], "127.0.6.11:9611", RESP_JSON) != 0 ||
+	    responder_start(&r_probe[0], "127.0.6.12:9612", RESP_JSON) != 0 ||
+	    responder_start(&r_probe[1], "127.0.6.13:9613", RESP_JSON) != 0)
 		return -1;
 	steer_addr_parse("127.0.0.122:8301", &vip_ref, err, sizeof(err));
 	steer_addr_parse("127.0.0.122:8302", &vip_json, err, sizeof(err));
 	steer_addr_parse("127.0.0.122:8303", &vip_sse, err, sizeof(err));
 	steer_addr_parse("127.0.0.122:8304", &vip_step, err, sizeof(err));
 	steer_addr_parse("127.0.0.122:8305", &vip_peer, err, sizeof(err));
+	steer_addr_parse("127.0.0.122:8306", &vip_probe, err, sizeof(err));
 	return wire_dp_open();
 }
 
 int main(void)
 {
-	struct responder *all[] = { &r_ref[0],	&r_ref[1],  &r_ref[2], &r_json[0],
-				    &r_json[1], &r_sse[0],  &r_sse[1], &r_step[0],
-				    &r_step[1], &r_peer[0], &r_peer[1] };
+	struct responder *all[] = { &r_ref[0],	&r_ref[1],   &r_ref[2],	 &r_json[0], &r_json[1],
+				    &r_sse[0],	&r_sse[1],   &r_step[0], &r_step[1], &r_peer[0],
+				    &r_peer[1], &r_probe[0], &r_probe[1] };
 	size_t i;
 
 	if (setup() != 0)
@@ -496,6 +586,7 @@ int main(void)
 	TAP_RUN(test_a_streaming_answer_caps_the_busy_time);
 	TAP_RUN(test_the_step_cadence_avoids_a_backend_until_its_step_ends);
 	TAP_RUN(test_another_routers_request_keeps_new_connections_away);
+	TAP_RUN(test_the_probes_packets_set_the_step_cadence);
 	wire_dp_close();
 	for (i = 0; i < sizeof(all) / sizeof(all[0]); i++)
 		responder_stop(all[i]);

@@ -32,6 +32,7 @@ static void defaults_set(struct steer_config *cfg)
 	cfg->dns_interval_ns = CFG_DNS_INTERVAL_DEFAULT_NS;
 	cfg_parse_xdp_encap_src(STEER_XDP_ENCAP_SRC_DEFAULT, cfg, NULL, 0);
 	cfg_peer_defaults(cfg);
+	cfg_probe_defaults(cfg);
 	snprintf(cfg->metrics_listen, sizeof(cfg->metrics_listen), "%s", DEFAULT_METRICS_LISTEN);
 	steer_addr_parse(DEFAULT_METRICS_LISTEN, &cfg->metrics_addr, NULL, 0);
 }
@@ -60,7 +61,9 @@ static int globals_resolve(struct ctx *c)
 	rc = cfg_check_timing(c);
 	if (!rc)
 		rc = cfg_check_wire_cgroup(c);
-	return rc ? rc : cfg_check_peers(c);
+	if (!rc)
+		rc = cfg_check_peers(c);
+	return rc ? rc : cfg_check_probe(c);
 }
 
 /* The flags' service joins the file's, replacing one with the same vip. */
@@ -243,6 +246,7 @@ void steer_config_summary(FILE *f, const struct steer_config *c)
 	if (names)
 		cfg_dns_summary(f, c, NULL);
 	cfg_peer_summary(f, c);
+	cfg_probe_summary(f, c);
 	for (i = 0; i < c->n_services; i++) {
 		const struct steer_service_cfg *s = &c->services[i];
 

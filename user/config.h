@@ -110,6 +110,12 @@ struct steer_config {
 	/* --wire-cgroup: the cgroup2 directory the accounting programs attach
 	 * to, equal to or below cgroup. Empty: the same as cgroup. */
 	char wire_cgroup[PATH_MAX];
+	/* --step-probe PATH (user/probe.c): with fluid-step, one streaming
+	 * request of the daemon's own runs on every backend, POSTed to this
+	 * path with step_probe_body, so that every step end of its engine shows
+	 * even when the clients' responses are not streamed. Empty: off. */
+	char step_probe_path[256];
+	char step_probe_body[2048]; /* a JSON object (--step-probe-body) */
 
 	/* Polling, nanoseconds. */
 	uint64_t interval_ns; /* --load-check-interval, default 1 s */

@@ -507,6 +507,8 @@ const struct setting cfg_settings[] = {
 	{ "peer-listen", OPT_PEER_LISTEN, -1, cfg_parse_peer_listen },
 	{ "peer-interval", OPT_PEER_INTERVAL, -1, cfg_parse_peer_interval },
 	{ "peer-timeout", OPT_PEER_TIMEOUT, -1, cfg_parse_peer_timeout },
+	{ "step-probe", OPT_STEP_PROBE, -1, cfg_parse_step_probe },
+	{ "step-probe-body", OPT_STEP_PROBE_BODY, -1, cfg_parse_step_probe_body },
 };
 
 const struct setting *cfg_setting_find(const char *name)
@@ -569,6 +571,7 @@ void cfg_layer_apply(struct steer_config *dst, const struct layer *l)
 		memcpy(dst->dns_servers, v->dns_servers, sizeof(dst->dns_servers));
 	cfg_xdp_apply(dst, l);
 	cfg_peer_apply(dst, l);
+	cfg_probe_apply(dst, l);
 	if (l->set[OPT_METRICS]) {
 		dst->metrics_enabled = v->metrics_enabled;
 		dst->metrics_addr = v->metrics_addr;

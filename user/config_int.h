@@ -98,6 +98,8 @@ enum opt {
 	OPT_PEER_LISTEN,
 	OPT_PEER_INTERVAL,
 	OPT_PEER_TIMEOUT,
+	OPT_STEP_PROBE,
+	OPT_STEP_PROBE_BODY,
 	N_OPTS,
 };
 
@@ -126,7 +128,7 @@ struct setting {
 };
 
 /* Every option that is both a flag and a top-level key, in --help order. */
-#define CFG_N_SETTINGS 26
+#define CFG_N_SETTINGS 28
 extern const struct setting cfg_settings[CFG_N_SETTINGS];
 
 /* ---- XDP ingress options (config_xdp.c) ---------------------------------------- */
@@ -154,6 +156,16 @@ int cfg_check_peers(struct ctx *c);
 int cfg_check_service_peers(struct ctx *c, struct steer_service_cfg *s);
 /* --check-config's line. */
 void cfg_peer_summary(FILE *f, const struct steer_config *c);
+
+/* ---- The step probe (config_probe.c) ------------------------------------------ */
+
+void cfg_probe_defaults(struct steer_config *cfg);
+int cfg_parse_step_probe(const char *v, struct steer_config *dst, char *why, size_t whylen);
+int cfg_parse_step_probe_body(const char *v, struct steer_config *dst, char *why, size_t whylen);
+void cfg_probe_apply(struct steer_config *dst, const struct layer *l);
+/* Between options: the probe needs fluid-step, a body needs the probe. */
+int cfg_check_probe(struct ctx *c);
+void cfg_probe_summary(FILE *f, const struct steer_config *c);
 
 /* Durations (config_check.c): the exact value in the largest unit that divides it;
  * and a duration within [min, max] into *dst, or -1 with the reason in why. */

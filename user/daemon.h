@@ -22,6 +22,7 @@
 #include "log.h"
 #include "metrics.h"
 #include "peer.h"
+#include "probe.h"
 #include "policy.h"
 #include "load_decode.h"
 #include "loads.h"
@@ -110,10 +111,12 @@ struct daemon {
 	struct steer_xdp_stats *xdp_ctr; /* its counters, for /metrics; NULL without */
 	struct steer_loads *loads;
 	struct steer_metrics *metrics;
-	struct steer_reload *reload;  /* SIGHUP's parse, on its own thread */
-	struct steer_discovery *disc; /* --backend-dns names (discovery.c) */
-	struct steer_peer *peer;      /* --peer (peer.c), or NULL */
-	uint64_t peer_metrics_ns;     /* when peers_tick last refreshed /metrics */
+	struct steer_reload *reload;	       /* SIGHUP's parse, on its own thread */
+	struct steer_discovery *disc;	       /* --backend-dns names (discovery.c) */
+	struct steer_peer *peer;	       /* --peer (peer.c), or NULL */
+	struct steer_probe *probe;	       /* --step-probe (probe.c), or NULL */
+	struct steer_probe_stats *probe_stats; /* as /metrics last read them */
+	uint64_t peer_metrics_ns;	       /* when peers_tick last refreshed /metrics */
 	struct service *svcs;
 	size_t n_svcs;
 	size_t pending; /* load polls in flight */
@@ -175,5 +178,18 @@ void peers_metrics(struct daemon *d, struct steer_metrics_snapshot *snap);
  * figures (and the pending work they report) stay current. */
 void peers_tick(struct daemon *d, uint64_t now_ns);
 void peers_stop(struct daemon *d);
+
+/* ---- daemon_probe.c ---- */
+
+/* Start the step probe (--step-probe) with the backends as they are. */
+int probes_start(struct daemon *d, char *err, size_t errlen);
+/* After each publish: the backends the probe thread keeps a stream on. */
+void probes_update_targets(struct daemon *d);
+/* A reload's probe options: on, off, or a new path or body. */
+void probes_reload(struct daemon *d, const struct steer_config *next);
+/* /metrics: the node's probe counters; then each backend's row. */
+void probes_metrics(struct daemon *d, struct steer_metrics_snapshot *snap);
+void probes_fill_backend(struct daemon *d, uint32_t slot, struct steer_metrics_backend *mb);
+void probes_stop(struct daemon *d);
 
 #endif /* STEER_DAEMON_H */

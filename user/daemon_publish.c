@@ -279,6 +279,7 @@ void publish(struct daemon *d)
 			  d->svcs[i].n);
 	}
 	peers_update_targets(d);
+	probes_update_targets(d);
 	update_metrics(d);
 out:
 	free(specs);
@@ -334,6 +335,7 @@ static void fill_metrics_backend(struct daemon *d, const struct service *s, cons
 	mb->steered_total = ctr ? ctr->steered + ctr->fallbacks : 0;
 	memcpy(mb->polls_total, b->polls, sizeof(mb->polls_total));
 	mb->source = (int)b->source;
+	probes_fill_backend(d, b->slot, mb);
 	if (d->xdp_ctr && b->slot != NO_SLOT) {
 		struct steer_xdp_ctr x;
 
@@ -402,6 +404,7 @@ void update_metrics(struct daemon *d)
 	snap.backends = calloc(nb ? nb : 1, sizeof(*snap.backends));
 	if (!snap.services || !snap.backends)
 		goto out;
+	probes_metrics(d, &snap); /* before the backends: their probe rows */
 	for (i = 0; i < d->n_svcs; i++) {
 		struct service *s = &d->svcs[i];
 		struct steer_metrics_service *ms = &snap.services[snap.n_services++];

@@ -175,6 +175,11 @@ uint32_t steer_dp_slot_gen(const struct steer_dp *dp, uint32_t slot);
  * steer_peer_apply, under the service's lock; b->applied is written back).
  * 0, or -errno with err set. Owner only. */
 int steer_dp_peer_apply(struct steer_dp *dp, struct steer_peer_batch *b, char *err, size_t errlen);
+/* Apply the step probe's packets to one service's slots (the kernel program
+ * steer_probe_apply, under the service's lock; b->applied is written back).
+ * 0, or -errno with err set. Owner only. */
+int steer_dp_probe_apply(struct steer_dp *dp, struct steer_probe_batch *b, char *err,
+			 size_t errlen);
 /* Direct view of a slot's accounting (mmap of steer_wire), or NULL. */
 const struct steer_wire *steer_dp_wire_counters(const struct steer_dp *dp, uint32_t slot);
 /*

@@ -81,6 +81,9 @@ struct steer_dp {
 	/* mmap of steer_peer_in, steer_peer_apply's argument (owner only). */
 	struct steer_peer_batch *peer_in;
 	size_t peer_in_len;
+	/* mmap of steer_probe_in, steer_probe_apply's argument (owner only). */
+	struct steer_probe_batch *probe_in;
+	size_t probe_in_len;
 
 	/* BTF of struct steer_table, so that each generation dumps with names. */
 	int btf_fd;

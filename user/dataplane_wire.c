@@ -45,20 +45,32 @@ static struct bpf_program *wire_prog(struct steer_dp *dp, int i)
 				: dp->wire_skel->progs.steer_wire_in;
 }
 
-/* steer_peer_apply's argument map, mapped for writing (owner). */
-static int peer_in_map(struct steer_dp *dp, char *err, size_t errlen)
+/* A syscall program's argument map, mapped for writing (owner). */
+static void *arg_map(struct bpf_map *m, size_t size, size_t *len, char *err, size_t errlen)
 {
 	size_t pg = (size_t)sysconf(_SC_PAGESIZE);
 	void *p;
 
-	dp->peer_in_len = (sizeof(struct steer_peer_batch) + pg - 1) / pg * pg;
-	p = mmap(NULL, dp->peer_in_len, PROT_READ | PROT_WRITE, MAP_SHARED,
-		 bpf_map__fd(dp->wire_skel->maps.steer_peer_in), 0);
-	if (p == MAP_FAILED)
-		return steer_seterr(err, errlen, errno, "cannot mmap steer_peer_in: %s",
-				    strerror(errno));
-	dp->peer_in = p;
-	return 0;
+	*len = (size + pg - 1) / pg * pg;
+	p = mmap(NULL, *len, PROT_READ | PROT_WRITE, MAP_SHARED, bpf_map__fd(m), 0);
+	if (p == MAP_FAILED) {
+		steer_seterr(err, errlen, errno, "cannot mmap %s: %s", bpf_map__name(m),
+			     strerror(errno));
+		return NULL;
+	}
+	return p;
+}
+
+/* steer_peer_apply's and steer_probe_apply's argument maps (owner). */
+static int arg_maps(struct steer_dp *dp, char *err, size_t errlen)
+{
+	dp->peer_in = arg_map(dp->wire_skel->maps.steer_peer_in, sizeof(*dp->peer_in),
+			      &dp->peer_in_len, err, errlen);
+	if (!dp->peer_in)
+		return -EINVAL;
+	dp->probe_in = arg_map(dp->wire_skel->maps.steer_probe_in, sizeof(*dp->probe_in),
+			       &dp->probe_in_len, err, errlen);
+	return dp->probe_in ? 0 : -EINVAL;
 }
 
 /* Owner: load the object over the pinned maps (before the maps are mapped). */
@@ -81,7 +93,7 @@ int dp_wire_load(struct steer_dp *dp, char *err, size_t errlen)
 	if (rc)
 		return steer_seterr(err, errlen, rc, "cannot load the wire BPF programs: %s",
 				    strerror(-rc));
-	return peer_in_map(dp, err, errlen);
+	return arg_maps(dp, err, errlen);
 }
 
 /* A reader: the pinned maps the wire object names are of this build's shape. */
@@ -220,6 +232,8 @@ void dp_wire_close(struct steer_dp *dp)
 		munmap(dp->wire, dp->wire_len);
 	if (dp->peer_in)
 		munmap(dp->peer_in, dp->peer_in_len);
+	if (dp->probe_in)
+		munmap(dp->probe_in, dp->probe_in_len);
 	if (dp->wire_fd >= 0)
 		close(dp->wire_fd);
 	if (dp->wire_skel)
@@ -397,5 +411,28 @@ int steer_dp_peer_apply(struct steer_dp *dp, struct steer_peer_batch *b, char *e
 	if (o.retval)
 		return steer_seterr(err, errlen, ENOENT, "steer_peer_apply: service %u has no maps",
 				    b->svc_id);
+	return 0;
+}
+
+/* The step probe's packets: run steer_probe_apply over b (its applied is
+ * written back). Only the owner has the program; one thread at a time. */
+int steer_dp_probe_apply(struct steer_dp *dp, struct steer_probe_batch *b, char *err, size_t errlen)
+{
+	LIBBPF_OPTS(bpf_test_run_opts, o);
+	int rc;
+
+	if (!dp->wire_skel || !dp->probe_in)
+		return steer_seterr(err, errlen, ENOTSUP,
+				    "the request accounting is off: no step cadence to apply");
+	memcpy(dp->probe_in, b, sizeof(*b));
+	rc = bpf_prog_test_run_opts(bpf_program__fd(dp->wire_skel->progs.steer_probe_apply), &o);
+	if (rc)
+		return steer_seterr(err, errlen, errno ? errno : -rc,
+				    "cannot run steer_probe_apply: %s",
+				    strerror(errno ? errno : -rc));
+	b->applied = __atomic_load_n(&dp->probe_in->applied, __ATOMIC_ACQUIRE);
+	if (o.retval)
+		return steer_seterr(err, errlen, ENOENT,
+				    "steer_probe_apply: service %u has no maps", b->svc_id);
 	return 0;
 }

@@ -61,12 +61,17 @@ static void curl_init(void)
 	curl_init_rc = curl_global_init(CURL_GLOBAL_DEFAULT);
 }
 
+int steer_curl_global_init(void)
+{
+	pthread_once(&curl_once, curl_init);
+	return curl_init_rc == CURLE_OK ? 0 : -EIO;
+}
+
 struct steer_http *steer_http_new(void)
 {
 	struct steer_http *h;
 
-	pthread_once(&curl_once, curl_init);
-	if (curl_init_rc != CURLE_OK)
+	if (steer_curl_global_init())
 		return NULL;
 	h = calloc(1, sizeof(*h));
 	if (!h)

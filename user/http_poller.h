@@ -42,6 +42,9 @@ struct steer_http_result {
 	uint64_t duration_ns;
 };
 
+/* libcurl's global state, once for the process (every user of libcurl calls
+ * this first). 0, or -EIO. */
+int steer_curl_global_init(void);
 struct steer_http *steer_http_new(void);
 void steer_http_free(struct steer_http *h);
 

@@ -192,6 +192,27 @@ static const struct backend_family xdp_backend_families[] = {
 	  BK_FIELD(xdp_ended_total), VALUE_U64 },
 };
 
+/* The step probe (--step-probe, user/probe.c): rendered only when it is on. */
+static const struct backend_family probe_backend_families[] = {
+	{ "smg_steer_probe_streaming", "gauge",
+	  "1 while the step probe's stream on the backend delivers (its packets are the "
+	  "engine's step ends); 0 while it connects, restarts or fails.",
+	  BK_FIELD(probe_streaming), VALUE_BOOL },
+	{ "smg_steer_probe_requests_total", "counter",
+	  "Step probe requests started on the backend (one runs at a time; the next starts "
+	  "when it ends, at its max_tokens).",
+	  BK_FIELD(probe_requests_total), VALUE_U64 },
+	{ "smg_steer_probe_failures_total", "counter",
+	  "Step probe requests that failed: no connection, an HTTP status other than 2xx or an "
+	  "empty body, a reset, 30 s without a byte, or a stream that ended within a second. "
+	  "Retried after 0.25 s, doubling up to 10 s.",
+	  BK_FIELD(probe_failures_total), VALUE_U64 },
+	{ "smg_steer_probe_steps_total", "counter",
+	  "Packets of the step probe's streams: engine step ends applied to the backend's "
+	  "step cadence.",
+	  BK_FIELD(probe_steps_total), VALUE_U64 },
+};
+
 #define POLLS_NAME "smg_steer_polls_total"
 #define POLLS_HELP "Load polls of the backend by outcome."
 #define SOURCE_NAME "smg_steer_backend_load_source"
@@ -454,6 +475,19 @@ static void write_dns_name_label(FILE *f, const char *name, size_t size)
 }
 
 /* DNS discovery: per name, and per backend-dns entry of a service. */
+static void write_probe_counters(FILE *f, const struct steer_metrics_snapshot *snap)
+{
+	steer_metrics_family_header(f, "smg_steer_probe_applied_total", "counter",
+				    "Step probe packets applied to their backend's step cadence in "
+				    "the kernel (steer_probe_apply).");
+	fprintf(f, "smg_steer_probe_applied_total %" PRIu64 "\n", snap->probe_applied_total);
+	steer_metrics_family_header(
+		f, "smg_steer_probe_apply_errors_total", "counter",
+		"Runs of steer_probe_apply that failed (their packets are lost).");
+	fprintf(f, "smg_steer_probe_apply_errors_total %" PRIu64 "\n",
+		snap->probe_apply_errors_total);
+}
+
 static void write_dns_families(FILE *f, const struct steer_metrics_snapshot *snap)
 {
 	size_t i;
@@ -525,6 +559,12 @@ char *steer_metrics_render(const struct steer_metrics_snapshot *snap)
 	write_dns_families(f, snap);
 	if (snap->peers_on)
 		steer_metrics_write_peers(f, snap);
+	for (i = 0; snap->probes_on &&
+		    i < sizeof(probe_backend_families) / sizeof(probe_backend_families[0]);
+	     i++)
+		write_backend_family(f, snap, &probe_backend_families[i]);
+	if (snap->probes_on)
+		write_probe_counters(f, snap);
 	for (i = 0; snap->xdp && i < sizeof(xdp_service_families) / sizeof(xdp_service_families[0]);
 	     i++)
 		write_service_family(f, snap, &xdp_service_families[i]);
@@ -617,6 +657,9 @@ static int snapshot_copy(struct steer_metrics_snapshot *dst,
 	dst->peer_applied_total = src->peer_applied_total;
 	dst->peer_apply_errors_total = src->peer_apply_errors_total;
 	dst->peer_own_reports_total = src->peer_own_reports_total;
+	dst->probes_on = src->probes_on;
+	dst->probe_applied_total = src->probe_applied_total;
+	dst->probe_apply_errors_total = src->probe_apply_errors_total;
 	return 0;
 }
 

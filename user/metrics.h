@@ -47,6 +47,11 @@ struct steer_metrics_backend {
 	double step_s;		      /* the step cadence's last engine step, s (0: none) */
 	double step_left_s;	      /* until the step under way ends, as predicted, s */
 	uint64_t peer_pending_tokens; /* the other routers' pending tokens (--peer) */
+	/* The step probe (--step-probe; snapshot.probes_on). */
+	bool probe_streaming;	       /* its stream is delivering now */
+	uint64_t probe_requests_total; /* probe requests started */
+	uint64_t probe_failures_total; /* that failed */
+	uint64_t probe_steps_total;    /* stream packets seen: step ends */
 };
 
 /* Another router (--peer): reports it sent here, and reports sent to it. */
@@ -113,6 +118,9 @@ struct steer_metrics_snapshot {
 	size_t n_peers;
 	uint64_t peer_rejected_total, peer_unknown_backends_total, peer_applied_total,
 		peer_apply_errors_total, peer_own_reports_total;
+	/* --step-probe: its families are rendered only when on. */
+	bool probes_on;
+	uint64_t probe_applied_total, probe_apply_errors_total;
 };
 
 struct steer_metrics;

@@ -124,6 +124,7 @@ static void reload(struct daemon *d)
 	steer_config_free(&d->cfg);
 	d->cfg = next;
 	steer_log_set_level(d->cfg.log_level);
+	probes_reload(d, &d->cfg);
 	log_info("reloaded %s: %zu service(s)",
 		 d->cfg.config_path[0] ? d->cfg.config_path : "flags", d->n_svcs);
 	publish(d);
@@ -230,7 +231,7 @@ static int start(struct daemon *d)
 	}
 	d->n_svcs = d->cfg.n_services;
 	publish_refusing_tables(d);
-	if (peers_start(d, err, sizeof(err)) != 0) {
+	if (peers_start(d, err, sizeof(err)) != 0 || probes_start(d, err, sizeof(err)) != 0) {
 		log_error("%s", err);
 		return 1;
 	}
@@ -254,6 +255,7 @@ static int shutdown_daemon(struct daemon *d)
 
 	steer_reload_free(d->reload); /* a parse still running is abandoned */
 	peers_stop(d);		      /* before the data plane it runs programs of */
+	probes_stop(d);		      /* likewise */
 	if (d->svcs)
 		services_free(d, d->svcs, d->n_svcs);
 	if (d->loads)

@@ -61,13 +61,15 @@ def bpf_table(rows):
           f"into the mmapped `steer_peer_in`, one `BPF_PROG_TEST_RUN`), over a service of "
           f"{rows[0].get('backends', '64')} backends whose tree a connect had built, each run "
           f"adding 1,000 tokens per delta and the next taking them back; the floor is an "
-          f"empty `SEC(\"syscall\")` program run the same way (no copy). {rounds} rounds of "
+          f"empty `SEC(\"syscall\")` program run the same way (no copy); probe1 and probe32 "
+          f"are steer_probe_apply (--step-probe) with 1 and 32 packets, a 20 ms and a 1 ms "
+          f"step in turn. {rounds} rounds of "
           f"{rows[0]['runs']} runs per variant, interleaved; medians over the rounds of the "
           f"per-round figures (net: minus the same round's floor).\n")
     print("| variant | deltas | BPF ns / run | net ns / run | net ns / delta | "
           "wall ns / call, mean | p50 | p99 | errors |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
-    for v in ("floor", "apply1", "apply32"):
+    for v in ("floor", "apply1", "apply32", "probe1", "probe32"):
         rr = by.get(v)
         if not rr:
             continue

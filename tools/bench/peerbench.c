@@ -21,7 +21,9 @@
  * program with BPF_PROG_TEST_RUN through steer_dp_peer_apply (the daemon's
  * call: the batch copied into the mmapped steer_peer_in, the clock read, one
  * system call), with batches of 1 delta and of 32 deltas (32 distinct slots),
- * each run adding tokens and the next taking them back. Next to it, the
+ * each run adding tokens and the next taking them back; and steer_probe_apply
+ * (--step-probe) through steer_dp_probe_apply with 1 and 32 packets (32
+ * slots), a 20 ms and a 1 ms step in turn. Next to them, the
  * floor: an empty syscall program (steer_peer_floor in
  * steer_wire_cost.bpf.c), run the same way. Variants are interleaved round by
  * round (the first rotates); per round and variant: BPF ns per run from
@@ -136,10 +138,13 @@ enum variant {
 	V_FLOOR,
 	V_APPLY1,
 	V_APPLY32,
+	V_PROBE1,  /* steer_probe_apply (--step-probe): one packet */
+	V_PROBE32, /* 32 packets of 32 slots */
 	VARIANTS
 };
-static const char *const variant_names[VARIANTS] = { "floor", "apply1", "apply32" };
-static const uint32_t variant_deltas[VARIANTS] = { 0, 1, STEER_PEER_BATCH };
+static const char *const variant_names[VARIANTS] = { "floor", "apply1", "apply32", "probe1",
+						     "probe32" };
+static const uint32_t variant_deltas[VARIANTS] = { 0, 1, STEER_PEER_BATCH, 1, STEER_PROBE_BATCH };
 
 struct bpfb {
 	const char *pin, *cgroup, *cost_obj;
@@ -148,18 +153,19 @@ struct bpfb {
 	long runs;
 	struct steer_dp *dp;
 	uint32_t svc_id, slots[MAX_BACKENDS], gens[MAX_BACKENDS];
-	int apply_fd, floor_fd;
+	int apply_fd, floor_fd, probe_fd;
 	struct bpf_object *obj;
 	uint64_t *wall;
 	int tree_built;
 };
 
 /*
- * The steer_peer_apply this data plane loaded (the daemon's own, not a copy):
- * the syscall program of that name that uses the steer_wire map pinned in
- * pin. A new descriptor, or -errno (-EEXIST: more than one).
+ * The syscall program this data plane loaded under name (steer_peer_apply,
+ * steer_probe_apply: the daemon's own, not a copy): the one of that name that
+ * uses the steer_wire map pinned in pin. A new descriptor, or -errno
+ * (-EEXIST: more than one).
  */
-static int find_apply_prog(const char *pin)
+static int find_apply_prog(const char *pin, const char *name)
 {
 	struct bpf_map_info mi;
 	__u32 mlen = sizeof(mi), id = 0, wire_id;
@@ -190,7 +196,7 @@ static int find_apply_prog(const char *pin)
 		pi.map_ids = (__u64)(uintptr_t)maps;
 		if (bpf_obj_get_info_by_fd(fd, &pi, &plen) == 0 &&
 		    pi.type == BPF_PROG_TYPE_SYSCALL &&
-		    strncmp(pi.name, "steer_peer_apply", BPF_OBJ_NAME_LEN - 1) == 0)
+		    strncmp(pi.name, name, BPF_OBJ_NAME_LEN - 1) == 0)
 			for (k = 0; k < pi.nr_map_ids && k < 64; k++)
 				uses |= maps[k] == wire_id;
 		if (!uses) {
@@ -301,6 +307,23 @@ static void fill_batch(const struct bpfb *b, struct steer_peer_batch *pb, uint32
 	}
 }
 
+/* The probe's packets of run k: one per slot of the first n, a 20 ms step
+ * and a 1 ms one in turn (step_until rises, then falls: both re-key). */
+static void fill_probe_batch(const struct bpfb *b, struct steer_probe_batch *pb, uint32_t n, long k)
+{
+	uint64_t now = steer_dp_clock_ns(), gap = k % 2 ? 1000000 : 20000000;
+	uint32_t i;
+
+	pb->svc_id = b->svc_id;
+	pb->n = n;
+	pb->applied = 0;
+	for (i = 0; i < n; i++)
+		pb->p[i] = (struct steer_probe_step){ .slot = b->slots[i],
+						      .slot_gen = b->gens[i],
+						      .last_ns = now - gap,
+						      .at_ns = now };
+}
+
 struct vresult {
 	double bpf_ns, wall_mean;
 	uint64_t wall_p50, wall_p99, errors;
@@ -310,22 +333,30 @@ static int run_variant(struct bpfb *b, enum variant v, long runs, struct vresult
 {
 	LIBBPF_OPTS(bpf_test_run_opts, o);
 	struct steer_peer_batch pb;
+	struct steer_probe_batch qb;
+	bool probe = v == V_PROBE1 || v == V_PROBE32;
 	uint64_t t0, t1, run0 = 0, cnt0 = 0, run1 = 0, cnt1 = 0, sum = 0;
-	int fd = v == V_FLOOR ? b->floor_fd : b->apply_fd, rc;
+	int fd = v == V_FLOOR ? b->floor_fd : probe ? b->probe_fd : b->apply_fd, rc;
 	char err[256];
 	long k;
 
 	memset(&pb, 0, sizeof(pb));
+	memset(&qb, 0, sizeof(qb));
 	memset(r, 0, sizeof(*r));
 	if (read_stats(fd, &run0, &cnt0) != 0)
 		return -1;
 	for (k = 0; k < runs && !stopping; k++) {
-		if (v != V_FLOOR)
+		if (probe)
+			fill_probe_batch(b, &qb, variant_deltas[v], k);
+		else if (v != V_FLOOR)
 			fill_batch(b, &pb, variant_deltas[v], k);
 		t0 = bench_now_ns();
 		if (v == V_FLOOR) {
 			rc = bpf_prog_test_run_opts(fd, &o);
 			rc = rc ? rc : o.retval != 0;
+		} else if (probe) {
+			rc = steer_dp_probe_apply(b->dp, &qb, err, sizeof(err));
+			rc = rc ? rc : qb.applied != qb.n;
 		} else {
 			rc = steer_dp_peer_apply(b->dp, &pb, err, sizeof(err));
 			rc = rc ? rc : pb.applied != pb.n;
@@ -389,7 +420,7 @@ static int part_bpf(struct bpfb *b, bool header)
 			MAX_BACKENDS);
 		return 2;
 	}
-	b->apply_fd = b->floor_fd = -1;
+	b->apply_fd = b->floor_fd = b->probe_fd = -1;
 	b->wall = calloc((size_t)(b->runs > 2000 ? b->runs : 2000), sizeof(*b->wall));
 	if (!b->wall)
 		return 1;
@@ -406,9 +437,12 @@ static int part_bpf(struct bpfb *b, bool header)
 	} else if ((b->tree_built = build_tree(b)) < b->n_backends) {
 		fprintf(stderr, "peerbench: the connect built the tree for %d of %d slots\n",
 			b->tree_built, b->n_backends);
-	} else if ((b->apply_fd = find_apply_prog(b->pin)) < 0) {
+	} else if ((b->apply_fd = find_apply_prog(b->pin, "steer_peer_apply")) < 0) {
 		fprintf(stderr, "peerbench: cannot find this data plane's steer_peer_apply: %s\n",
 			strerror(-b->apply_fd));
+	} else if ((b->probe_fd = find_apply_prog(b->pin, "steer_probe_apply")) < 0) {
+		fprintf(stderr, "peerbench: cannot find this data plane's steer_probe_apply: %s\n",
+			strerror(-b->probe_fd));
 	} else if (load_floor(b) != 0) {
 		fprintf(stderr, "peerbench: cannot load steer_peer_floor from %s: %s\n",
 			b->cost_obj, strerror(errno));
@@ -421,6 +455,8 @@ static int part_bpf(struct bpfb *b, bool header)
 		close(stats_fd);
 	if (b->apply_fd >= 0)
 		close(b->apply_fd);
+	if (b->probe_fd >= 0)
+		close(b->probe_fd);
 	if (b->obj)
 		bpf_object__close(b->obj);
 	if (steer_dp_detach(b->dp, err, sizeof(err)) != 0) {

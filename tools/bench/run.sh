@@ -64,7 +64,14 @@
 #      until R2's pinned steer_wire shows it (send -> seen) and, once
 #      answered, until it is gone there (answer -> seen); and the CPU time of
 #      both daemons and of their peer threads idle, during the samples and
-#      with steady traffic through both.
+#      with steady traffic through both. The same table has steer_probe_apply
+#      (--step-probe) with 1 and 32 packets.
+#  10. the step probe, live (probecpu.py): smg-steerd --wire-estimator
+#      fluid-step --step-probe over BENCH_PROBE_BACKENDS (16) backends that
+#      stream a completion event every BENCH_PROBE_STEP (0.02) s
+#      (tests/probe_worker.py), for BENCH_PROBE_SECONDS (20): packets and
+#      applies per second, steer_probe_apply's BPF ns per run and per packet
+#      (bpf_stats), and the CPU of the smg-probe thread.
 # Raw results go to $STEER_BUILD/bench/results/*.csv, the summary with medians
 # and ratios to summary.md there, which is printed at the end; they replace the
 # previous results only when the run completes. Every process,
@@ -88,7 +95,8 @@
 # --bytes-per-token 4: 1,000 tokens), BENCH_PEER_INTERVAL (1ms: both routers'
 # --peer-interval), BENCH_PEER_IDLE_SECONDS (10), BENCH_PEER_BUSY_SECONDS (10),
 # BENCH_PEER_BUSY_RATE (2000 requests/s through each router in the busy phase),
-# BENCH_PARTS ("conn wrk dec ctl src norel wire ingress off peer"). The machine is shared and noisy: many
+# BENCH_PROBE_BACKENDS (16), BENCH_PROBE_STEP (0.02 s), BENCH_PROBE_SECONDS (20),
+# BENCH_PARTS ("conn wrk dec ctl src norel wire ingress off peer probe"). The machine is shared and noisy: many
 # short interleaved rounds and their medians beat a few long ones.
 set -euo pipefail
 
@@ -130,7 +138,10 @@ PEER_INTERVAL=${BENCH_PEER_INTERVAL:-1ms}
 PEER_IDLE=${BENCH_PEER_IDLE_SECONDS:-10}
 PEER_BUSY=${BENCH_PEER_BUSY_SECONDS:-10}
 PEER_BUSY_RATE=${BENCH_PEER_BUSY_RATE:-2000}
-PARTS=${BENCH_PARTS:-conn wrk dec ctl src norel wire ingress off peer}
+PROBE_N=${BENCH_PROBE_BACKENDS:-16}
+PROBE_STEP=${BENCH_PROBE_STEP:-0.02}
+PROBE_SECONDS=${BENCH_PROBE_SECONDS:-20}
+PARTS=${BENCH_PARTS:-conn wrk dec ctl src norel wire ingress off peer probe}
 
 if [ "$(id -u)" != 0 ]; then
 	echo "bench: must run as root (it loads BPF programs and creates a network namespace)" >&2
@@ -178,6 +189,7 @@ CG_CS="$cgroot/$tag-cs"   # ccprobe: connects that get the congestion-control wr
 CG_CN="$cgroot/$tag-cn"   # ccprobe: connects that keep the host's algorithm
 CG_CF="$cgroot/$tag-cf"   # ccprobe: the wrapper without its probes (floor)
 CG_PB="$cgroot/$tag-pb"   # peerbench: the data plane steer_peer_apply is measured on
+CG_PR="$cgroot/$tag-pr"   # the step probe's daemon (nobody connects from it)
 CG_P1="$cgroot/$tag-p1"   # peerbench: router R1's clients
 CG_P2="$cgroot/$tag-p2"   # peerbench: router R2's clients
 PIN="/sys/fs/bpf/$tag"    # prefix: $PIN-dp, $PIN-dec, $PIN-ctl-*, $PIN-peer*
@@ -212,7 +224,7 @@ cleanup() {
 	for cg in "$cgroot/$NETNS"-*; do
 		[ -d "$cg" ] && rmdir "$cg" 2>/dev/null || true
 	done
-	for cg in "$CG_DP" "$CG_DPNW" "$CG_DEC" "$CG_CTL" "$CG_CLI" "$CG_SRV" "$CG_NA" "$CG_NB" "$CG_NC" "$CG_NN" "$CG_WIRE" "$CG_OS" "$CG_OE" "$CG_ON" "$CG_OW" "$CG_CS" "$CG_CN" "$CG_CF" "$CG_PB" "$CG_P1" "$CG_P2"; do
+	for cg in "$CG_DP" "$CG_DPNW" "$CG_DEC" "$CG_CTL" "$CG_CLI" "$CG_SRV" "$CG_NA" "$CG_NB" "$CG_NC" "$CG_NN" "$CG_WIRE" "$CG_OS" "$CG_OE" "$CG_ON" "$CG_OW" "$CG_CS" "$CG_CN" "$CG_CF" "$CG_PB" "$CG_P1" "$CG_P2" "$CG_PR"; do
 		[ -d "$cg" ] && rmdir "$cg" 2>/dev/null || true
 	done
 	rm -rf "$TMP"
@@ -221,7 +233,7 @@ trap cleanup EXIT
 trap 'echo "bench: interrupted" >&2; exit 130' INT
 trap 'exit 143' TERM
 
-mkdir -p "$RES" "$CG_DP" "$CG_DPNW" "$CG_DEC" "$CG_CTL" "$CG_CLI" "$CG_SRV" "$CG_NA" "$CG_NB" "$CG_NC" "$CG_NN" "$CG_WIRE" "$CG_OS" "$CG_OE" "$CG_ON" "$CG_OW" "$CG_CS" "$CG_CN" "$CG_CF" "$CG_PB" "$CG_P1" "$CG_P2"
+mkdir -p "$RES" "$CG_DP" "$CG_DPNW" "$CG_DEC" "$CG_CTL" "$CG_CLI" "$CG_SRV" "$CG_NA" "$CG_NB" "$CG_NC" "$CG_NN" "$CG_WIRE" "$CG_OS" "$CG_OE" "$CG_ON" "$CG_OW" "$CG_CS" "$CG_CN" "$CG_CF" "$CG_PB" "$CG_P1" "$CG_P2" "$CG_PR"
 
 log() { printf '[%s] %s\n' "$(date +%T)" "$*"; }
 
@@ -736,6 +748,34 @@ peer_part() {
 	loadavg "peer end"
 }
 
+PROBE_BE=127.0.8.1 # backends 127.0.8.1-N: tests/probe_worker.py on :8000
+
+probe_part() {
+	local i d args=()
+	log "step probe: smg-steerd --step-probe over $PROBE_N backends, a step every $PROBE_STEP s, $PROBE_SECONDS s"
+	loadavg "probe start"
+	mkdir -p "$TMP/probe-ctl"
+	for i in $(seq 0 $((PROBE_N - 1))); do
+		bg "$PY" "$top/tests/probe_worker.py" --name "w$i" --traffic "$(nth_ip $PROBE_BE "$i"):8000" \
+			--control "$TMP/probe-ctl" --step "$PROBE_STEP" --tokens 100000000 >"$TMP/probe-w$i.out" 2>&1
+		args+=(--backend "$(nth_ip $PROBE_BE "$i"):8000")
+	done
+	for i in $(seq 0 $((PROBE_N - 1))); do
+		wait_ready "$TMP/probe-w$i.out" "probe worker $i"
+	done
+	bg "$BUILD/smg-steerd" --pin-path "$PIN-probe" --cgroup "$CG_PR" --metrics-listen 127.0.0.1:9483 \
+		--vip 127.0.0.101:8000 "${args[@]}" --wire-estimator fluid-step \
+		--step-probe /v1/completions >"$TMP/probe-d.log" 2>&1
+	d=${PIDS[-1]}
+	wait_log "$TMP/probe-d.log" "step probe: a streaming POST" "smg-steerd (probe)"
+	fg_wait "$PY" "$here/probecpu.py" --pid "$d" --pin "$PIN-probe" --metrics 127.0.0.1:9483 \
+		--backends "$PROBE_N" --step "$PROBE_STEP" --warmup 3 --seconds "$PROBE_SECONDS" \
+		>"$RES/probe_cpu.md"
+	stop_pid "$d"
+	cp "$TMP/probe-d.log" "$RES/probe_daemon.log"
+	loadavg "probe end"
+}
+
 # ---- main -------------------------------------------------------------------------------------
 
 t_start=$(date +%s)
@@ -789,6 +829,7 @@ case " $PARTS " in *" wire "*) wire_part ;; esac
 case " $PARTS " in *" ingress "*) ingress_part ;; esac
 case " $PARTS " in *" off "*) off_part ;; esac
 case " $PARTS " in *" peer "*) peer_part ;; esac
+case " $PARTS " in *" probe "*) probe_part ;; esac
 
 log "done in $(($(date +%s) - t_start)) s; writing $RESULTS/summary.md"
 "$PY" "$here/summarize.py" "$RES" >"$RES/summary.md"

@@ -744,6 +744,18 @@ def ccprobe_section(res):
     print()
 
 
+def probe_section(res):
+    """10. The step probe: probecpu.py writes its table whole."""
+    path = os.path.join(res, "probe_cpu.md")
+    if not os.path.exists(path):
+        return
+    print("## 10. The step probe (--step-probe): its thread and its kernel half, live\n")
+    print("The same program's cost per run and per packet, measured in isolation next to an "
+          "empty program's floor, is in section 9's table (probe1, probe32).\n")
+    with open(path) as f:
+        print(f.read())
+
+
 def main():
     res = sys.argv[1]
     print("# smg-steer benchmark summary\n")
@@ -772,6 +784,7 @@ def main():
     ingress_summary.section(res)
     offcost_summary.section(res)
     peer_summary.section(res)
+    probe_section(res)
     return 0
 
 

@@ -35,6 +35,7 @@ void batch_init_worker(const struct sim_config *c, struct worker *w)
 	w->kv_cap = c->batch.kv_tokens;
 	w->pf = NONE;
 	w->last_step_end = -1;
+	w->probes = c->step_probe ? c->routers : 0;
 }
 
 /* What an arrival at t would wait: the prompt tokens ahead, the rest of the step. */
@@ -128,8 +129,9 @@ static int begin_step(struct sim *s, uint32_t wi, double t)
 	admit(s, w);
 	prefilled = prefill_chunk(s, w, t);
 	prefill_s = prefilled / w->rate;
-	if (w->decoding > 0)
-		decode_s = (b->decode_base_s + b->decode_per_req_s * w->decoding) / w->speed;
+	if (w->decoding + w->probes > 0)
+		decode_s = (b->decode_base_s + b->decode_per_req_s * (w->decoding + w->probes)) /
+			   w->speed;
 	dur = fmax(prefill_s, decode_s);
 	if (dur <= 0)
 		dur = 0.001; /* as the mock: never a step of no time */
@@ -172,6 +174,8 @@ static void decode_tokens(struct sim *s, uint32_t wi, double t)
 		}
 		i = next;
 	}
+	if (w->probes > 0) /* every router's probe got a token */
+		rx = s->c->routers >= 64 ? ~0ull : (1ull << s->c->routers) - 1;
 	for (k = 0; rx; k++, rx >>= 1)
 		if (rx & 1)
 			sim_router_rx(s->routers[k], wi, t);
@@ -184,8 +188,16 @@ int batch_on_step_done(struct sim *s, uint32_t wi, double t)
 	decode_tokens(s, wi, t);
 	w->stepping = false;
 	w->last_step_end = t;
-	if (w->running > 0 || w->waiting > 0)
+	if (w->running > 0 || w->waiting > 0 || w->probes > 0)
 		return begin_step(s, wi, t);
+	return 0;
+}
+
+int batch_start_probes(struct sim *s, double t)
+{
+	for (uint32_t wi = 0; wi < s->n; wi++)
+		if (s->w[wi].probes > 0 && !s->w[wi].stepping && begin_step(s, wi, t))
+			return -1;
 	return 0;
 }
 

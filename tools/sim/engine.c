@@ -554,6 +554,8 @@ static int sim_init(struct sim *s, const struct sim_config *c)
 		return -1;
 	if (schedule_first_polls(s))
 		return -1;
+	if (batching(s) && batch_start_probes(s, 0))
+		return -1;
 	return sim_push(s, sim_rng_exp(&s->workload, 1.0 / s->lambda), EV_ARRIVAL, 0, 0);
 }
 

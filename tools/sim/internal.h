@@ -79,6 +79,7 @@ struct worker {
 	double step_end;
 	double last_step_end; /* -1 before the first */
 	uint32_t decoding;    /* running requests whose prefill is done */
+	uint32_t probes;      /* --step-probe: the routers' probes, always decoding */
 	uint32_t max_running, max_kv_used;
 	/* Accounting. */
 	double acc_t, backlog_area; /* integral of (queued work / rate) dt */
@@ -141,5 +142,7 @@ double batch_true_wait(const struct worker *w, double t);
 void batch_advance(struct worker *w, double t);
 int batch_enqueue(struct sim *s, uint32_t wi, int32_t i, double t);
 int batch_on_step_done(struct sim *s, uint32_t wi, double t);
+/* --step-probe: the probes keep every worker stepping from t on. */
+int batch_start_probes(struct sim *s, double t);
 
 #endif /* STEER_SIM_INTERNAL_H */

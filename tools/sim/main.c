@@ -95,6 +95,9 @@ static void usage(FILE *f)
 		"                            one-step gaps with weight A (1: the last gap)\n"
 		"  --clock-tick S            step cadence: packets and connects read a coarse\n"
 		"                            clock of S seconds (0: exact)\n"
+		"  --step-probe              batching: every router keeps a streaming probe\n"
+		"                            request decoding on every worker (sees every\n"
+		"                            step end; costs a decoding request each)\n"
 		"  --steer-jitter            force the random water-fill phase even at\n"
 		"                            --peer-routers 1 (smg-steerd adds it when > 1)\n"
 		"Output:\n"
@@ -247,6 +250,7 @@ enum {
 	OPT_STEP_SPARSE,
 	OPT_STEP_EWMA,
 	OPT_CLOCK_TICK,
+	OPT_STEP_PROBE,
 };
 
 static const struct option long_opts[] = {
@@ -288,6 +292,7 @@ static const struct option long_opts[] = {
 	{ "step-sparse", no_argument, 0, OPT_STEP_SPARSE },
 	{ "step-ewma", required_argument, 0, OPT_STEP_EWMA },
 	{ "clock-tick", required_argument, 0, OPT_CLOCK_TICK },
+	{ "step-probe", no_argument, 0, OPT_STEP_PROBE },
 	{ 0, 0, 0, 0 },
 };
 
@@ -399,6 +404,9 @@ static int apply_option(struct options *o, int opt, const char *arg)
 		return parse_double(arg, &c->step_ewma);
 	case OPT_CLOCK_TICK:
 		return parse_double(arg, &c->clock_tick_s);
+	case OPT_STEP_PROBE:
+		c->step_probe = true;
+		return 0;
 	default:
 		return -1;
 	}

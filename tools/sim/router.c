@@ -43,6 +43,7 @@ struct sim_router {
 	enum sim_step_cadence cadence;
 	bool step_sparse;		   /* L also from gaps that may span many steps */
 	double step_ewma;		   /* weight of a one-step gap in L (1: the last gap) */
+	bool probe;			   /* --step-probe: a streaming request always decoding */
 	double tick;			   /* the cadence's clock tick, s (0: exact) */
 	double last_rx[SIM_MAX_WORKERS];   /* last response packet, s (-1: none yet) */
 	double step_s[SIM_MAX_WORKERS];	   /* L: estimated step length, s (0: unknown) */
@@ -78,6 +79,7 @@ struct sim_router *sim_router_new(const struct sim_config *c, uint32_t index)
 	r->step_sparse = c->step_sparse;
 	r->step_ewma = c->step_ewma;
 	r->tick = c->clock_tick_s;
+	r->probe = c->step_probe;
 	for (uint32_t i = 0; i < c->workers; i++)
 		r->last_rx[i] = -1;
 	sim_rng_seed(&r->rng, c->seed, SIM_STREAM_ROUTER + index);
@@ -274,7 +276,7 @@ void sim_router_rx(struct sim_router *r, uint32_t w, double t_exact)
 	else if (r->last_rx[w] >= 0 && r->step_sparse)
 		r->step_s[w] = l <= 0 || gap < l ? gap : l + (fmin(gap, 2 * l) - l) / 16;
 	r->last_rx[w] = t;
-	r->one_step[w] = r->streams[w] > 0;
+	r->one_step[w] = r->streams[w] > 0 || r->probe;
 	if (r->policy == SIM_POL_STEER && r->cadence != SIM_CAD_OFF) {
 		r->now = t_exact;
 		update_slot(r, w);

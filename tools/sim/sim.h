@@ -196,6 +196,13 @@ struct sim_config {
 	/* Ablation: the step cadence reads a coarse clock of this tick, s (the
 	 * kernel's bpf_ktime_get_coarse_ns(): 4 ms at HZ=250); 0 = exact. */
 	double clock_tick_s;
+	/* Ablation (batching engine): every router keeps one streaming request
+	 * of its own decoding on every worker, a probe that is never answered
+	 * in full, so it sees a response packet at every step end even when its
+	 * clients' responses are full ones. The probes cost the engine what a
+	 * decoding request costs (decode_per_req_s a step each, and steps that
+	 * never stop); their prompts and KV are not modelled. */
+	bool step_probe;
 	/* Ablation: every router sees every router's sends and answers at once
 	 * (wire counters shared without delay), so no peer scaling is needed. */
 	bool share_wire;

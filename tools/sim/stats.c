@@ -59,6 +59,10 @@ static void variant_name(const struct sim_config *c, char *buf, size_t len)
 		 c->peer_guess_mean ? "+guessmean" : "", c->peer_fill ? "+peerfill" : "",
 		 c->oracle_blind_step ? "+blindstep" : "");
 	n = strlen(buf);
+	if (c->step_probe) { /* the engine's: every policy of the run pays for it */
+		snprintf(buf + n, len - n, "+probe");
+		n = strlen(buf);
+	}
 	if (c->wire_scale != 1.0) {
 		snprintf(buf + n, len - n, "+wirex%g", c->wire_scale);
 		n = strlen(buf);

@@ -355,6 +355,8 @@ int sim_config_check(const struct sim_config *c, char *why, size_t whylen)
 		return fail(why, whylen, "step EWMA weight must be in (0, 1]");
 	if ((unsigned)c->engine >= SIM_ENGINE_COUNT)
 		return fail(why, whylen, "unknown engine");
+	if (c->step_probe && c->engine != SIM_ENGINE_BATCH)
+		return fail(why, whylen, "step probe needs the batching engine (it has steps)");
 	if ((unsigned)c->response >= SIM_RESP_COUNT)
 		return fail(why, whylen, "unknown response mode");
 	if (!(c->wire_scale > 0 && c->wire_scale <= 100))

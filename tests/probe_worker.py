@@ -1,0 +1,157 @@
+#!/usr/bin/python3
+"""A fake inference worker's HTTP/1.1 port for the step probe tests: a POST is
+answered as an OpenAI-style completion stream (server-sent events in chunked
+encoding, as SGLang and vLLM send them), one event per engine "step".
+
+    /usr/bin/python3 tests/probe_worker.py --name a --traffic 127.0.0.11:8000 \
+        --control DIR --step 0.5 --tokens 1000
+
+- POST: "data: {...}" every --step seconds (the first after one step: a
+  prefill), --tokens of them, then "data: [DONE]". The line
+  {"path": ..., "body": ...} goes to DIR/NAME.probes first. While the file
+  DIR/NAME.status exists, its number is the answer's status instead (with a
+  short JSON error body, as an engine that refuses answers).
+- GET: "ok NAME", and a line to DIR/NAME.gets: a steered connection's mark.
+- While the file DIR/NAME.tokens exists, its number replaces --tokens for
+  the streams that start.
+- DIR/NAME.open holds the number of streams being sent now; a stream ends
+  when the client goes away.
+
+"READY <name>" goes to stdout once listening.
+"""
+import argparse
+import json
+import os
+import socket
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+
+def split_addr(addr):
+    if addr.startswith("["):
+        host, port = addr[1:].split("]:")
+        return socket.AF_INET6, (host, int(port))
+    host, port = addr.rsplit(":", 1)
+    return socket.AF_INET, (host, int(port))
+
+
+class State:
+    def __init__(self, args):
+        self.args = args
+        self.lock = threading.Lock()
+        self.open = 0
+        self.write_open()
+
+    def path(self, suffix):
+        return os.path.join(self.args.control, f"{self.args.name}.{suffix}")
+
+    def log(self, suffix, line):
+        with self.lock, open(self.path(suffix), "a") as f:
+            f.write(line + "\n")
+
+    def write_open(self):
+        tmp = self.path("open.tmp")
+        with open(tmp, "w") as f:
+            f.write(str(self.open))
+        os.rename(tmp, self.path("open"))
+
+    def streams(self, delta):
+        with self.lock:
+            self.open += delta
+            self.write_open()
+
+    def tokens(self):
+        try:
+            with open(self.path("tokens")) as f:
+                return int(f.read().strip())
+        except (OSError, ValueError):
+            return self.args.tokens
+
+    def status(self):
+        try:
+            with open(self.path("status")) as f:
+                return int(f.read().strip())
+        except (OSError, ValueError):
+            return 200
+
+
+def handler(state):
+    args = state.args
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, *a):
+            pass
+
+        def do_GET(self):
+            body = f"ok {args.name}\n".encode()
+            state.log("gets", self.path)
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def chunk(self, data):
+            self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+            self.wfile.flush()
+
+        def do_POST(self):
+            n = int(self.headers.get("Content-Length", "0"))
+            raw = self.rfile.read(n)
+            try:
+                body = json.loads(raw)
+            except ValueError:
+                body = raw.decode(errors="replace")
+            state.log("probes", json.dumps({"path": self.path, "body": body}))
+            status = state.status()
+            if status != 200:
+                err = b'{"error": "refused"}'
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(err)))
+                self.end_headers()
+                self.wfile.write(err)
+                return
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            self.wfile.flush()
+            state.streams(1)
+            try:
+                for i in range(state.tokens()):
+                    time.sleep(args.step)  # never shorter than a step, however late
+                    ev = {"object": "text_completion", "choices": [{"index": 0, "text": "0"}]}
+                    self.chunk(b"data: " + json.dumps(ev).encode() + b"\n\n")
+                self.chunk(b"data: [DONE]\n\n")
+                self.chunk(b"")
+            except OSError:
+                self.close_connection = True
+            finally:
+                state.streams(-1)
+
+    return Handler
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--name", required=True)
+    ap.add_argument("--traffic", required=True)
+    ap.add_argument("--control", required=True)
+    ap.add_argument("--step", type=float, default=0.05)
+    ap.add_argument("--tokens", type=int, default=1000)
+    args = ap.parse_args()
+    family, addr = split_addr(args.traffic)
+    ThreadingHTTPServer.address_family = family
+    ThreadingHTTPServer.daemon_threads = True
+    ThreadingHTTPServer.allow_reuse_address = True
+    srv = ThreadingHTTPServer(addr, handler(State(args)))
+    print(f"READY {args.name}", flush=True)
+    srv.serve_forever()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

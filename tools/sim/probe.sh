@@ -1,0 +1,65 @@
+#!/bin/sh
+# The step probe ablation (docs/simulator.md, "The step probe"): on the
+# batching engine, every router keeps one streaming request of its own
+# decoding on every worker (--step-probe), so the step cadence sees every step
+# end even when the clients' responses are full ones. Side by side, per
+# response mode and seed: the oracle and JSQ without and with the probes (they
+# cost the engine a decoding request each), fluid, and fluid with the cadence
+# (max, sum, periodic); at 16 routers, --peer-routers 16 with and without the
+# probes (16 per worker); a 4 ms coarse clock. Writes OUTDIR/probe.csv and
+# prints the table.
+#
+# Usage: tools/sim/probe.sh OUTDIR [--quick]
+#   --quick   tiny runs (seconds): the numbers are not meaningful
+set -eu
+export LC_ALL=C
+
+here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=tools/sim/lib.sh
+. "$here/lib.sh"
+sim_setup probe "$@"
+
+if [ "$quick" = 1 ]; then n=3000; else n=500000; fi
+
+for m in full stream; do
+	for s in 1 2 3; do
+		a="--scenario probe --engine batch --response $m --requests $n --seed $s"
+		job "$m-seed$s" "$a --policies oracle,jsq,steer,steer:max"
+		job "$m-seed$s-probe" "$a --step-probe --policies oracle,jsq,steer:max,steer:sum,steer:periodic"
+	done
+	a="--scenario probe16 --engine batch --response $m --requests $n --routers 16"
+	job "$m-r16" "$a --policies oracle,steer-peers:max"
+	job "$m-r16-probe" "$a --step-probe --policies oracle,steer-peers:max"
+done
+job "full-tick" "--scenario probe-tick --engine batch --response full --requests $n --step-probe --clock-tick 0.004 --policies steer:max,steer:sum"
+
+sim_run_jobs "$out/probe.csv"
+
+# Columns: 1 scenario, 2 policy, 3 variant, 6 routers, 12 seed, 16 p99,
+# 24 response, 28 TTFT p99. Ratios are to the oracle without probes.
+awk -F, '
+NR > 1 {
+	k = $1 "|" $24 "|" $12 "|" $2 "|" $3
+	p99[k] = $16
+	ttft[k] = $28
+}
+function cell(sc, m, s, pol, v,   k, o) {
+	k = sc "|" m "|" s "|" pol "|" v
+	o = p99["probe|" m "|" s "|oracle|base"]
+	if (!(k in p99) || o <= 0) return "-"
+	return sprintf("%.1f ms, %.2fx (%.3f s)", p99[k] * 1000, p99[k] / o, ttft[k])
+}
+END {
+	n = split("oracle|base oracle|probe jsq|base jsq|probe steer|base steer|stepmax steer|probe+stepmax steer|probe+stepsum steer|probe+stepperiodic", vs, " ")
+	print "Batching engine, one router: p99 wait, / the oracle without probes (TTFT p99)"
+	print ""
+	print "| policy, variant | full, seed 1 | full, seed 2 | full, seed 3 | stream, seed 1 | stream, seed 2 | stream, seed 3 |"
+	print "|---|---|---|---|---|---|---|"
+	for (i = 1; i <= n; i++) {
+		split(vs[i], pv, "|")
+		line = "| " pv[1] ", " pv[2]
+		for (j = 0; j < 6; j++)
+			line = line " | " cell("probe", j < 3 ? "full" : "stream", j % 3 + 1, pv[1], pv[2])
+		print line " |"
+	}
+}' "$out/probe.csv"

@@ -1,0 +1,555 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/*
+ * probe.c - the step probe (--step-probe, probe.h): one streaming POST of the
+ * daemon's own on every backend, each of its stream's packets a step end of
+ * the backend's engine, applied to the slot by the kernel program
+ * steer_probe_apply.
+ *
+ * One thread owns the libcurl multi handle and every probe. It holds the
+ * mutex while it works and lets go only while it waits in curl_multi_poll,
+ * so the main thread's calls (new backends, a reload, statistics) see
+ * consistent state and wake it with curl_multi_wakeup.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include "probe.h"
+
+#include <curl/curl.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+
+#include "http_poller.h" /* steer_curl_global_init */
+#include "log.h"
+
+#define NS_PER_MS 1000000ULL
+#define NS_PER_S 1000000000ULL
+#define CONNECT_TIMEOUT_MS 2000L
+/* A stream that delivers nothing for this long is taken as stalled and
+ * restarted: an engine step is milliseconds, a stall of seconds is a fault. */
+#define STALL_S 30L
+#define BACKOFF_MIN_MS 250
+#define BACKOFF_MAX_MS 10000
+#define PENDING_MAX 256 /* packets held before a flush (one wake rarely has more) */
+
+/* One backend's probe. Allocated once and never moved: libcurl keeps
+ * pointers to it (write callback data, error buffer). */
+struct probe {
+	struct steer_probe *owner;
+	struct steer_probe_target t;
+	char url[STEER_ADDR_STRLEN + 264];
+	CURL *easy;	      /* the transfer under way, or NULL */
+	bool status_ok;	      /* its response status was 2xx */
+	uint64_t last_ns;     /* CLOCK_MONOTONIC_COARSE of its stream's last packet, 0: none */
+	uint64_t started_ns;  /* when the transfer under way started */
+	uint64_t retry_at_ns; /* when to start the next transfer */
+	uint32_t backoff_ms;  /* after the next failure */
+	bool failing;	      /* the last transfer failed (logged once per streak) */
+	bool keep;	      /* set_targets: still a backend */
+	struct steer_probe_stat st;
+	char errbuf[CURL_ERROR_SIZE];
+};
+
+struct pending_step {
+	uint32_t svc_id;
+	struct steer_probe_step s;
+};
+
+struct steer_probe {
+	struct steer_dp *dp;
+	pthread_t thread;
+	bool started;
+	atomic_bool stop;
+	CURLM *multi;
+	struct curl_slist *headers;
+	pthread_mutex_t mu;
+	/* Handed over by the main thread, taken by the thread (under mu). */
+	struct steer_probe_target *next_t;
+	size_t next_n;
+	bool next_targets;
+	char *next_path, *next_body; /* non-NULL: a reload's, to take */
+	/* The thread's (read by steer_probe_stats under mu). */
+	char *path, *body;
+	struct probe **pr;
+	size_t n_pr;
+	struct pending_step pend[PENDING_MAX];
+	size_t n_pend;
+	uint64_t applied, apply_errors;
+};
+
+/* ---- Applying the packets ------------------------------------------------------- */
+
+/* Every pending packet, one steer_probe_apply run per service and 32
+ * packets, each service's in the order they came. */
+static void flush(struct steer_probe *p)
+{
+	bool done[PENDING_MAX] = { 0 };
+	size_t i, j;
+
+	for (i = 0; i < p->n_pend; i++) {
+		struct steer_probe_batch b = { .svc_id = p->pend[i].svc_id };
+		char err[160];
+
+		if (done[i])
+			continue;
+		/* From the earliest left: a full batch leaves the rest of the
+		 * service's for a later i, still in order. */
+		for (j = i; j < p->n_pend && b.n < STEER_PROBE_BATCH; j++) {
+			if (done[j] || p->pend[j].svc_id != b.svc_id)
+				continue;
+			b.p[b.n++] = p->pend[j].s;
+			done[j] = true;
+		}
+		if (steer_dp_probe_apply(p->dp, &b, err, sizeof(err))) {
+			if (p->apply_errors++ == 0)
+				log_warn("step probe: %s", err);
+		} else {
+			p->applied += b.applied;
+		}
+	}
+	p->n_pend = 0;
+}
+
+static void queue_step(struct probe *pr, uint64_t last, uint64_t at)
+{
+	struct steer_probe *p = pr->owner;
+
+	if (p->n_pend == PENDING_MAX)
+		flush(p);
+	p->pend[p->n_pend++] = (struct pending_step){
+		.svc_id = pr->t.svc_id,
+		.s = { .slot = pr->t.slot,
+		       .slot_gen = pr->t.slot_gen,
+		       .last_ns = last,
+		       .at_ns = at },
+	};
+}
+
+/* ---- One probe's transfer ------------------------------------------------------- */
+
+/* Bytes of the stream: a packet, and so a step end, unless they came in the
+ * same tick of the coarse clock as the last (one step's bytes in pieces). */
+static size_t on_data(char *data, size_t size, size_t nmemb, void *ud)
+{
+	struct probe *pr = ud;
+	uint64_t now;
+
+	(void)data;
+	if (!pr->status_ok) {
+		long code = 0;
+
+		curl_easy_getinfo(pr->easy, CURLINFO_RESPONSE_CODE, &code);
+		if (code < 200 || code > 299) {
+			snprintf(pr->st.error, sizeof(pr->st.error), "HTTP status %ld", code);
+			return 0; /* ends the transfer: CURLE_WRITE_ERROR */
+		}
+		pr->status_ok = true;
+	}
+	now = steer_dp_clock_ns();
+	if (now != pr->last_ns) {
+		queue_step(pr, pr->last_ns, now);
+		if (pr->last_ns)
+			pr->st.step_ns = now - pr->last_ns;
+		pr->last_ns = now;
+		pr->st.packets++;
+		pr->st.streaming = true;
+	}
+	return size * nmemb;
+}
+
+static void transfer_end(struct steer_probe *p, struct probe *pr)
+{
+	if (!pr->easy)
+		return;
+	curl_multi_remove_handle(p->multi, pr->easy);
+	curl_easy_cleanup(pr->easy);
+	pr->easy = NULL;
+	pr->last_ns = 0; /* the next stream's first packet starts no gap */
+	pr->st.streaming = false;
+}
+
+static void transfer_start(struct steer_probe *p, struct probe *pr)
+{
+	CURL *e = curl_easy_init();
+
+	if (!e) {
+		pr->retry_at_ns = steer_monotonic_ns() + BACKOFF_MAX_MS * NS_PER_MS;
+		return;
+	}
+	curl_easy_setopt(e, CURLOPT_URL, pr->url);
+	curl_easy_setopt(e, CURLOPT_POSTFIELDS, p->body);
+	curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE, (long)strlen(p->body));
+	curl_easy_setopt(e, CURLOPT_HTTPHEADER, p->headers);
+	curl_easy_setopt(e, CURLOPT_USERAGENT, "smg-steerd step probe");
+	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_data);
+	curl_easy_setopt(e, CURLOPT_WRITEDATA, pr);
+	curl_easy_setopt(e, CURLOPT_ERRORBUFFER, pr->errbuf);
+	curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, CONNECT_TIMEOUT_MS);
+	curl_easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, 1L);
+	curl_easy_setopt(e, CURLOPT_LOW_SPEED_TIME, STALL_S);
+	curl_easy_setopt(e, CURLOPT_TCP_NODELAY, 1L);
+	curl_easy_setopt(e, CURLOPT_PROXY, "");
+	curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);
+	curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http");
+	curl_easy_setopt(e, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
+	if (curl_multi_add_handle(p->multi, e) != CURLM_OK) {
+		curl_easy_cleanup(e);
+		pr->retry_at_ns = steer_monotonic_ns() + BACKOFF_MAX_MS * NS_PER_MS;
+		return;
+	}
+	pr->errbuf[0] = 0;
+	pr->st.error[0] = 0;
+	pr->started_ns = steer_monotonic_ns();
+	pr->easy = e;
+	pr->status_ok = false;
+	pr->last_ns = 0;
+	pr->st.starts++;
+}
+
+/* Why the transfer failed, into st.error, while its handle still answers. A
+ * stream that ended well but within a second counts as a failure too: a probe
+ * that the engine ends at once (a refusal sent as an event, max_tokens tiny)
+ * would otherwise be started again in a tight loop. */
+static bool transfer_failed(struct probe *pr, CURLcode rc, uint64_t now)
+{
+	long code = 0;
+
+	if (rc == CURLE_WRITE_ERROR && pr->st.error[0])
+		return true; /* on_data refused the status and said so */
+	if (rc != CURLE_OK) {
+		snprintf(pr->st.error, sizeof(pr->st.error), "%.120s",
+			 pr->errbuf[0] ? pr->errbuf : curl_easy_strerror(rc));
+		return true;
+	}
+	curl_easy_getinfo(pr->easy, CURLINFO_RESPONSE_CODE, &code);
+	if (code < 200 || code > 299) {
+		snprintf(pr->st.error, sizeof(pr->st.error), "HTTP status %ld", code);
+		return true;
+	}
+	if (!pr->status_ok) {
+		snprintf(pr->st.error, sizeof(pr->st.error), "HTTP status %ld, but an empty body",
+			 code);
+		return true;
+	}
+	if (now - pr->started_ns < NS_PER_S) {
+		snprintf(pr->st.error, sizeof(pr->st.error),
+			 "the stream ended after %llu ms (a probe must stream for seconds: "
+			 "ignore_eos, max_tokens)",
+			 (unsigned long long)((now - pr->started_ns) / NS_PER_MS));
+		return true;
+	}
+	return false;
+}
+
+/* The transfer ended: at the stream's end (its max_tokens) the next starts
+ * at once; after a failure, after a back-off that doubles up to 10 s. */
+static void transfer_done(struct steer_probe *p, struct probe *pr, CURLcode rc)
+{
+	char addr[STEER_ADDR_STRLEN];
+	uint64_t now = steer_monotonic_ns();
+	bool failed = transfer_failed(pr, rc, now);
+
+	transfer_end(p, pr);
+	steer_addr_format(&pr->t.addr, addr, sizeof(addr));
+	if (!failed) {
+		if (pr->failing)
+			log_info("step probe of %s: streaming again", addr);
+		pr->failing = false;
+		pr->backoff_ms = BACKOFF_MIN_MS;
+		pr->retry_at_ns = now;
+		return;
+	}
+	pr->st.failures++;
+	if (!pr->failing)
+		log_warn("step probe of %s (POST %s): %s; retrying every %u ms up to %u ms", addr,
+			 pr->url, pr->st.error, pr->backoff_ms, BACKOFF_MAX_MS);
+	pr->failing = true;
+	pr->retry_at_ns = now + (uint64_t)pr->backoff_ms * NS_PER_MS;
+	pr->backoff_ms = pr->backoff_ms * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : pr->backoff_ms * 2;
+}
+
+static void probe_url(const struct steer_probe *p, struct probe *pr)
+{
+	char addr[STEER_ADDR_STRLEN];
+
+	steer_addr_format(&pr->t.addr, addr, sizeof(addr));
+	snprintf(pr->url, sizeof(pr->url), "http://%s%s", addr, p->path);
+}
+
+/* ---- Backends and reloads --------------------------------------------------------- */
+
+static bool same_target(const struct steer_probe_target *a, const struct steer_probe_target *b)
+{
+	return a->svc_id == b->svc_id && a->slot == b->slot && a->slot_gen == b->slot_gen &&
+	       steer_addr_equal(&a->addr, &b->addr);
+}
+
+static struct probe *probe_new(struct steer_probe *p, const struct steer_probe_target *t)
+{
+	struct probe *pr = calloc(1, sizeof(*pr));
+
+	if (!pr)
+		return NULL;
+	pr->owner = p;
+	pr->t = *t;
+	pr->st.addr = t->addr;
+	pr->st.slot = t->slot;
+	pr->backoff_ms = BACKOFF_MIN_MS;
+	pr->keep = true;
+	probe_url(p, pr);
+	return pr;
+}
+
+/* The main thread's new backends: a probe stays (its stream too) while its
+ * backend keeps its slot; the others end, the new ones start. */
+static void take_targets(struct steer_probe *p)
+{
+	struct probe **next;
+	size_t i, j, n = 0;
+
+	if (!p->next_targets)
+		return;
+	next = calloc(p->next_n + p->n_pr + 1, sizeof(*next));
+	if (!next)
+		return; /* tried again at the next wake */
+	p->next_targets = false;
+	for (j = 0; j < p->n_pr; j++)
+		p->pr[j]->keep = false;
+	for (i = 0; i < p->next_n; i++) {
+		struct probe *found = NULL;
+
+		for (j = 0; j < p->n_pr && !found; j++)
+			if (!p->pr[j]->keep && same_target(&p->pr[j]->t, &p->next_t[i]))
+				found = p->pr[j];
+		if (found)
+			found->keep = true;
+		else
+			found = probe_new(p, &p->next_t[i]);
+		if (found)
+			next[n++] = found;
+	}
+	for (j = 0; j < p->n_pr; j++) {
+		if (p->pr[j]->keep)
+			continue;
+		transfer_end(p, p->pr[j]);
+		free(p->pr[j]);
+	}
+	free(p->pr);
+	p->pr = next;
+	p->n_pr = n;
+}
+
+/* A reload's path or body: every probe restarts with it. */
+static void take_request(struct steer_probe *p)
+{
+	size_t i;
+
+	if (!p->next_path)
+		return;
+	for (i = 0; i < p->n_pr; i++) {
+		transfer_end(p, p->pr[i]);
+		p->pr[i]->retry_at_ns = 0;
+	}
+	free(p->path);
+	free(p->body);
+	p->path = p->next_path;
+	p->body = p->next_body;
+	p->next_path = p->next_body = NULL;
+	for (i = 0; i < p->n_pr; i++)
+		probe_url(p, p->pr[i]);
+}
+
+/* ---- The thread --------------------------------------------------------------------- */
+
+/* Starts the probes that are due; returns the ms until the next is (at most
+ * one second: the thread also wakes to notice a stop). */
+static int start_due(struct steer_probe *p)
+{
+	uint64_t now = steer_monotonic_ns(), next = now + NS_PER_S;
+	size_t i;
+
+	for (i = 0; i < p->n_pr; i++) {
+		struct probe *pr = p->pr[i];
+
+		if (pr->easy)
+			continue;
+		if (pr->retry_at_ns <= now)
+			transfer_start(p, pr);
+		else if (pr->retry_at_ns < next)
+			next = pr->retry_at_ns;
+	}
+	return (int)((next - now + NS_PER_MS - 1) / NS_PER_MS);
+}
+
+static void reap_done(struct steer_probe *p)
+{
+	CURLMsg *m;
+	int left;
+
+	while ((m = curl_multi_info_read(p->multi, &left))) {
+		size_t i;
+
+		if (m->msg != CURLMSG_DONE)
+			continue;
+		for (i = 0; i < p->n_pr; i++)
+			if (p->pr[i]->easy == m->easy_handle) {
+				transfer_done(p, p->pr[i], m->data.result);
+				break;
+			}
+	}
+}
+
+static void *probe_main(void *arg)
+{
+	struct steer_probe *p = arg;
+
+	prctl(PR_SET_NAME, "smg-probe"); /* top -H tells it apart */
+	pthread_mutex_lock(&p->mu);
+	while (!atomic_load(&p->stop)) {
+		int running = 0, wait_ms;
+
+		take_targets(p);
+		take_request(p);
+		wait_ms = start_due(p);
+		curl_multi_perform(p->multi, &running);
+		reap_done(p);
+		flush(p);
+		pthread_mutex_unlock(&p->mu);
+		curl_multi_poll(p->multi, NULL, 0, wait_ms, NULL);
+		pthread_mutex_lock(&p->mu);
+	}
+	pthread_mutex_unlock(&p->mu);
+	return NULL;
+}
+
+/* ---- API ------------------------------------------------------------------------------ */
+
+static void probe_free(struct steer_probe *p)
+{
+	size_t i;
+
+	for (i = 0; i < p->n_pr; i++) {
+		transfer_end(p, p->pr[i]);
+		free(p->pr[i]);
+	}
+	free(p->pr);
+	free(p->next_t);
+	free(p->path);
+	free(p->body);
+	free(p->next_path);
+	free(p->next_body);
+	curl_slist_free_all(p->headers);
+	if (p->multi)
+		curl_multi_cleanup(p->multi);
+	pthread_mutex_destroy(&p->mu);
+	free(p);
+}
+
+int steer_probe_start(struct steer_dp *dp, const char *path, const char *body,
+		      struct steer_probe **out, char *err, size_t errlen)
+{
+	struct steer_probe *p;
+	struct curl_slist *h;
+	int rc;
+
+	*out = NULL;
+	if (steer_curl_global_init())
+		return steer_seterr(err, errlen, EIO, "step probe: cannot initialize libcurl");
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return steer_seterr(err, errlen, ENOMEM, "step probe: out of memory");
+	pthread_mutex_init(&p->mu, NULL);
+	p->dp = dp;
+	p->multi = curl_multi_init();
+	p->path = strdup(path);
+	p->body = strdup(body);
+	h = curl_slist_append(NULL, "Content-Type: application/json");
+	p->headers = h ? curl_slist_append(h, "Accept: text/event-stream") : NULL;
+	if (!p->headers)
+		curl_slist_free_all(h);
+	if (!p->multi || !p->path || !p->body || !p->headers) {
+		probe_free(p);
+		return steer_seterr(err, errlen, ENOMEM, "step probe: out of memory");
+	}
+	rc = pthread_create(&p->thread, NULL, probe_main, p);
+	if (rc) {
+		probe_free(p);
+		return steer_seterr(err, errlen, rc, "step probe: cannot start its thread: %s",
+				    strerror(rc));
+	}
+	p->started = true;
+	*out = p;
+	return 0;
+}
+
+int steer_probe_set_targets(struct steer_probe *p, const struct steer_probe_target *t, size_t n)
+{
+	struct steer_probe_target *copy = calloc(n ? n : 1, sizeof(*copy));
+
+	if (!copy)
+		return -ENOMEM;
+	memcpy(copy, t, n * sizeof(*t));
+	pthread_mutex_lock(&p->mu);
+	free(p->next_t);
+	p->next_t = copy;
+	p->next_n = n;
+	p->next_targets = true;
+	pthread_mutex_unlock(&p->mu);
+	curl_multi_wakeup(p->multi);
+	return 0;
+}
+
+int steer_probe_set_request(struct steer_probe *p, const char *path, const char *body)
+{
+	char *np = strdup(path), *nb = strdup(body);
+
+	if (!np || !nb) {
+		free(np);
+		free(nb);
+		return -ENOMEM;
+	}
+	pthread_mutex_lock(&p->mu);
+	if (!strcmp(np, p->path) && !strcmp(nb, p->body) && !p->next_path) {
+		pthread_mutex_unlock(&p->mu);
+		free(np);
+		free(nb);
+		return 0; /* unchanged: the streams go on */
+	}
+	free(p->next_path);
+	free(p->next_body);
+	p->next_path = np;
+	p->next_body = nb;
+	pthread_mutex_unlock(&p->mu);
+	curl_multi_wakeup(p->multi);
+	return 0;
+}
+
+void steer_probe_stats(struct steer_probe *p, struct steer_probe_stats *out)
+{
+	size_t i;
+
+	memset(out, 0, sizeof(*out));
+	pthread_mutex_lock(&p->mu);
+	for (i = 0; i < p->n_pr && out->n < STEER_PROBE_STATS_MAX; i++)
+		out->p[out->n++] = p->pr[i]->st;
+	out->applied = p->applied;
+	out->apply_errors = p->apply_errors;
+	pthread_mutex_unlock(&p->mu);
+}
+
+void steer_probe_stop(struct steer_probe *p)
+{
+	if (!p)
+		return;
+	atomic_store(&p->stop, true);
+	curl_multi_wakeup(p->multi);
+	if (p->started)
+		pthread_join(p->thread, NULL);
+	probe_free(p);
+}
