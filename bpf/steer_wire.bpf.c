@@ -150,6 +150,27 @@ int steer_wire_in(struct __sk_buff *ctx)
 	return 1;
 }
 
+/* A syscall program's service, by the id user space wrote: its tree and
+ * statistics, or false when the id is out of range or has none. */
+static __always_inline bool apply_service(__u32 svc_id, struct steer_svc_tree **tr,
+					  struct steer_svc_stats **st)
+{
+	__u32 id = svc_id & (STEER_SVC_IDS - 1);
+
+	if (svc_id >= STEER_SVC_IDS)
+		return false;
+	*tr = bpf_map_lookup_elem(&steer_tree, &id);
+	*st = bpf_map_lookup_elem(&steer_svcst, &id);
+	return *tr && *st;
+}
+
+/* The slot is still the one the daemon mapped: the same owner generation,
+ * the same service (else its counters started afresh since). */
+static __always_inline bool apply_slot_same(const struct steer_slot *s, __u32 gen, __u32 svc_id)
+{
+	return s->gen == gen && s->svc_id == svc_id;
+}
+
 /* steer_peer_apply's argument, written by smg-steerd through an mmap of this
  * map just before each run (one thread writes and runs). Not pinned: the
  * daemon that loaded the program is its only user. */
@@ -190,11 +211,9 @@ int steer_peer_apply(void *ctx)
 	clock = bpf_ktime_get_ns();
 	if (b->clock_ns && b->clock_ns < clock)
 		clock = b->clock_ns;
-	id = b->svc_id & (STEER_SVC_IDS - 1);
+	id = b->svc_id;
 	n = b->n;
-	tr = bpf_map_lookup_elem(&steer_tree, &id);
-	st = bpf_map_lookup_elem(&steer_svcst, &id);
-	if (!all || !wall || !tr || !st || b->svc_id >= STEER_SVC_IDS)
+	if (!all || !wall || !apply_service(id, &tr, &st))
 		return 1;
 	bpf_spin_lock(&tr->lock);
 	now = key_clock(st, clock);
@@ -203,7 +222,7 @@ int steer_peer_apply(void *ctx)
 		struct steer_slot *s = slot_in(all, d->slot);
 		struct steer_wire *w = wire_in(wall, d->slot);
 
-		if (s->gen != d->slot_gen || s->svc_id != id)
+		if (!apply_slot_same(s, d->slot_gen, id))
 			continue;
 		/* No connect here has cached the table's rate since the tree was
 		 * built (a backend this router has not steered to lately): the
@@ -249,11 +268,9 @@ int steer_probe_apply(void *ctx)
 	if (!b)
 		return 1;
 	b->applied = 0;
-	id = b->svc_id & (STEER_SVC_IDS - 1);
+	id = b->svc_id;
 	n = b->n;
-	tr = bpf_map_lookup_elem(&steer_tree, &id);
-	st = bpf_map_lookup_elem(&steer_svcst, &id);
-	if (!all || !wall || !tr || !st || b->svc_id >= STEER_SVC_IDS)
+	if (!all || !wall || !apply_service(id, &tr, &st))
 		return 1;
 	bpf_spin_lock(&tr->lock);
 	for (i = 0; i < STEER_PROBE_BATCH && i < n; i++) {
@@ -261,7 +278,7 @@ int steer_probe_apply(void *ctx)
 		struct steer_slot *s = slot_in(all, p->slot);
 		struct steer_wire *w = wire_in(wall, p->slot);
 
-		if (s->gen != p->slot_gen || s->svc_id != id)
+		if (!apply_slot_same(s, p->slot_gen, id))
 			continue;
 		w->step_until_ns = steer_step_next(w, p->last_ns, p->at_ns);
 		steer_tree_rekey(tr, s, w, &st->tree_clock);

@@ -22,19 +22,12 @@ encoding, as SGLang and vLLM send them), one event per engine "step".
 import argparse
 import json
 import os
-import socket
 import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-
-def split_addr(addr):
-    if addr.startswith("["):
-        host, port = addr[1:].split("]:")
-        return socket.AF_INET6, (host, int(port))
-    host, port = addr.rsplit(":", 1)
-    return socket.AF_INET, (host, int(port))
+from wire_worker import split_addr
 
 
 class State:

@@ -579,6 +579,23 @@ void cfg_layer_apply(struct steer_config *dst, const struct layer *l)
 	}
 }
 
+/* "--NAME" or "FILE:LINE: NAME", whichever gave the option: how an error
+ * between options names the one to change. */
+const char *cfg_origin(struct ctx *c, enum opt o, const char *name, char *buf, size_t len)
+{
+	if (c->flags.set[o])
+		snprintf(buf, len, "--%s", name);
+	else
+		snprintf(buf, len, "%s:%d: %s", c->config_path, c->top.line[o], name);
+	return buf;
+}
+
+/* The option was given, as a flag or in the file. */
+bool cfg_given(const struct ctx *c, enum opt o)
+{
+	return c->flags.set[o] || c->top.set[o];
+}
+
 /* A poll that may outlast its interval would overlap the next one. */
 static int timeout_check(struct ctx *c)
 {

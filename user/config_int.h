@@ -167,6 +167,11 @@ void cfg_probe_apply(struct steer_config *dst, const struct layer *l);
 int cfg_check_probe(struct ctx *c);
 void cfg_probe_summary(FILE *f, const struct steer_config *c);
 
+/* Between options (config_check.c): "--NAME" or "FILE:LINE: NAME", whichever
+ * gave the option, in buf; and whether it was given at all. */
+const char *cfg_origin(struct ctx *c, enum opt o, const char *name, char *buf, size_t len);
+bool cfg_given(const struct ctx *c, enum opt o);
+
 /* Durations (config_check.c): the exact value in the largest unit that divides it;
  * and a duration within [min, max] into *dst, or -1 with the reason in why. */
 const char *cfg_duration_text(uint64_t ns, char *buf, size_t len);

@@ -108,21 +108,6 @@ void cfg_peer_apply(struct steer_config *dst, const struct layer *l)
 		dst->peer_timeout_ns = v->peer_timeout_ns;
 }
 
-/* "--NAME" or "FILE:LINE: NAME", whichever gave the option. */
-static const char *origin(struct ctx *c, enum opt o, const char *name, char *buf, size_t len)
-{
-	if (c->flags.set[o])
-		snprintf(buf, len, "--%s", name);
-	else
-		snprintf(buf, len, "%s:%d: %s", c->config_path, c->top.line[o], name);
-	return buf;
-}
-
-static bool given(const struct ctx *c, enum opt o)
-{
-	return c->flags.set[o] || c->top.set[o];
-}
-
 int cfg_check_peers(struct ctx *c)
 {
 	const struct steer_config *o = &c->out;
@@ -130,8 +115,8 @@ int cfg_check_peers(struct ctx *c)
 	size_t k;
 
 	if (!o->n_peers) {
-		if (given(c, OPT_PEER_LISTEN) || given(c, OPT_PEER_INTERVAL) ||
-		    given(c, OPT_PEER_TIMEOUT))
+		if (cfg_given(c, OPT_PEER_LISTEN) || cfg_given(c, OPT_PEER_INTERVAL) ||
+		    cfg_given(c, OPT_PEER_TIMEOUT))
 			return cfg_fail(c, "--peer-listen, --peer-interval and --peer-timeout need "
 					   "--peer ADDR:PORT (the other routers)");
 		return STEER_CONFIG_OK;
@@ -140,28 +125,28 @@ int cfg_check_peers(struct ctx *c)
 		return cfg_fail(c,
 				"%s: needs --peer-listen ADDR:PORT, where the other routers' "
 				"reports arrive",
-				origin(c, OPT_PEER, "peer", where, sizeof(where)));
+				cfg_origin(c, OPT_PEER, "peer", where, sizeof(where)));
 	if (o->wire_off)
 		return cfg_fail(c,
 				"%s: the routers share the request accounting, which "
 				"--wire-estimator off turns off; leave one of them out",
-				origin(c, OPT_PEER, "peer", where, sizeof(where)));
+				cfg_origin(c, OPT_PEER, "peer", where, sizeof(where)));
 	for (k = 0; k < o->n_peers; k++)
 		if (steer_addr_equal(&o->peers[k], &o->peer_listen))
 			return cfg_fail(c, "%s: %s is this router's own --peer-listen",
-					origin(c, OPT_PEER, "peer", where, sizeof(where)),
+					cfg_origin(c, OPT_PEER, "peer", where, sizeof(where)),
 					o->peer_strs[k]);
 	if (o->peer_timeout_ns < 3 * o->peer_interval_ns)
-		return cfg_fail(
-			c,
-			"%s: must be at least 3 x the peer-interval (%s), got %s: a "
-			"router would be forgotten between two of its reports",
-			given(c, OPT_PEER_TIMEOUT)
-				? origin(c, OPT_PEER_TIMEOUT, "peer-timeout", where, sizeof(where))
-				: origin(c, OPT_PEER_INTERVAL, "peer-interval", where,
-					 sizeof(where)),
-			cfg_duration_text(o->peer_interval_ns, i, sizeof(i)),
-			cfg_duration_text(o->peer_timeout_ns, t, sizeof(t)));
+		return cfg_fail(c,
+				"%s: must be at least 3 x the peer-interval (%s), got %s: a "
+				"router would be forgotten between two of its reports",
+				cfg_given(c, OPT_PEER_TIMEOUT)
+					? cfg_origin(c, OPT_PEER_TIMEOUT, "peer-timeout", where,
+						     sizeof(where))
+					: cfg_origin(c, OPT_PEER_INTERVAL, "peer-interval", where,
+						     sizeof(where)),
+				cfg_duration_text(o->peer_interval_ns, i, sizeof(i)),
+				cfg_duration_text(o->peer_timeout_ns, t, sizeof(t)));
 	return STEER_CONFIG_OK;
 }
 

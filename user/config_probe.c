@@ -91,38 +91,23 @@ void cfg_probe_apply(struct steer_config *dst, const struct layer *l)
 		memcpy(dst->step_probe_body, v->step_probe_body, sizeof(dst->step_probe_body));
 }
 
-/* "--NAME" or "FILE:LINE: NAME", whichever gave the option. */
-static const char *origin(struct ctx *c, enum opt o, const char *name, char *buf, size_t len)
-{
-	if (c->flags.set[o])
-		snprintf(buf, len, "--%s", name);
-	else
-		snprintf(buf, len, "%s:%d: %s", c->config_path, c->top.line[o], name);
-	return buf;
-}
-
-static bool given(const struct ctx *c, enum opt o)
-{
-	return c->flags.set[o] || c->top.set[o];
-}
-
 int cfg_check_probe(struct ctx *c)
 {
 	const struct steer_config *o = &c->out;
 	char where[PATH_MAX + 32];
 
 	if (!o->step_probe_path[0]) {
-		if (given(c, OPT_STEP_PROBE_BODY))
+		if (cfg_given(c, OPT_STEP_PROBE_BODY))
 			return cfg_fail(c, "%s: needs --step-probe PATH (the probe it is sent by)",
-					origin(c, OPT_STEP_PROBE_BODY, "step-probe-body", where,
-					       sizeof(where)));
+					cfg_origin(c, OPT_STEP_PROBE_BODY, "step-probe-body", where,
+						   sizeof(where)));
 		return STEER_CONFIG_OK;
 	}
 	if (!o->wire_step)
 		return cfg_fail(c,
 				"%s: feeds the step cadence, which only --wire-estimator "
 				"fluid-step keeps; give that too, or leave the probe out",
-				origin(c, OPT_STEP_PROBE, "step-probe", where, sizeof(where)));
+				cfg_origin(c, OPT_STEP_PROBE, "step-probe", where, sizeof(where)));
 	return STEER_CONFIG_OK;
 }
 

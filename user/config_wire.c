@@ -48,15 +48,6 @@ static int is_within(const char *dir, const char *top, bool *within, char *why, 
 	return 0;
 }
 
-/* "--wire-cgroup" or "FILE:LINE: wire-cgroup", whichever gave the value. */
-static const char *origin(struct ctx *c, char *buf, size_t len)
-{
-	if (c->flags.set[OPT_WIRE_CGROUP])
-		return "--wire-cgroup";
-	snprintf(buf, len, "%s:%d: wire-cgroup", c->config_path, c->top.line[OPT_WIRE_CGROUP]);
-	return buf;
-}
-
 int cfg_check_wire_cgroup(struct ctx *c)
 {
 	const struct steer_config *o = &c->out;
@@ -66,18 +57,22 @@ int cfg_check_wire_cgroup(struct ctx *c)
 	if (!o->wire_cgroup[0])
 		return STEER_CONFIG_OK;
 	if (o->wire_off)
-		return cfg_fail(c,
-				"%s: given with --wire-estimator off, which counts no request "
-				"bytes anywhere; leave one of them out",
-				origin(c, where, sizeof(where)));
+		return cfg_fail(
+			c,
+			"%s: given with --wire-estimator off, which counts no request "
+			"bytes anywhere; leave one of them out",
+			cfg_origin(c, OPT_WIRE_CGROUP, "wire-cgroup", where, sizeof(where)));
 	/* An empty --cgroup is the cgroup2 root: every cgroup2 directory
 	 * (checked when parsed) lies within it. */
 	if (o->cgroup[0] && is_within(o->wire_cgroup, o->cgroup, &within, why, sizeof(why)))
-		return cfg_fail(c, "%s: %s", origin(c, where, sizeof(where)), why);
+		return cfg_fail(c, "%s: %s",
+				cfg_origin(c, OPT_WIRE_CGROUP, "wire-cgroup", where, sizeof(where)),
+				why);
 	if (!within)
 		return cfg_fail(c,
 				"%s: '%s' is not the --cgroup (%s) or a cgroup below it: steered "
 				"connections are made only there",
-				origin(c, where, sizeof(where)), o->wire_cgroup, o->cgroup);
+				cfg_origin(c, OPT_WIRE_CGROUP, "wire-cgroup", where, sizeof(where)),
+				o->wire_cgroup, o->cgroup);
 	return STEER_CONFIG_OK;
 }

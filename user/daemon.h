@@ -7,6 +7,7 @@
  *   daemon_polls.c     load polls, health, fast ejection, waiting for results
  *   daemon_publish.c   scoring, publishing, draining, metrics
  *   daemon_peers.c     sharing the request accounting with other routers (--peer)
+ *   daemon_probe.c     the step probe (--step-probe)
  */
 #ifndef STEER_DAEMON_H
 #define STEER_DAEMON_H
@@ -140,6 +141,14 @@ struct daemon {
  * added, keeping the state of every backend that is unchanged. */
 int services_build_dns(struct daemon *d, const struct steer_config *cfg, struct service **out);
 void services_free(struct daemon *d, struct service *svcs, size_t n);
+/* A backend with a slot, as the peer and probe threads know it. */
+struct slotted_backend {
+	const struct service *s;
+	const struct backend *b;
+	uint32_t svc_id;   /* the service's id in the data plane */
+	uint32_t slot_gen; /* steer_slot.gen of b->slot now */
+};
+struct slotted_backend *slotted_backends(struct daemon *d, size_t *n);
 /* A DNS answer changed a service's addresses: rebuild the services. */
 void discovery_apply(struct daemon *d);
 

@@ -255,3 +255,34 @@ void discovery_apply(struct daemon *d)
 	services_free(d, d->svcs, d->n_svcs); /* what was not taken over */
 	d->svcs = svcs;
 }
+
+/* Every backend that has a slot, with its service's id in the data plane:
+ * what the peer and probe threads map their work to. A calloc'd array the
+ * caller frees (*n may be 0), or NULL when out of memory. */
+struct slotted_backend *slotted_backends(struct daemon *d, size_t *n)
+{
+	struct slotted_backend *out;
+	size_t i, j, total = 0;
+
+	*n = 0;
+	for (i = 0; i < d->n_svcs; i++)
+		total += d->svcs[i].n;
+	out = calloc(total ? total : 1, sizeof(*out));
+	if (!out)
+		return NULL;
+	for (i = 0; i < d->n_svcs; i++) {
+		const struct service *s = &d->svcs[i];
+		int id = steer_dp_service_id(d->dp, &s->vip);
+
+		for (j = 0; id >= 0 && j < s->n; j++) {
+			if (s->b[j]->slot == NO_SLOT)
+				continue;
+			out[(*n)++] = (struct slotted_backend){ .s = s,
+								.b = s->b[j],
+								.svc_id = (uint32_t)id,
+								.slot_gen = steer_dp_slot_gen(
+									d->dp, s->b[j]->slot) };
+		}
+	}
+	return out;
+}

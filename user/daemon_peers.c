@@ -41,40 +41,30 @@ int peers_start(struct daemon *d, char *err, size_t errlen)
 /* Every backend with a slot, as the peer thread maps the others' reports. */
 void peers_update_targets(struct daemon *d)
 {
+	struct slotted_backend *sb;
 	struct steer_peer_target *t;
-	size_t i, j, n = 0, total = 0;
+	size_t i, n;
 
 	if (!d->peer)
 		return;
-	for (i = 0; i < d->n_svcs; i++)
-		total += d->svcs[i].n;
-	t = calloc(total ? total : 1, sizeof(*t));
-	if (!t) {
-		log_error("peer: out of memory; the backends it knows stay as they were");
-		return;
-	}
-	for (i = 0; i < d->n_svcs; i++) {
-		const struct service *s = &d->svcs[i];
-		int id = steer_dp_service_id(d->dp, &s->vip);
+	sb = slotted_backends(d, &n);
+	t = calloc(n ? n : 1, sizeof(*t));
+	for (i = 0; sb && t && i < n; i++) {
+		const struct backend *b = sb[i].b;
 
-		for (j = 0; id >= 0 && j < s->n; j++) {
-			const struct backend *b = s->b[j];
-
-			if (b->slot == NO_SLOT)
-				continue;
-			t[n++] = (struct steer_peer_target){
-				.vip = s->vip,
-				.addr = b->cfg.addr,
-				.svc_id = (uint32_t)id,
-				.slot = b->slot,
-				.slot_gen = steer_dp_slot_gen(d->dp, b->slot),
-				.bytes_per_token = steer_policy_bytes_per_token(&s->policy),
-				.ns_per_token = b->in_table ? b->score.ns_per_token_u : 0,
-			};
-		}
+		t[i] = (struct steer_peer_target){
+			.vip = sb[i].s->vip,
+			.addr = b->cfg.addr,
+			.svc_id = sb[i].svc_id,
+			.slot = b->slot,
+			.slot_gen = sb[i].slot_gen,
+			.bytes_per_token = steer_policy_bytes_per_token(&sb[i].s->policy),
+			.ns_per_token = b->in_table ? b->score.ns_per_token_u : 0,
+		};
 	}
-	if (steer_peer_set_targets(d->peer, t, n) != 0)
+	if (!sb || !t || steer_peer_set_targets(d->peer, t, n) != 0)
 		log_error("peer: out of memory; the backends it knows stay as they were");
+	free(sb);
 	free(t);
 }
 

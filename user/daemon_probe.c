@@ -32,37 +32,22 @@ int probes_start(struct daemon *d, char *err, size_t errlen)
 /* Every backend with a slot: each gets a probe. */
 void probes_update_targets(struct daemon *d)
 {
+	struct slotted_backend *sb;
 	struct steer_probe_target *t;
-	size_t i, j, n = 0, total = 0;
+	size_t i, n;
 
 	if (!d->probe)
 		return;
-	for (i = 0; i < d->n_svcs; i++)
-		total += d->svcs[i].n;
-	t = calloc(total ? total : 1, sizeof(*t));
-	if (!t) {
+	sb = slotted_backends(d, &n);
+	t = calloc(n ? n : 1, sizeof(*t));
+	for (i = 0; sb && t && i < n; i++)
+		t[i] = (struct steer_probe_target){ .addr = sb[i].b->cfg.addr,
+						    .svc_id = sb[i].svc_id,
+						    .slot = sb[i].b->slot,
+						    .slot_gen = sb[i].slot_gen };
+	if (!sb || !t || steer_probe_set_targets(d->probe, t, n) != 0)
 		log_error("step probe: out of memory; the backends it probes stay as they were");
-		return;
-	}
-	for (i = 0; i < d->n_svcs; i++) {
-		const struct service *s = &d->svcs[i];
-		int id = steer_dp_service_id(d->dp, &s->vip);
-
-		for (j = 0; id >= 0 && j < s->n; j++) {
-			const struct backend *b = s->b[j];
-
-			if (b->slot == NO_SLOT)
-				continue;
-			t[n++] = (struct steer_probe_target){
-				.addr = b->cfg.addr,
-				.svc_id = (uint32_t)id,
-				.slot = b->slot,
-				.slot_gen = steer_dp_slot_gen(d->dp, b->slot),
-			};
-		}
-	}
-	if (steer_probe_set_targets(d->probe, t, n) != 0)
-		log_error("step probe: out of memory; the backends it probes stay as they were");
+	free(sb);
 	free(t);
 }
 
