@@ -6,8 +6,9 @@
 # response mode and seed: the oracle and JSQ without and with the probes (they
 # cost the engine a decoding request each), fluid, and fluid with the cadence
 # (max, sum, periodic); at 16 routers, --peer-routers 16 with and without the
-# probes (16 per worker); a 4 ms coarse clock. Writes OUTDIR/probe.csv and
-# prints the table.
+# probes (16 per worker); 16 routers that share their wire counters 0 to 5 ms
+# late (smg-steerd --peer) with the cadence; a 4 ms coarse clock. Writes
+# OUTDIR/probe.csv and prints the tables.
 #
 # Usage: tools/sim/probe.sh OUTDIR [--quick]
 #   --quick   tiny runs (seconds): the numbers are not meaningful
@@ -30,6 +31,17 @@ for m in full stream; do
 	a="--scenario probe16 --engine batch --response $m --requests $n --routers 16"
 	job "$m-r16" "$a --policies oracle,steer-peers:max"
 	job "$m-r16-probe" "$a --step-probe --policies oracle,steer-peers:max"
+done
+# 16 routers that share their wire counters (smg-steerd --peer) with the
+# cadence: D seconds late with the random phase (--peer keeps it), and at
+# once without it (the bound an exchange could reach).
+for m in stream full; do
+	a="--scenario shared16 --engine batch --response $m --requests $n --routers 16 --share-wire --policies steer:max"
+	[ $m = full ] && a="$a --step-probe"
+	job "$m-shared0" "$a --share-delay 0"
+	for dl in 0.001 0.002 0.005; do
+		job "$m-shared$dl" "$a --share-delay $dl --steer-jitter"
+	done
 done
 job "full-tick" "--scenario probe-tick --engine batch --response full --requests $n --step-probe --clock-tick 0.004 --policies steer:max,steer:sum"
 
@@ -60,6 +72,24 @@ END {
 		line = "| " pv[1] ", " pv[2]
 		for (j = 0; j < 6; j++)
 			line = line " | " cell("probe", j < 3 ? "full" : "stream", j % 3 + 1, pv[1], pv[2])
+		print line " |"
+	}
+	print ""
+	print "Batching engine, seed 1: 16 routers sharing their wire counters, fluid + max (full: with the probes)"
+	print ""
+	print "| response | 1 router | 16, at once, no phase | 1 ms late, phase | 2 ms | 5 ms |"
+	print "|---|---|---|---|---|---|"
+	for (j = 0; j < 2; j++) {
+		m = j ? "full" : "stream"
+		one = p99["probe|" m "|1|steer|" (j ? "probe+stepmax" : "stepmax")]
+		line = "| " m " | " sprintf("%.1f ms", one * 1000)
+		split("shared+stepmax jitter+shared0.001+stepmax jitter+shared0.002+stepmax jitter+shared0.005+stepmax", sv, " ")
+		for (i = 1; i <= 4; i++) {
+			v = sv[i]
+			if (j) sub(/\+stepmax$/, "+probe+stepmax", v)
+			k = "shared16|" m "|1|steer|" v
+			line = line " | " ((k in p99) && one > 0 ? sprintf("%.1f ms, %.2fx", p99[k] * 1000, p99[k] / one) : "-")
+		}
 		print line " |"
 	}
 }' "$out/probe.csv"
