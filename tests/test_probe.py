@@ -7,9 +7,10 @@ completion stream with one event per "engine step", A's every 2 s, B's every
 20 ms (B's streams end after 60 events, 1.2 s, so its probe restarts). With
 --wire-estimator fluid-step and --step-probe, and no client traffic at all:
 
-- each backend receives the probe's POST with the path and the default body;
-- the kernel's step of each backend (explain) is its stream's gap: A about
-  2 s, B a few tens of ms;
+- each backend receives the probe's POST with the path and the default body,
+  once, though two services steer to it;
+- the kernel's step of each backend (explain) is its stream's gap, in both
+  services' slots: A about 2 s, B a few tens of ms;
 - new connections from the test's cgroup avoid A, whose step under way is
   long (they split evenly when the probe does not reach the kernel);
 - /metrics counts requests, steps and applies per backend;
@@ -33,6 +34,7 @@ from taplib import Tap
 L.enter_private_netns()
 
 VIP = "127.0.0.100:8000"
+VIP2 = "127.0.0.101:8000"  # the same two backends: one probe stream each, both slots fed
 A, B = "127.0.0.11:8000", "127.0.0.12:8000"
 STEP = {A: 2.0, B: 0.02}
 TOKENS = {A: 1000, B: 60}
@@ -61,25 +63,26 @@ CFG = os.path.join(env.tmp, "steer.yaml")
 
 
 def write_config(probe="step-probe: /v1/completions\n"):
-    text = (f"load-check-interval: 500ms\nwire-estimator: fluid-step\n{probe}services:\n"
-            f"  - vip: {VIP}\n    backends:\n")
-    for addr, w in loads.items():
-        text += f"      - {addr},loads=grpc://{w.grpc}\n"
+    text = f"load-check-interval: 500ms\nwire-estimator: fluid-step\n{probe}services:\n"
+    for vip in (VIP, VIP2):
+        text += f"  - vip: {vip}\n    backends:\n"
+        for addr, w in loads.items():
+            text += f"      - {addr},loads=grpc://{w.grpc}\n"
     with open(CFG + ".tmp", "w") as f:
         f.write(text)
     os.rename(CFG + ".tmp", CFG)
 
 
-def explain():
-    p = subprocess.run([CTL, "--pin-path", env.pin, "-o", "json", "explain", VIP],
+def explain(vip=VIP):
+    p = subprocess.run([CTL, "--pin-path", env.pin, "-o", "json", "explain", vip],
                        capture_output=True, text=True, timeout=30)
     if p.returncode != 0:
         raise AssertionError(f"smg-steerctl explain: {p.returncode} {p.stderr}")
     return json.loads(p.stdout)
 
 
-def steps():
-    return {b["address"]: b["step_ns"] for b in explain()["backends"]}
+def steps(vip=VIP):
+    return {b["address"]: b["step_ns"] for b in explain(vip)["backends"]}
 
 
 def probes(addr):
@@ -106,12 +109,12 @@ def open_streams(addr):
     return int(worker_file(addr, "open") or "0")
 
 
-def metric(name, addr):
-    return d.metrics().get((name, (("backend", addr), ("vip", VIP))))
+def metric(name, addr, vip=VIP):
+    return d.metrics().get((name, (("backend", addr), ("vip", vip))))
 
 
-def steps_apart():
-    s = steps()
+def steps_apart(vip=VIP):
+    s = steps(vip)
     return 1.9e9 <= s[A] <= 10e9 and 0 < s[B] <= 0.3e9
 
 
@@ -125,10 +128,13 @@ with t.case("each backend gets the probe: a streaming POST of the path and the d
         got = probes(addr)[0]
         t.check(got == {"path": "/v1/completions", "body": DEFAULT_BODY},
                 f"{addr} got {got}")
+    # Two services steer to A: still one probe, whose packets feed both slots.
     t.check(len(probes(A)) == 1, f"A's stream has not ended, yet {len(probes(A))} probes")
+    t.check(open_streams(A) == 1, f"{open_streams(A)} streams open on A")
 
-with t.case("the kernel's step of each backend is its probe stream's gap"):
+with t.case("the kernel's step of each backend is its probe stream's gap, in both services"):
     L.wait_for(steps_apart, 30, "A's step about 2 s and B's a few ms (explain)")
+    L.wait_for(lambda: steps_apart(VIP2), 30, "the same in the second service")
     e = explain()
     t.check(e["estimator"] == "fluid-step", f"estimator {e['estimator']}")
     a = next(b for b in e["backends"] if b["address"] == A)
@@ -155,6 +161,8 @@ with t.case("/metrics: each backend's probe requests, steps and the kernel's app
     t.check((metric("smg_steer_probe_steps_total", B) or 0) >= 60,
             f"B's steps {metric('smg_steer_probe_steps_total', B)}")
     t.check(metric("smg_steer_probe_failures_total", A) == 0, "A's failures")
+    t.check(metric("smg_steer_probe_steps_total", B, VIP2) ==
+            metric("smg_steer_probe_steps_total", B), "one stream: the same steps in both rows")
     t.check((m.get(("smg_steer_probe_applied_total", ())) or 0) >= 60,
             f"applied {m.get(('smg_steer_probe_applied_total', ()))}")
     t.check(m.get(("smg_steer_probe_apply_errors_total", ())) == 0, "apply errors")

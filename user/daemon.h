@@ -198,7 +198,8 @@ void probes_update_targets(struct daemon *d);
 void probes_reload(struct daemon *d, const struct steer_config *next);
 /* /metrics: the node's probe counters; then each backend's row. */
 void probes_metrics(struct daemon *d, struct steer_metrics_snapshot *snap);
-void probes_fill_backend(struct daemon *d, uint32_t slot, struct steer_metrics_backend *mb);
+void probes_fill_backend(struct daemon *d, const struct steer_addr *addr,
+			 struct steer_metrics_backend *mb);
 void probes_stop(struct daemon *d);
 
 #endif /* STEER_DAEMON_H */

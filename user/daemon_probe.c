@@ -94,13 +94,14 @@ void probes_metrics(struct daemon *d, struct steer_metrics_snapshot *snap)
 	snap->probe_apply_errors_total = d->probe_stats->apply_errors;
 }
 
-void probes_fill_backend(struct daemon *d, uint32_t slot, struct steer_metrics_backend *mb)
+void probes_fill_backend(struct daemon *d, const struct steer_addr *addr,
+			 struct steer_metrics_backend *mb)
 {
 	const struct steer_probe_stats *st = d->probe_stats;
 	size_t i;
 
-	for (i = 0; d->probe && st && slot != NO_SLOT && i < st->n; i++) {
-		if (st->p[i].slot != slot)
+	for (i = 0; d->probe && st && i < st->n; i++) {
+		if (!steer_addr_equal(&st->p[i].addr, addr))
 			continue;
 		mb->probe_streaming = st->p[i].streaming;
 		mb->probe_requests_total = st->p[i].starts;

@@ -335,7 +335,7 @@ static void fill_metrics_backend(struct daemon *d, const struct service *s, cons
 	mb->steered_total = ctr ? ctr->steered + ctr->fallbacks : 0;
 	memcpy(mb->polls_total, b->polls, sizeof(mb->polls_total));
 	mb->source = (int)b->source;
-	probes_fill_backend(d, b->slot, mb);
+	probes_fill_backend(d, &b->cfg.addr, mb);
 	if (d->xdp_ctr && b->slot != NO_SLOT) {
 		struct steer_xdp_ctr x;
 

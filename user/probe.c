@@ -37,11 +37,21 @@
 #define BACKOFF_MAX_MS 10000
 #define PENDING_MAX 256 /* packets held before a flush (one wake rarely has more) */
 
-/* One backend's probe. Allocated once and never moved: libcurl keeps
- * pointers to it (write callback data, error buffer). */
+/* Where a probe's packets go: one slot per service that has the backend. */
+struct probe_slot {
+	uint32_t svc_id, slot, slot_gen;
+};
+
+#define PROBE_SLOTS_MAX 64 /* services sharing one backend address */
+
+/* One backend address's probe: one stream, however many services steer to
+ * it. Allocated once and never moved: libcurl keeps pointers to it (write
+ * callback data, error buffer). */
 struct probe {
 	struct steer_probe *owner;
-	struct steer_probe_target t;
+	struct steer_addr addr;
+	struct probe_slot slots[PROBE_SLOTS_MAX];
+	uint32_t n_slots;
 	char url[STEER_ADDR_STRLEN + 264];
 	CURL *easy;	      /* the transfer under way, or NULL */
 	bool status_ok;	      /* its response status was 2xx */
@@ -50,7 +60,7 @@ struct probe {
 	uint64_t retry_at_ns; /* when to start the next transfer */
 	uint32_t backoff_ms;  /* after the next failure */
 	bool failing;	      /* the last transfer failed (logged once per streak) */
-	bool keep;	      /* set_targets: still a backend */
+	bool keep;	      /* take_targets: still a backend's */
 	struct steer_probe_stat st;
 	char errbuf[CURL_ERROR_SIZE];
 };
@@ -115,19 +125,23 @@ static void flush(struct steer_probe *p)
 	p->n_pend = 0;
 }
 
+/* The packet, for every slot of the probe's backend. */
 static void queue_step(struct probe *pr, uint64_t last, uint64_t at)
 {
 	struct steer_probe *p = pr->owner;
+	uint32_t k;
 
-	if (p->n_pend == PENDING_MAX)
-		flush(p);
-	p->pend[p->n_pend++] = (struct pending_step){
-		.svc_id = pr->t.svc_id,
-		.s = { .slot = pr->t.slot,
-		       .slot_gen = pr->t.slot_gen,
-		       .last_ns = last,
-		       .at_ns = at },
-	};
+	for (k = 0; k < pr->n_slots; k++) {
+		if (p->n_pend == PENDING_MAX)
+			flush(p);
+		p->pend[p->n_pend++] = (struct pending_step){
+			.svc_id = pr->slots[k].svc_id,
+			.s = { .slot = pr->slots[k].slot,
+			       .slot_gen = pr->slots[k].slot_gen,
+			       .last_ns = last,
+			       .at_ns = at },
+		};
+	}
 }
 
 /* ---- One probe's transfer ------------------------------------------------------- */
@@ -256,7 +270,7 @@ static void transfer_done(struct steer_probe *p, struct probe *pr, CURLcode rc)
 	bool failed = transfer_failed(pr, rc, now);
 
 	transfer_end(p, pr);
-	steer_addr_format(&pr->t.addr, addr, sizeof(addr));
+	steer_addr_format(&pr->addr, addr, sizeof(addr));
 	if (!failed) {
 		if (pr->failing)
 			log_info("step probe of %s: streaming again", addr);
@@ -278,36 +292,41 @@ static void probe_url(const struct steer_probe *p, struct probe *pr)
 {
 	char addr[STEER_ADDR_STRLEN];
 
-	steer_addr_format(&pr->t.addr, addr, sizeof(addr));
+	steer_addr_format(&pr->addr, addr, sizeof(addr));
 	snprintf(pr->url, sizeof(pr->url), "http://%s%s", addr, p->path);
 }
 
 /* ---- Backends and reloads --------------------------------------------------------- */
 
-static bool same_target(const struct steer_probe_target *a, const struct steer_probe_target *b)
-{
-	return a->svc_id == b->svc_id && a->slot == b->slot && a->slot_gen == b->slot_gen &&
-	       steer_addr_equal(&a->addr, &b->addr);
-}
-
-static struct probe *probe_new(struct steer_probe *p, const struct steer_probe_target *t)
+static struct probe *probe_new(struct steer_probe *p, const struct steer_addr *addr)
 {
 	struct probe *pr = calloc(1, sizeof(*pr));
 
 	if (!pr)
 		return NULL;
 	pr->owner = p;
-	pr->t = *t;
-	pr->st.addr = t->addr;
-	pr->st.slot = t->slot;
+	pr->addr = *addr;
+	pr->st.addr = *addr;
 	pr->backoff_ms = BACKOFF_MIN_MS;
-	pr->keep = true;
 	probe_url(p, pr);
 	return pr;
 }
 
-/* The main thread's new backends: a probe stays (its stream too) while its
- * backend keeps its slot; the others end, the new ones start. */
+/* The probe of addr in list[0..n), or NULL. */
+static struct probe *probe_of(struct probe **list, size_t n, const struct steer_addr *addr)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (steer_addr_equal(&list[i]->addr, addr))
+			return list[i];
+	return NULL;
+}
+
+/* The main thread's new backends, one probe per address: a probe whose
+ * address stays keeps its stream and takes the address's slots now (a
+ * service added or removed, a slot given anew); the others end, new
+ * addresses start. */
 static void take_targets(struct steer_probe *p)
 {
 	struct probe **next;
@@ -322,17 +341,21 @@ static void take_targets(struct steer_probe *p)
 	for (j = 0; j < p->n_pr; j++)
 		p->pr[j]->keep = false;
 	for (i = 0; i < p->next_n; i++) {
-		struct probe *found = NULL;
+		const struct steer_probe_target *t = &p->next_t[i];
+		struct probe *pr = probe_of(next, n, &t->addr);
 
-		for (j = 0; j < p->n_pr && !found; j++)
-			if (!p->pr[j]->keep && same_target(&p->pr[j]->t, &p->next_t[i]))
-				found = p->pr[j];
-		if (found)
-			found->keep = true;
-		else
-			found = probe_new(p, &p->next_t[i]);
-		if (found)
-			next[n++] = found;
+		if (!pr) {
+			pr = probe_of(p->pr, p->n_pr, &t->addr);
+			pr = pr ? pr : probe_new(p, &t->addr);
+			if (!pr)
+				continue;
+			pr->keep = true;
+			pr->n_slots = 0;
+			next[n++] = pr;
+		}
+		if (pr->n_slots < PROBE_SLOTS_MAX)
+			pr->slots[pr->n_slots++] =
+				(struct probe_slot){ t->svc_id, t->slot, t->slot_gen };
 	}
 	for (j = 0; j < p->n_pr; j++) {
 		if (p->pr[j]->keep)

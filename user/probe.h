@@ -37,10 +37,10 @@ struct steer_probe_target {
 	uint32_t slot_gen;	/* steer_slot.gen when mapped */
 };
 
-/* What the thread counts, per backend it probes. */
+/* What the thread counts, per backend address it probes (one stream for
+ * every service that steers to it). */
 struct steer_probe_stat {
 	struct steer_addr addr;
-	uint32_t slot;	   /* the backend's slot */
 	bool streaming;	   /* a probe's stream is delivering now */
 	uint64_t starts;   /* probe requests started */
 	uint64_t failures; /* that failed (connect, HTTP status other than 2xx, reset) */
@@ -65,8 +65,9 @@ struct steer_probe;
  * with err set. */
 int steer_probe_start(struct steer_dp *dp, const char *path, const char *body,
 		      struct steer_probe **out, char *err, size_t errlen);
-/* The backends now (copied); the thread takes them at once. A backend that
- * stays keeps its stream; one that leaves has it closed. */
+/* The backends now (copied); the thread takes them at once. One stream per
+ * address, whose packets go to every slot of it; an address that stays keeps
+ * its stream, one that leaves has it closed. */
 int steer_probe_set_targets(struct steer_probe *p, const struct steer_probe_target *t, size_t n);
 /* A reload: a new path or body (copied); running probes restart with it. */
 int steer_probe_set_request(struct steer_probe *p, const char *path, const char *body);
