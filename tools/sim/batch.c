@@ -227,6 +227,7 @@ double sim_batch_capacity(const struct sim_config *c)
 	 * The warm-up fills the batch before the measurement window. */
 	one.workers = 1;
 	one.speed_min = one.speed_max = 1.0;
+	one.step_probe = false; /* the fleet's capacity, the same with or without probes */
 	one.routers = 1;
 	one.policy = SIM_POL_RR;
 	one.load = 2.0;
