@@ -13,7 +13,8 @@ completion stream with one event per "engine step", A's every 2 s, B's every
   services' slots: A about 2 s, B a few tens of ms;
 - new connections from the test's cgroup avoid A, whose step under way is
   long (they split evenly when the probe does not reach the kernel);
-- /metrics counts requests, steps and applies per backend;
+- /metrics counts requests, steps and applies per backend, exactly: every
+  packet applied once per service;
 - a probe refused (HTTP 503) is counted and retried, the other goes on, and
   the refused one streams again once the worker takes it;
 - a stream that ends at once (2 events) counts as a failure and is retried
@@ -166,6 +167,12 @@ with t.case("/metrics: each backend's probe requests, steps and the kernel's app
     t.check((m.get(("smg_steer_probe_applied_total", ())) or 0) >= 60,
             f"applied {m.get(('smg_steer_probe_applied_total', ()))}")
     t.check(m.get(("smg_steer_probe_apply_errors_total", ())) == 0, "apply errors")
+    # Exact: every packet applied once per service that steers to its backend
+    # (the counts come from one reading of the thread's statistics).
+    steps = sum(m.get(("smg_steer_probe_steps_total", (("backend", a), ("vip", VIP))))
+                for a in (A, B))
+    t.check(m.get(("smg_steer_probe_applied_total", ())) == 2 * steps,
+            f"applied {m.get(('smg_steer_probe_applied_total', ()))}, want 2 x {steps}")
 
 with t.case("a refused probe is counted and retried; the other goes on; it comes back"):
     with open(os.path.join(control, "b.status"), "w") as f:
