@@ -933,6 +933,20 @@ static void test_step_probe_shows_every_step_end_with_full_responses(void)
 		      "full with probes, %u routers: %llu of %llu saw the last step end", c.routers,
 		      (unsigned long long)r.rx_at_step_end, (unsigned long long)r.rx_pairs);
 	}
+	/* One probe per worker for the fleet: every router still sees every
+	 * step end. */
+	small_config(&c, SIM_POL_STEER);
+	c.engine = SIM_ENGINE_BATCH;
+	c.response = SIM_RESP_FULL;
+	c.routers = c.knobs.peer_routers = 4;
+	c.step_cadence = SIM_CAD_MAX;
+	c.step_probe = c.step_probe_one = true;
+	c.requests = 3000;
+	c.warmup = 300;
+	c.drain = false;
+	CHECK(run(&c, &r) == 0 && r.rx_at_step_end == r.rx_pairs && r.rx_pairs >= c.workers,
+	      "one probe per worker, 4 routers: %llu of %llu saw the last step end",
+	      (unsigned long long)r.rx_at_step_end, (unsigned long long)r.rx_pairs);
 	small_config(&c, SIM_POL_STEER);
 	c.step_probe = true; /* the FIFO engine */
 	CHECK(sim_config_check(&c, why, sizeof(why)) != 0 && strstr(why, "batching engine"),

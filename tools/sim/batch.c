@@ -35,7 +35,7 @@ void batch_init_worker(const struct sim_config *c, struct worker *w)
 	w->kv_cap = c->batch.kv_tokens;
 	w->pf = NONE;
 	w->last_step_end = -1;
-	w->probes = c->step_probe ? c->routers : 0;
+	w->probes = c->step_probe ? (c->step_probe_one ? 1 : c->routers) : 0;
 }
 
 /* What an arrival at t would wait: the prompt tokens ahead, the rest of the step. */
@@ -174,7 +174,7 @@ static void decode_tokens(struct sim *s, uint32_t wi, double t)
 		}
 		i = next;
 	}
-	if (w->probes > 0) /* every router's probe got a token */
+	if (w->probes > 0) /* every router's probe got a token (or saw the fleet's) */
 		rx = s->c->routers >= 64 ? ~0ull : (1ull << s->c->routers) - 1;
 	for (k = 0; rx; k++, rx >>= 1)
 		if (rx & 1)
@@ -227,7 +227,7 @@ double sim_batch_capacity(const struct sim_config *c)
 	 * The warm-up fills the batch before the measurement window. */
 	one.workers = 1;
 	one.speed_min = one.speed_max = 1.0;
-	one.step_probe = false; /* the fleet's capacity, the same with or without probes */
+	one.step_probe = one.step_probe_one = false; /* the same capacity with or without probes */
 	one.routers = 1;
 	one.policy = SIM_POL_RR;
 	one.load = 2.0;

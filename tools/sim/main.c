@@ -98,6 +98,9 @@ static void usage(FILE *f)
 		"  --step-probe              batching: every router keeps a streaming probe\n"
 		"                            request decoding on every worker (sees every\n"
 		"                            step end; costs a decoding request each)\n"
+		"  --step-probe-one          the same with one probe per worker for the whole\n"
+		"                            fleet, its step ends shared with every router\n"
+		"                            at once (a design not built)\n"
 		"  --steer-jitter            force the random water-fill phase even at\n"
 		"                            --peer-routers 1 (smg-steerd adds it when > 1)\n"
 		"Output:\n"
@@ -251,6 +254,7 @@ enum {
 	OPT_STEP_EWMA,
 	OPT_CLOCK_TICK,
 	OPT_STEP_PROBE,
+	OPT_STEP_PROBE_ONE,
 };
 
 static const struct option long_opts[] = {
@@ -293,6 +297,7 @@ static const struct option long_opts[] = {
 	{ "step-ewma", required_argument, 0, OPT_STEP_EWMA },
 	{ "clock-tick", required_argument, 0, OPT_CLOCK_TICK },
 	{ "step-probe", no_argument, 0, OPT_STEP_PROBE },
+	{ "step-probe-one", no_argument, 0, OPT_STEP_PROBE_ONE },
 	{ 0, 0, 0, 0 },
 };
 
@@ -406,6 +411,9 @@ static int apply_option(struct options *o, int opt, const char *arg)
 		return parse_double(arg, &c->clock_tick_s);
 	case OPT_STEP_PROBE:
 		c->step_probe = true;
+		return 0;
+	case OPT_STEP_PROBE_ONE:
+		c->step_probe = c->step_probe_one = true;
 		return 0;
 	default:
 		return -1;

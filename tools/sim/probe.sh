@@ -43,6 +43,13 @@ for m in stream full; do
 		job "$m-shared$dl" "$a --share-delay $dl --steer-jitter"
 	done
 done
+# The same with one probe per worker for the whole fleet (--step-probe-one:
+# its step ends reach every router at once; not built in smg-steerd).
+a="--scenario shared16one --engine batch --response full --requests $n --routers 16 --share-wire --step-probe-one --policies steer:max"
+job "one-shared0" "$a --share-delay 0"
+for dl in 0.001 0.002 0.005; do
+	job "one-shared$dl" "$a --share-delay $dl --steer-jitter"
+done
 job "full-tick" "--scenario probe-tick --engine batch --response full --requests $n --step-probe --clock-tick 0.004 --policies steer:max,steer:sum"
 
 sim_run_jobs "$out/probe.csv"
@@ -92,4 +99,12 @@ END {
 		}
 		print line " |"
 	}
+	one = p99["probe|full|1|steer|probe+stepmax"]
+	line = "| full, one probe per worker | " sprintf("%.1f ms", one * 1000)
+	split("shared+probe1+stepmax jitter+shared0.001+probe1+stepmax jitter+shared0.002+probe1+stepmax jitter+shared0.005+probe1+stepmax", sv, " ")
+	for (i = 1; i <= 4; i++) {
+		k = "shared16one|full|1|steer|" sv[i]
+		line = line " | " ((k in p99) && one > 0 ? sprintf("%.1f ms, %.2fx", p99[k] * 1000, p99[k] / one) : "-")
+	}
+	print line " |"
 }' "$out/probe.csv"

@@ -203,6 +203,9 @@ struct sim_config {
 	 * decoding request costs (decode_per_req_s a step each, and steps that
 	 * never stop); their prompts and KV are not modelled. */
 	bool step_probe;
+	/* Ablation of a fleet-wide probe: one probe per worker in all (not one
+	 * per router), its step ends reaching every router at once. */
+	bool step_probe_one;
 	/* Ablation: every router sees every router's sends and answers at once
 	 * (wire counters shared without delay), so no peer scaling is needed. */
 	bool share_wire;

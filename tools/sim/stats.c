@@ -60,7 +60,7 @@ static void variant_name(const struct sim_config *c, char *buf, size_t len)
 		 c->oracle_blind_step ? "+blindstep" : "");
 	n = strlen(buf);
 	if (c->step_probe) { /* the engine's: every policy of the run pays for it */
-		snprintf(buf + n, len - n, "+probe");
+		snprintf(buf + n, len - n, c->step_probe_one ? "+probe1" : "+probe");
 		n = strlen(buf);
 	}
 	if (c->wire_scale != 1.0) {
