@@ -8,7 +8,8 @@ encoding, as SGLang and vLLM send them), one event per engine "step".
 
 - POST: "data: {...}" every --step seconds (the first after one step: a
   prefill), --tokens of them, then "data: [DONE]". The line
-  {"path": ..., "body": ...} goes to DIR/NAME.probes first. While the file
+  {"path": ..., "body": ...} goes to DIR/NAME.probes first, and its
+  time.monotonic() to DIR/NAME.probe_times. While the file
   DIR/NAME.status exists, its number is the answer's status instead (with a
   short JSON error body, as an engine that refuses answers).
 - GET: "ok NAME", and a line to DIR/NAME.gets: a steered connection's mark.
@@ -99,6 +100,7 @@ def handler(state):
             except ValueError:
                 body = raw.decode(errors="replace")
             state.log("probes", json.dumps({"path": self.path, "body": body}))
+            state.log("probe_times", repr(time.monotonic()))
             status = state.status()
             if status != 200:
                 err = b'{"error": "refused"}'

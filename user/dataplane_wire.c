@@ -389,50 +389,53 @@ uint32_t steer_dp_slot_gen(const struct steer_dp *dp, uint32_t slot)
 	return s ? __atomic_load_n(&s->gen, __ATOMIC_ACQUIRE) : 0;
 }
 
-/* The other routers' changes: run steer_peer_apply over b (its applied is
- * written back). Only the owner has the program; one thread at a time. */
-int steer_dp_peer_apply(struct steer_dp *dp, struct steer_peer_batch *b, char *err, size_t errlen)
+/*
+ * A syscall program that applies a batch to one service's slots (its
+ * argument map mmapped at in): the batch copied in, one BPF_PROG_TEST_RUN,
+ * the program's count of applied entries read back (the __u32 at
+ * applied_off in both). 0, or -errno with err set.
+ */
+static int run_apply(struct bpf_program *prog, void *in, const void *batch, size_t size,
+		     size_t applied_off, uint32_t svc_id, uint32_t *applied, char *err,
+		     size_t errlen)
 {
 	LIBBPF_OPTS(bpf_test_run_opts, o);
 	int rc;
 
+	memcpy(in, batch, size);
+	rc = bpf_prog_test_run_opts(bpf_program__fd(prog), &o);
+	if (rc)
+		return steer_seterr(err, errlen, errno ? errno : -rc, "cannot run %s: %s",
+				    bpf_program__name(prog), strerror(errno ? errno : -rc));
+	*applied = __atomic_load_n((uint32_t *)((char *)in + applied_off), __ATOMIC_ACQUIRE);
+	if (o.retval)
+		return steer_seterr(err, errlen, ENOENT, "%s: service %u has no maps",
+				    bpf_program__name(prog), svc_id);
+	return 0;
+}
+
+/* The other routers' changes: run steer_peer_apply over b (its applied is
+ * written back). Only the owner has the program; one thread at a time. */
+int steer_dp_peer_apply(struct steer_dp *dp, struct steer_peer_batch *b, char *err, size_t errlen)
+{
 	if (!dp->wire_skel || !dp->peer_in)
 		return steer_seterr(
 			err, errlen, ENOTSUP,
 			"the request accounting is off: no other router's work applies");
 	b->clock_ns = steer_dp_clock_ns();
-	memcpy(dp->peer_in, b, sizeof(*b));
-	rc = bpf_prog_test_run_opts(bpf_program__fd(dp->wire_skel->progs.steer_peer_apply), &o);
-	if (rc)
-		return steer_seterr(err, errlen, errno ? errno : -rc,
-				    "cannot run steer_peer_apply: %s",
-				    strerror(errno ? errno : -rc));
-	b->applied = __atomic_load_n(&dp->peer_in->applied, __ATOMIC_ACQUIRE);
-	if (o.retval)
-		return steer_seterr(err, errlen, ENOENT, "steer_peer_apply: service %u has no maps",
-				    b->svc_id);
-	return 0;
+	return run_apply(dp->wire_skel->progs.steer_peer_apply, dp->peer_in, b, sizeof(*b),
+			 offsetof(struct steer_peer_batch, applied), b->svc_id, &b->applied, err,
+			 errlen);
 }
 
 /* The step probe's packets: run steer_probe_apply over b (its applied is
  * written back). Only the owner has the program; one thread at a time. */
 int steer_dp_probe_apply(struct steer_dp *dp, struct steer_probe_batch *b, char *err, size_t errlen)
 {
-	LIBBPF_OPTS(bpf_test_run_opts, o);
-	int rc;
-
 	if (!dp->wire_skel || !dp->probe_in)
 		return steer_seterr(err, errlen, ENOTSUP,
 				    "the request accounting is off: no step cadence to apply");
-	memcpy(dp->probe_in, b, sizeof(*b));
-	rc = bpf_prog_test_run_opts(bpf_program__fd(dp->wire_skel->progs.steer_probe_apply), &o);
-	if (rc)
-		return steer_seterr(err, errlen, errno ? errno : -rc,
-				    "cannot run steer_probe_apply: %s",
-				    strerror(errno ? errno : -rc));
-	b->applied = __atomic_load_n(&dp->probe_in->applied, __ATOMIC_ACQUIRE);
-	if (o.retval)
-		return steer_seterr(err, errlen, ENOENT,
-				    "steer_probe_apply: service %u has no maps", b->svc_id);
-	return 0;
+	return run_apply(dp->wire_skel->progs.steer_probe_apply, dp->probe_in, b, sizeof(*b),
+			 offsetof(struct steer_probe_batch, applied), b->svc_id, &b->applied, err,
+			 errlen);
 }
