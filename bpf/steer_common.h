@@ -165,6 +165,12 @@ struct steer_table {
  * gaps between one streamed response's packets predict it (step_until in
  * steer_wire). The kernel reads it from the slot's cache (cache_flags). */
 #define STEER_TBL_STEP 0x8
+/* --peer-push (docs/algorithm.md 6.7): a request sent or answered on one of
+ * the service's sockets wakes smg-steerd's peer thread at once (steer_kick and
+ * steer_kick_ring in steer_wire.bpf.c), which reports it to the other routers
+ * then instead of at its next --peer-interval. The kernel reads it from the
+ * slot's cache (cache_flags). */
+#define STEER_TBL_PEER_PUSH 0x10
 
 /* ---- Per-backend counters (steer_slots) --------------------------------- */
 
@@ -275,7 +281,7 @@ struct steer_wire {
 	 * (bpf_ktime_get_coarse_ns = CLOCK_MONOTONIC_COARSE). */
 	__u64 busy_until_ns; /* ns, CLOCK_MONOTONIC coarse (kernel) */
 	__u32 cache_peers;   /* that entry's peers, resolved >= 1 (kernel) */
-	__u32 cache_flags;   /* that table's flags (STEER_TBL_PENDING, _STEP) (kernel) */
+	__u32 cache_flags; /* that table's flags (STEER_TBL_PENDING, _STEP, _PEER_PUSH) (kernel) */
 	/* The step cadence (STEER_TBL_STEP; steer_step_next): every streamed
 	 * response packet after a response's first is one engine step after the
 	 * socket's previous packet. CLOCK_MONOTONIC, read coarse. */

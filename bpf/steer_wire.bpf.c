@@ -20,6 +20,47 @@
 #include <bpf/bpf_core_read.h>
 #include "steer_common.h"
 #include "steer_maps.bpf.h"
+
+/*
+ * --peer-push: a request sent or answered wakes smg-steerd's peer thread,
+ * which then reports to the other routers at once (docs/algorithm.md 6.7). steer_kick[0] is 1 while
+ * a wake-up is on its way and the thread has not yet read the counters: the
+ * thread sets it to 0 first and reads the counters after, so a send that
+ * finds it 1 is in that read, and only a send that finds it 0 writes to the
+ * ring. At most one record is in the ring; under load one wake-up carries
+ * every send since the last. The thread also clears it at every
+ * --peer-interval, so a lost record delays pushes by one interval at most.
+ * Neither map is pinned: the daemon that loaded the programs reads them.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__type(key, __u32);
+	__type(value, __u32); /* 1: a wake-up is pending */
+} steer_kick SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 4096); /* one page: records are 8 bytes, at most one queued */
+} steer_kick_ring SEC(".maps");
+
+static __always_inline void wire_kick(const struct steer_wire *w)
+{
+	__u32 zero = 0, *pending;
+	__u64 rec = 1;
+
+	if (!(w->cache_flags & STEER_TBL_PEER_PUSH))
+		return;
+	pending = bpf_map_lookup_elem(&steer_kick, &zero);
+	/* A plain read first: the exchange would bounce the line between CPUs. */
+	if (!pending || *pending || __sync_lock_test_and_set(pending, 1))
+		return;
+	/* Forced: the record exists only to wake the thread. */
+	bpf_ringbuf_output(&steer_kick_ring, &rec, sizeof(rec), BPF_RB_FORCE_WAKEUP);
+}
+#define WIRE_MOVED(w) wire_kick(w)
+
 #include "steer_wire.bpf.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";

@@ -137,6 +137,15 @@ static __always_inline void wire_withdraw(struct steer_slot *s, struct steer_wir
 	}
 }
 
+/* What a send or an answer does once the slot's counters moved, outside the
+ * lock: the shipped object wakes smg-steerd's peer thread when the table asks
+ * for it (steer_wire.bpf.c, --peer-push); the ablations do nothing. */
+#ifndef WIRE_MOVED
+#define WIRE_MOVED(w) \
+	do {          \
+	} while (0)
+#endif
+
 /* The socket with this record and cookie sent bytes of request. */
 static __always_inline void wire_sent(struct steer_sock *r, __u64 cookie, __u64 bytes)
 {
@@ -172,6 +181,9 @@ static __always_inline void wire_sent(struct steer_sock *r, __u64 cookie, __u64 
 			wire_rescore(&ref);
 		}
 	}
+	bpf_spin_unlock(&ref.tr->lock);
+	WIRE_MOVED(ref.w);
+	return;
 out:
 	bpf_spin_unlock(&ref.tr->lock);
 }
@@ -200,6 +212,7 @@ static __always_inline __u64 wire_answered(struct steer_sock *r, __u64 cookie)
 {
 	struct wire_ref ref;
 	__u64 clock, at = 0;
+	bool moved = false;
 
 	if (!r->unanswered || !wire_ref(r, &ref))
 		return 0;
@@ -219,8 +232,11 @@ static __always_inline __u64 wire_answered(struct steer_sock *r, __u64 cookie)
 			at = clock;
 		}
 		wire_answer_rescore(&ref);
+		moved = true;
 	}
 	bpf_spin_unlock(&ref.tr->lock);
+	if (moved)
+		WIRE_MOVED(ref.w);
 	return at;
 }
 

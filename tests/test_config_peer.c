@@ -45,10 +45,14 @@ static void test_flags_refused(void)
 		      "--peer: needs --peer-listen ADDR:PORT", NULL),
 	      "--peer without --peer-listen");
 	CHECK(refused(ARGS(BASE, "--peer-listen", "127.0.0.1:9470"), NULL,
-		      "--peer-listen, --peer-interval and --peer-timeout need --peer", NULL),
+		      "--peer-listen, --peer-interval, --peer-timeout, --peer-push and "
+		      "--peer-phase need --peer",
+		      NULL),
 	      "--peer-listen without --peer");
 	CHECK(refused(ARGS(BASE, "--peer-timeout", "2s"), NULL,
-		      "--peer-listen, --peer-interval and --peer-timeout need --peer", NULL),
+		      "--peer-listen, --peer-interval, --peer-timeout, --peer-push and "
+		      "--peer-phase need --peer",
+		      NULL),
 	      "--peer-timeout without --peer");
 	CHECK(refused(ARGS(BASE, "--peer", "127.0.0.1:9470", "--peer-listen", "127.0.0.1:9470"),
 		      NULL, "--peer: 127.0.0.1:9470 is this router's own --peer-listen", NULL),
@@ -60,10 +64,10 @@ static void test_flags_refused(void)
 		      "--peer-listen: ", NULL),
 	      "a multicast listen address");
 	CHECK(refused(ARGS(BASE, PEERS, "--peer-interval", "50us"), NULL,
-		      "--peer-interval: must be between 100us and 1s, got '50us'", NULL),
+		      "--peer-interval: must be between 100us and 10s, got '50us'", NULL),
 	      "an interval too short");
-	CHECK(refused(ARGS(BASE, PEERS, "--peer-interval", "2s"), NULL,
-		      "--peer-interval: must be between 100us and 1s", NULL),
+	CHECK(refused(ARGS(BASE, PEERS, "--peer-interval", "11s", "--peer-timeout", "60s"), NULL,
+		      "--peer-interval: must be between 100us and 10s", NULL),
 	      "an interval too long");
 	CHECK(refused(ARGS(BASE, PEERS, "--peer-timeout", "2ms"), NULL,
 		      "--peer-timeout: must be at least 3 x the peer-interval (1ms), got 2ms",
@@ -73,6 +77,18 @@ static void test_flags_refused(void)
 		      "--peer-interval: must be at least 3 x the peer-interval (500ms), got 1s",
 		      NULL),
 	      "an interval that leaves the default timeout under 3 intervals");
+	CHECK(refused(ARGS(BASE, "--peer-push", "on"), NULL,
+		      "--peer-push and --peer-phase need --peer", NULL),
+	      "--peer-push without --peer");
+	CHECK(refused(ARGS(BASE, "--peer-phase", "off"), NULL,
+		      "--peer-push and --peer-phase need --peer", NULL),
+	      "--peer-phase without --peer");
+	CHECK(refused(ARGS(BASE, PEERS, "--peer-push", "sometimes"), NULL,
+		      "--peer-push: must be on or off, got 'sometimes'", NULL),
+	      "--peer-push not a boolean");
+	CHECK(refused(ARGS(BASE, PEERS, "--peer-phase", ""), NULL,
+		      "--peer-phase: must be on or off, got ''", NULL),
+	      "--peer-phase empty");
 	CHECK(refused(ARGS(BASE, PEERS, "--peer-timeout", "soon"), NULL,
 		      "--peer-timeout: 'soon' is not a duration", NULL),
 	      "a timeout that is not a duration");
@@ -122,7 +138,8 @@ static void test_accepted(void)
 		      c.peer_interval_ns == 1000000 && c.peer_timeout_ns == 1000000000 &&
 		      !strcmp(c.peer_strs[0], "127.0.0.2:9470") &&
 		      !strcmp(c.peer_listen_str, "127.0.0.1:9470") &&
-		      c.services[0].policy.peers_report && c.services[0].policy.peer_routers == 1,
+		      c.services[0].policy.peers_report && c.services[0].policy.peer_routers == 1 &&
+		      !c.peer_push && !c.peer_no_phase,
 	      "defaults: rc=%d '%s'", rc, err);
 	steer_config_free(&c);
 	rc = LOAD(&c, BASE, "--peer", "127.0.0.2:9470,127.0.0.3:9470", "--peer",
@@ -139,6 +156,18 @@ static void test_accepted(void)
 		       ARGS(BASE), &c);
 	CHECK(rc == STEER_CONFIG_OK && c.n_peers == 2 && c.peer_interval_ns == 2000000,
 	      "file: rc=%d '%s'", rc, err);
+	steer_config_free(&c);
+	rc = LOAD(&c, BASE, PEERS, "--peer-push", "on", "--peer-phase", "OFF", "--peer-interval",
+		  "10s", "--peer-timeout", "30s");
+	CHECK(rc == STEER_CONFIG_OK && c.peer_push && c.peer_no_phase &&
+		      c.peer_interval_ns == 10000000000ULL,
+	      "push on, phase off, a 10 s interval: rc=%d '%s'", rc, err);
+	steer_config_free(&c);
+	rc = load_yaml("peer: 127.0.0.2:9470\npeer-listen: 127.0.0.1:9470\npeer-push: yes\n"
+		       "peer-phase: false\n",
+		       ARGS(BASE, "--peer-push", "off"), &c);
+	CHECK(rc == STEER_CONFIG_OK && !c.peer_push && c.peer_no_phase,
+	      "file: push (the flag wins) and phase: rc=%d '%s'", rc, err);
 	steer_config_free(&c);
 	/* The flag's list replaces the file's. */
 	rc = load_yaml("peer: 127.0.0.2:9470,127.0.0.3:9470\npeer-listen: 127.0.0.1:9470\n",
@@ -171,9 +200,21 @@ static void test_summary(void)
 	CHECK(f && rc == STEER_CONFIG_OK, "rc=%d '%s'", rc, err);
 	steer_config_summary(f, &c);
 	fclose(f);
-	CHECK(strstr(text, "  peers: listen 127.0.0.1:9470, report every 1ms, forget after 1s: "
-			   "127.0.0.2:9470 127.0.0.3:9470\n"),
+	CHECK(strstr(text,
+		     "  peers: listen 127.0.0.1:9470, report every 1ms, forget after 1s, phase on: "
+		     "127.0.0.2:9470 127.0.0.3:9470\n"),
 	      "summary: '%s'", text);
+	free(text);
+	steer_config_free(&c);
+	text = NULL;
+	f = open_memstream(&text, &len);
+	rc = LOAD(&c, BASE, PEERS, "--peer-push", "on", "--peer-phase", "off");
+	CHECK(f && rc == STEER_CONFIG_OK, "rc=%d '%s'", rc, err);
+	steer_config_summary(f, &c);
+	fclose(f);
+	CHECK(strstr(text, "  peers: listen 127.0.0.1:9470, report every 1ms and at each request, "
+			   "forget after 1s, phase off: 127.0.0.2:9470\n"),
+	      "summary with push: '%s'", text);
 	free(text);
 	steer_config_free(&c);
 }

@@ -464,10 +464,11 @@ static void test_peer_families(void)
 	s.peer_applied_total = 6;
 	s.peer_own_reports_total = 8;
 	s.peer_apply_errors_total = 0;
+	s.peer_push_wakeups_total = 11;
 	t = render(&s);
 	CHECK(t, "render returned NULL");
-	extra_families = 12; /* 2 gauges and 5 counters per peer, 5 counters of the node */
-	CHECK(check_family_grouping(t) == 2 * 24 + 2 * 19 + 7 * 2 + 5,
+	extra_families = 13; /* 2 gauges and 5 counters per peer, 6 counters of the node */
+	CHECK(check_family_grouping(t) == 2 * 24 + 2 * 19 + 7 * 2 + 6,
 	      "samples out of their families");
 	extra_families = 0;
 	CHECK(strstr(t, "\nsmg_steer_peer_up{peer=\"127.0.0.1:9471\"} 1\n") &&
@@ -490,6 +491,7 @@ static void test_peer_families(void)
 		      strstr(t, "\nsmg_steer_peer_applied_total 6\n") &&
 		      strstr(t, "\nsmg_steer_peer_own_reports_total 8\n") &&
 		      strstr(t, "\nsmg_steer_peer_apply_errors_total 0\n") &&
+		      strstr(t, "\nsmg_steer_peer_push_wakeups_total 11\n") &&
 		      strstr(t, "# TYPE smg_steer_peer_up gauge\n") &&
 		      strstr(t, "# TYPE smg_steer_peer_forgotten_total counter\n"),
 	      "peer lines:\n%s", strstr(t, "smg_steer_peer_") ? strstr(t, "smg_steer_peer_") : t);

@@ -11,7 +11,8 @@ Asserted, with exact numbers:
 
 - a large request sent through R1 shows at R2 as that many pending tokens
   of the other routers (explain -o json, /metrics), and R2's next new
-  connection avoids that backend; its answer takes them back to 0;
+  connection avoids that backend; its answer takes them back to 0; R2's
+  table has its random phase (the default --peer-phase on);
 - R1 killed (SIGKILL): after --peer-timeout R2 takes back what R1 had pending,
   and reports R1 down;
 - R1 restarted on its pins (--keep-pinned): a new router id, and R2 applies
@@ -188,6 +189,8 @@ with t.case("a large request through R1 keeps R2's next connection off its backe
     t.check(e["busy_ns"] > 1e9, f"R2 holds {x} busy for {e['busy_ns']} ns only")
     t.check(peer_pending(env2, other(x)) == 0, "the other backend has pending work")
     t.check(peer_pending(env1, x) == 0, "R1 applied its own report")
+    phases = [b["phase_ns"] for b in explain(env2)["backends"]]
+    t.check(all(ph > 0 for ph in phases), f"R2's random phase (--peer-phase on): {phases}")
     s2 = connect_via(env2)
     y = send_held(s2, request(None, b"y" * 10))
     read_answer(s2)

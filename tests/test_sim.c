@@ -964,6 +964,47 @@ static void test_step_probe_shows_every_step_end_with_full_responses(void)
 	      "full with probes: max %.4f s, fluid %.4f s, oracle %.4f s", max, fluid, oracle);
 }
 
+/* --share-delay-samples: one sample is the constant delay, exactly; samples
+ * drawn from two values differ from both constants; without --share-wire the
+ * samples are refused. */
+static void test_share_delay_samples_draw_each_event(void)
+{
+	static const double one[] = { 0.002 }, two[] = { 0.0005, 0.05 };
+	struct sim_config c;
+	struct sim_result konst, drawn, lo, hi;
+	char why[160];
+
+	small_config(&c, SIM_POL_STEER);
+	c.routers = 4;
+	c.share_wire = true;
+	c.share_delay_s = 0.002;
+	CHECK(run(&c, &konst) == 0, "run failed");
+	c.share_delay_s = 0;
+	c.share_delays = one;
+	c.n_share_delays = 1;
+	CHECK(run(&c, &drawn) == 0, "run failed");
+	CHECK(drawn.mean_s == konst.mean_s && drawn.p99_s == konst.p99_s,
+	      "one sample of 2 ms: mean %.9f p99 %.9f, constant: %.9f %.9f", drawn.mean_s,
+	      drawn.p99_s, konst.mean_s, konst.p99_s);
+	c.share_delays = two;
+	c.n_share_delays = 2;
+	CHECK(run(&c, &drawn) == 0, "run failed");
+	c.share_delays = NULL;
+	c.n_share_delays = 0;
+	c.share_delay_s = two[0];
+	CHECK(run(&c, &lo) == 0, "run failed");
+	c.share_delay_s = two[1];
+	CHECK(run(&c, &hi) == 0, "run failed");
+	CHECK(drawn.mean_s != lo.mean_s && drawn.mean_s != hi.mean_s,
+	      "two samples gave a constant's mean: %.9f (0.5 ms %.9f, 50 ms %.9f)", drawn.mean_s,
+	      lo.mean_s, hi.mean_s);
+	c.share_wire = false;
+	c.share_delays = one;
+	c.n_share_delays = 1;
+	CHECK(sim_config_check(&c, why, sizeof(why)) != 0 && strstr(why, "--share-wire"),
+	      "samples without --share-wire: '%s'", why);
+}
+
 int main(void)
 {
 	TAP_RUN(test_work_is_conserved);
@@ -993,5 +1034,6 @@ int main(void)
 	TAP_RUN(test_streaming_routers_see_every_step_end);
 	TAP_RUN(test_step_cadence_cuts_the_batching_p99_when_streaming);
 	TAP_RUN(test_step_probe_shows_every_step_end_with_full_responses);
+	TAP_RUN(test_share_delay_samples_draw_each_event);
 	return tap_done();
 }

@@ -158,6 +158,11 @@ struct steer_config {
 	char peer_listen_str[STEER_ADDR_STRLEN];
 	uint64_t peer_interval_ns; /* default 1 ms */
 	uint64_t peer_timeout_ns;  /* default 1 s */
+	/* --peer-push: a request sent here wakes the peer thread, which reports
+	 * it at once rather than at the next interval (default off).
+	 * --peer-phase off: no random phase in the table (default on). */
+	bool peer_push;
+	bool peer_no_phase;
 
 	char config_path[PATH_MAX]; /* --config, empty when none */
 	bool check_only;	    /* --check-config: validate, report, exit */

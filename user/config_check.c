@@ -94,7 +94,7 @@ static int parse_u32(const char *s, uint32_t *out)
 	return 0;
 }
 
-static int parse_bool(const char *s, bool *out)
+int cfg_parse_bool(const char *s, bool *out)
 {
 	static const char *const yes[] = { "true", "yes", "on" };
 	static const char *const no[] = { "false", "no", "off" };
@@ -331,7 +331,7 @@ static int parse_keep_pinned(const char *v, struct steer_config *dst, char *why,
 		dst->keep_pinned = true;
 		return 0;
 	}
-	if (parse_bool(v, &dst->keep_pinned))
+	if (cfg_parse_bool(v, &dst->keep_pinned))
 		return cfg_why(why, whylen, "must be true or false, got '%s'", v);
 	return 0;
 }
@@ -507,6 +507,8 @@ const struct setting cfg_settings[] = {
 	{ "peer-listen", OPT_PEER_LISTEN, -1, cfg_parse_peer_listen },
 	{ "peer-interval", OPT_PEER_INTERVAL, -1, cfg_parse_peer_interval },
 	{ "peer-timeout", OPT_PEER_TIMEOUT, -1, cfg_parse_peer_timeout },
+	{ "peer-push", OPT_PEER_PUSH, -1, cfg_parse_peer_push },
+	{ "peer-phase", OPT_PEER_PHASE, -1, cfg_parse_peer_phase },
 	{ "step-probe", OPT_STEP_PROBE, -1, cfg_parse_step_probe },
 	{ "step-probe-body", OPT_STEP_PROBE_BODY, -1, cfg_parse_step_probe_body },
 };

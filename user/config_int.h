@@ -98,6 +98,8 @@ enum opt {
 	OPT_PEER_LISTEN,
 	OPT_PEER_INTERVAL,
 	OPT_PEER_TIMEOUT,
+	OPT_PEER_PUSH,
+	OPT_PEER_PHASE,
 	OPT_STEP_PROBE,
 	OPT_STEP_PROBE_BODY,
 	N_OPTS,
@@ -128,7 +130,7 @@ struct setting {
 };
 
 /* Every option that is both a flag and a top-level key, in --help order. */
-#define CFG_N_SETTINGS 28
+#define CFG_N_SETTINGS 30
 extern const struct setting cfg_settings[CFG_N_SETTINGS];
 
 /* ---- XDP ingress options (config_xdp.c) ---------------------------------------- */
@@ -146,6 +148,8 @@ int cfg_parse_peer(const char *v, struct steer_config *dst, char *why, size_t wh
 int cfg_parse_peer_listen(const char *v, struct steer_config *dst, char *why, size_t whylen);
 int cfg_parse_peer_interval(const char *v, struct steer_config *dst, char *why, size_t whylen);
 int cfg_parse_peer_timeout(const char *v, struct steer_config *dst, char *why, size_t whylen);
+int cfg_parse_peer_push(const char *v, struct steer_config *dst, char *why, size_t whylen);
+int cfg_parse_peer_phase(const char *v, struct steer_config *dst, char *why, size_t whylen);
 void cfg_peer_apply(struct steer_config *dst, const struct layer *l);
 void cfg_peer_defaults(struct steer_config *cfg);
 /* Between options: a listen address with peers, the timeout above the
@@ -228,6 +232,8 @@ int cfg_fail(struct ctx *c, const char *fmt, ...) __attribute__((format(printf, 
 /* Writes the reason into why and returns -1. */
 int cfg_why(char *why, size_t whylen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
+/* true/yes/on or false/no/off, any case: 0, else -1. */
+int cfg_parse_bool(const char *s, bool *out);
 const struct setting *cfg_setting_find(const char *name);
 /* Parses v into the layer; line is the file line (0 for a flag). */
 int cfg_setting_parse(const struct setting *s, const char *v, struct layer *l, int line, char *why,

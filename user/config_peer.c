@@ -3,7 +3,7 @@
  * config_peer.c - the options of several routers sharing their work
  * (user/peer.c): --peer ADDR:PORT (repeatable, or a comma-separated list;
  * the file's peer key), --peer-listen ADDR:PORT, --peer-interval DUR,
- * --peer-timeout DUR.
+ * --peer-timeout DUR, --peer-push on|off, --peer-phase on|off.
  */
 #include <string.h>
 
@@ -11,7 +11,8 @@
 
 #define PEER_INTERVAL_DEFAULT_NS NS_PER_MS
 #define PEER_INTERVAL_MIN_NS (100 * NS_PER_US)
-#define PEER_INTERVAL_MAX_NS NS_PER_S
+/* Up to 10 s: with --peer-push the ticks carry little more than liveness. */
+#define PEER_INTERVAL_MAX_NS (10 * NS_PER_S)
 #define PEER_TIMEOUT_DEFAULT_NS NS_PER_S
 #define PEER_TIMEOUT_MIN_NS NS_PER_MS
 #define PEER_TIMEOUT_MAX_NS (60 * NS_PER_S)
@@ -88,6 +89,23 @@ int cfg_parse_peer_timeout(const char *v, struct steer_config *dst, char *why, s
 				     PEER_TIMEOUT_MAX_NS, why, whylen);
 }
 
+int cfg_parse_peer_push(const char *v, struct steer_config *dst, char *why, size_t whylen)
+{
+	if (cfg_parse_bool(v, &dst->peer_push))
+		return cfg_why(why, whylen, "must be on or off, got '%s'", v);
+	return 0;
+}
+
+int cfg_parse_peer_phase(const char *v, struct steer_config *dst, char *why, size_t whylen)
+{
+	bool on;
+
+	if (cfg_parse_bool(v, &on))
+		return cfg_why(why, whylen, "must be on or off, got '%s'", v);
+	dst->peer_no_phase = !on;
+	return 0;
+}
+
 void cfg_peer_apply(struct steer_config *dst, const struct layer *l)
 {
 	const struct steer_config *v = &l->v;
@@ -106,6 +124,10 @@ void cfg_peer_apply(struct steer_config *dst, const struct layer *l)
 		dst->peer_interval_ns = v->peer_interval_ns;
 	if (l->set[OPT_PEER_TIMEOUT])
 		dst->peer_timeout_ns = v->peer_timeout_ns;
+	if (l->set[OPT_PEER_PUSH])
+		dst->peer_push = v->peer_push;
+	if (l->set[OPT_PEER_PHASE])
+		dst->peer_no_phase = v->peer_no_phase;
 }
 
 int cfg_check_peers(struct ctx *c)
@@ -116,9 +138,12 @@ int cfg_check_peers(struct ctx *c)
 
 	if (!o->n_peers) {
 		if (cfg_given(c, OPT_PEER_LISTEN) || cfg_given(c, OPT_PEER_INTERVAL) ||
-		    cfg_given(c, OPT_PEER_TIMEOUT))
-			return cfg_fail(c, "--peer-listen, --peer-interval and --peer-timeout need "
-					   "--peer ADDR:PORT (the other routers)");
+		    cfg_given(c, OPT_PEER_TIMEOUT) || cfg_given(c, OPT_PEER_PUSH) ||
+		    cfg_given(c, OPT_PEER_PHASE))
+			return cfg_fail(c,
+					"--peer-listen, --peer-interval, --peer-timeout, "
+					"--peer-push and --peer-phase need --peer ADDR:PORT (the "
+					"other routers)");
 		return STEER_CONFIG_OK;
 	}
 	if (!o->peer_listen_set)
@@ -171,9 +196,11 @@ void cfg_peer_summary(FILE *f, const struct steer_config *c)
 
 	if (!c->n_peers)
 		return;
-	fprintf(f, "  peers: listen %s, report every %s, forget after %s:", c->peer_listen_str,
-		cfg_duration_text(c->peer_interval_ns, i, sizeof(i)),
-		cfg_duration_text(c->peer_timeout_ns, t, sizeof(t)));
+	fprintf(f, "  peers: listen %s, report every %s%s, forget after %s, phase %s:",
+		c->peer_listen_str, cfg_duration_text(c->peer_interval_ns, i, sizeof(i)),
+		c->peer_push ? " and at each request" : "",
+		cfg_duration_text(c->peer_timeout_ns, t, sizeof(t)),
+		c->peer_no_phase ? "off" : "on");
 	for (k = 0; k < c->n_peers; k++)
 		fprintf(f, " %s", c->peer_strs[k]);
 	fputc('\n', f);

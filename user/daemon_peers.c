@@ -32,9 +32,11 @@ int peers_start(struct daemon *d, char *err, size_t errlen)
 	peers_update_targets(d);
 	if (steer_peer_start(d->peer, err, errlen))
 		return -1;
-	log_info("sharing request accounting with %zu router(s) every %.3g ms; reports arrive "
+	log_info("sharing request accounting with %zu router(s) every %.3g ms%s; reports arrive "
 		 "at %s (UDP)",
-		 d->cfg.n_peers, (double)d->cfg.peer_interval_ns / 1e6, d->cfg.peer_listen_str);
+		 d->cfg.n_peers, (double)d->cfg.peer_interval_ns / 1e6,
+		 d->cfg.peer_push ? " and at each request (--peer-push)" : "",
+		 d->cfg.peer_listen_str);
 	return 0;
 }
 
@@ -68,7 +70,8 @@ void peers_update_targets(struct daemon *d)
 	free(t);
 }
 
-/* A reload: the peers, interval and timeout change at once; the listen
+/* A reload: the peers, interval and timeout change at once, --peer-push and
+ * --peer-phase with the next publish (they are in the tables); the listen
  * address, and turning sharing on or off, need a restart: when next asks for
  * that, it keeps the running peer options. */
 void peers_reload(struct daemon *d, struct steer_config *next)
@@ -87,6 +90,8 @@ void peers_reload(struct daemon *d, struct steer_config *next)
 		       sizeof(next->peer_listen_str));
 		next->peer_interval_ns = d->cfg.peer_interval_ns;
 		next->peer_timeout_ns = d->cfg.peer_timeout_ns;
+		next->peer_push = d->cfg.peer_push;
+		next->peer_no_phase = d->cfg.peer_no_phase;
 		return;
 	}
 	if (on)
@@ -111,6 +116,7 @@ void peers_metrics(struct daemon *d, struct steer_metrics_snapshot *snap)
 	snap->peer_applied_total = st->applied;
 	snap->peer_apply_errors_total = st->apply_errors;
 	snap->peer_own_reports_total = st->own_reports;
+	snap->peer_push_wakeups_total = st->push_wakeups;
 	snap->peers = calloc(st->n ? st->n : 1, sizeof(*snap->peers));
 	if (snap->peers) {
 		size_t i;

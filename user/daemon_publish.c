@@ -132,7 +132,10 @@ static void score_service(struct daemon *d, struct service *s, struct backend **
 	for (k = 0; k < n; k++) {
 		struct backend *b = c[k];
 
-		steer_policy_add_phase(&s->policy, &sc[k], random_unit(d));
+		/* Off only when the routers exchange fast enough not to herd
+		 * (--peer-phase off, docs/algorithm.md 6.7). */
+		if (!d->cfg.peer_no_phase)
+			steer_policy_add_phase(&s->policy, &sc[k], random_unit(d));
 		b->score = sc[k];
 		b->in_table = true;
 		b->live_at_score = (uint32_t)in[k].live_conns;
@@ -254,6 +257,7 @@ void publish(struct daemon *d)
 			.flags = (s->fail_open ? STEER_TBL_FAIL_OPEN : 0) |
 				 (s->policy.wire_pending ? STEER_TBL_PENDING : 0) |
 				 (s->policy.wire_step ? STEER_TBL_STEP : 0) |
+				 (d->cfg.n_peers && d->cfg.peer_push ? STEER_TBL_PEER_PUSH : 0) |
 				 (d->cfg.wire_off ? STEER_TBL_WIRE_OFF : 0),
 			.peers = s->policy.peer_routers,
 		};

@@ -84,6 +84,9 @@ struct steer_dp {
 	/* mmap of steer_probe_in, steer_probe_apply's argument (owner only). */
 	struct steer_probe_batch *probe_in;
 	size_t probe_in_len;
+	/* mmap of steer_kick: 1 while a --peer-push wake-up is pending (owner). */
+	uint32_t *kick;
+	size_t kick_len;
 
 	/* BTF of struct steer_table, so that each generation dumps with names. */
 	int btf_fd;

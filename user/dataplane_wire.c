@@ -61,9 +61,14 @@ static void *arg_map(struct bpf_map *m, size_t size, size_t *len, char *err, siz
 	return p;
 }
 
-/* steer_peer_apply's and steer_probe_apply's argument maps (owner). */
+/* steer_peer_apply's and steer_probe_apply's argument maps, and the
+ * --peer-push word (owner). */
 static int arg_maps(struct steer_dp *dp, char *err, size_t errlen)
 {
+	dp->kick = arg_map(dp->wire_skel->maps.steer_kick, sizeof(*dp->kick), &dp->kick_len, err,
+			   errlen);
+	if (!dp->kick)
+		return -EINVAL;
 	dp->peer_in = arg_map(dp->wire_skel->maps.steer_peer_in, sizeof(*dp->peer_in),
 			      &dp->peer_in_len, err, errlen);
 	if (!dp->peer_in)
@@ -234,6 +239,8 @@ void dp_wire_close(struct steer_dp *dp)
 		munmap(dp->peer_in, dp->peer_in_len);
 	if (dp->probe_in)
 		munmap(dp->probe_in, dp->probe_in_len);
+	if (dp->kick)
+		munmap(dp->kick, dp->kick_len);
 	if (dp->wire_fd >= 0)
 		close(dp->wire_fd);
 	if (dp->wire_skel)
@@ -438,4 +445,20 @@ int steer_dp_probe_apply(struct steer_dp *dp, struct steer_probe_batch *b, char 
 	return run_apply(dp->wire_skel->progs.steer_probe_apply, dp->probe_in, b, sizeof(*b),
 			 offsetof(struct steer_probe_batch, applied), b->svc_id, &b->applied, err,
 			 errlen);
+}
+
+/* --peer-push: the ring a send on a STEER_TBL_PEER_PUSH service writes to
+ * when it finds the word at 0 (steer_kick_ring), -1 when the accounting is
+ * off. Only the owner has it. */
+int steer_dp_kick_ring_fd(struct steer_dp *dp)
+{
+	return dp->wire_skel && dp->kick ? bpf_map__fd(dp->wire_skel->maps.steer_kick_ring) : -1;
+}
+
+/* Arm the next wake-up: the word goes to 0, with a full barrier, so that the
+ * counters read after this include every send that found it at 1. */
+void steer_dp_kick_rearm(struct steer_dp *dp)
+{
+	if (dp->kick)
+		__atomic_exchange_n(dp->kick, 0, __ATOMIC_SEQ_CST);
 }

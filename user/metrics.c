@@ -657,6 +657,7 @@ static int snapshot_copy(struct steer_metrics_snapshot *dst,
 	dst->peer_applied_total = src->peer_applied_total;
 	dst->peer_apply_errors_total = src->peer_apply_errors_total;
 	dst->peer_own_reports_total = src->peer_own_reports_total;
+	dst->peer_push_wakeups_total = src->peer_push_wakeups_total;
 	dst->probes_on = src->probes_on;
 	dst->probe_applied_total = src->probe_applied_total;
 	dst->probe_apply_errors_total = src->probe_apply_errors_total;

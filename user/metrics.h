@@ -117,7 +117,7 @@ struct steer_metrics_snapshot {
 	struct steer_metrics_peer *peers;
 	size_t n_peers;
 	uint64_t peer_rejected_total, peer_unknown_backends_total, peer_applied_total,
-		peer_apply_errors_total, peer_own_reports_total;
+		peer_apply_errors_total, peer_own_reports_total, peer_push_wakeups_total;
 	/* --step-probe: its families are rendered only when on. */
 	bool probes_on;
 	uint64_t probe_applied_total, probe_apply_errors_total;

@@ -93,4 +93,8 @@ void steer_metrics_write_peers(FILE *f, const struct steer_metrics_snapshot *sna
 	write_node_counter(f, "smg_steer_peer_apply_errors_total",
 			   "Runs of steer_peer_apply that failed (their changes are lost).",
 			   snap->peer_apply_errors_total);
+	write_node_counter(f, "smg_steer_peer_push_wakeups_total",
+			   "Times the kernel woke the peer thread to report a request at once "
+			   "(--peer-push).",
+			   snap->peer_push_wakeups_total);
 }

@@ -23,6 +23,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <bpf/libbpf.h>
+
 #include "config.h"
 #include "log.h"
 #include "steer_peer.pb-c.h"
@@ -120,6 +122,11 @@ struct view {
 
 struct steer_peer {
 	int fd;
+	/* --peer-push: the kernel's wake-ups (steer_kick_ring) and the ring's
+	 * map fd, polled directly (not through libbpf's epoll fd: one wake-up
+	 * fewer); NULL / -1 when the accounting is off. */
+	struct ring_buffer *kick_rb;
+	int kick_fd;
 	pthread_t thr;
 	bool started;
 	atomic_bool stop;
@@ -733,6 +740,32 @@ static void send_reports(struct steer_peer *p, bool full, uint8_t *buf, uint32_t
 	}
 }
 
+/* ---- Pushing (--peer-push) ---------------------------------------------------- */
+
+static int kick_sample(void *ctx, void *data, size_t size)
+{
+	(void)ctx;
+	(void)data;
+	(void)size;
+	return 0; /* the record only wakes the thread */
+}
+
+/*
+ * The kernel says a request was sent: report the backends that moved now,
+ * not at the next interval. The word is re-armed before the counters are
+ * read (steer_kick in bpf/steer_wire.bpf.c), so a send that comes after the
+ * read writes a new record, and one that came before is in this report.
+ */
+static void push_reports(struct steer_peer *p, uint8_t *buf, uint32_t interval_us)
+{
+	ring_buffer__consume(p->kick_rb);
+	steer_dp_kick_rearm(p->dp);
+	send_reports(p, false, buf, interval_us);
+	pthread_mutex_lock(&p->mu);
+	p->st.push_wakeups++;
+	pthread_mutex_unlock(&p->mu);
+}
+
 /* ---- The thread ----------------------------------------------------------------- */
 
 static void *peer_main(void *arg)
@@ -748,7 +781,8 @@ static void *peer_main(void *arg)
 	prctl(PR_SET_NAME, "smg-peer"); /* top -H, and the bench, tell it apart */
 	while (!atomic_load(&p->stop)) {
 		uint64_t now, interval, timeout;
-		struct pollfd pf = { .fd = p->fd, .events = POLLIN };
+		struct pollfd pf[2] = { { .fd = p->fd, .events = POLLIN },
+					{ .fd = p->kick_fd, .events = POLLIN } };
 		struct timespec ts;
 
 		pthread_mutex_lock(&p->mu);
@@ -762,6 +796,9 @@ static void *peer_main(void *arg)
 			 * this router alive even when nothing moves. */
 			bool full = now - p->last_full_ns >= timeout / 4;
 
+			/* Re-armed here too: a wake-up the ring lost delays the
+			 * pushes by one interval, not for ever. */
+			steer_dp_kick_rearm(p->dp);
 			send_reports(p, full, buf, (uint32_t)(interval / 1000));
 			if (full)
 				p->last_full_ns = now;
@@ -775,7 +812,11 @@ static void *peer_main(void *arg)
 		ts.tv_nsec = next_send > now ? (long)(next_send - now) : 0;
 		if (ts.tv_nsec > 100 * (long)NS_PER_MS)
 			ts.tv_nsec = 100 * (long)NS_PER_MS;
-		if (ppoll(&pf, 1, &ts, NULL) > 0)
+		if (ppoll(pf, p->kick_rb ? 2 : 1, &ts, NULL) <= 0)
+			continue;
+		if (pf[1].revents & POLLIN)
+			push_reports(p, buf, (uint32_t)(interval / 1000));
+		if (pf[0].revents & POLLIN)
 			receive_all(p, buf);
 	}
 	free(buf);
@@ -793,6 +834,24 @@ static void set_peers_locked(struct steer_peer *p, const struct steer_addr *peer
 	p->n_peers = n;
 	p->interval_ns = interval_ns;
 	p->timeout_ns = timeout_ns;
+}
+
+/* The kernel's wake-ups, when the request accounting is on (it is with
+ * --peer). Here, before privileges are dropped: libbpf maps the ring. */
+static int kick_open(struct steer_peer *p, char *err, size_t errlen)
+{
+	int fd = steer_dp_kick_ring_fd(p->dp);
+
+	p->kick_fd = -1;
+	if (fd < 0)
+		return 0;
+	p->kick_rb = ring_buffer__new(fd, kick_sample, p, NULL);
+	if (!p->kick_rb)
+		return steer_seterr(err, errlen, errno,
+				    "--peer-push: cannot map the kernel's wake-up ring: %s",
+				    strerror(errno));
+	p->kick_fd = fd;
+	return 0;
 }
 
 int steer_peer_open(const struct steer_peer_opts *o, struct steer_peer **out, char *err,
@@ -819,6 +878,13 @@ int steer_peer_open(const struct steer_peer_opts *o, struct steer_peer **out, ch
 				  strerror(errno));
 		if (p->fd >= 0)
 			close(p->fd);
+		pthread_mutex_destroy(&p->mu);
+		free(p);
+		return rc;
+	}
+	rc = kick_open(p, err, errlen);
+	if (rc) {
+		close(p->fd);
 		pthread_mutex_destroy(&p->mu);
 		free(p);
 		return rc;
@@ -889,6 +955,7 @@ void steer_peer_stop(struct steer_peer *p)
 	if (p->started)
 		pthread_join(p->thr, NULL);
 	close(p->fd);
+	ring_buffer__free(p->kick_rb);
 	for (i = 0; i < p->n_remotes; i++)
 		free(p->remotes[i].applied.e);
 	view_free(&p->v);

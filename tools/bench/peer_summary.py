@@ -9,6 +9,7 @@ the same round.
 
 peer_prop.csv (peerbench --part prop): one row per sample, R1 -> R2 in ms.
 peer_cpu.csv: CPU time of R1 and R2 per phase (idle, samples, busy).
+peer_prop_push.csv, peer_cpu_push.csv: the same with --peer-push on.
 
     peer_summary.py RESULTS_DIR   # prints the section alone
 """
@@ -92,17 +93,17 @@ def bpf_table(rows):
     print()
 
 
-def interval(res):
+def interval(res, sfx=""):
     """R1's --peer-interval, as its log says it ("every 1 ms"), or "?"."""
     try:
-        with open(os.path.join(res, "peer_r1.log")) as f:
-            m = re.search(r"sharing request accounting .* every (\S+ \S+);", f.read())
+        with open(os.path.join(res, f"peer_r1{sfx}.log")) as f:
+            m = re.search(r"sharing request accounting .* every (\S+ \S+)[ ;]", f.read())
     except OSError:
         return "?"
     return m.group(1) if m else "?"
 
 
-def prop_table(rows, every):
+def prop_table(rows, every, push=False):
     ok = [r for r in rows if r.get("timeout") == "0"]
     timeouts = len(rows) - len(ok)
     wrong = sum(1 for r in ok if r["tokens_seen"] != r["tokens_sent"])
@@ -118,7 +119,10 @@ def prop_table(rows, every):
           f"reads. **send -> seen**: from just before `send()` until R2's value rises; "
           f"after another random 1-3 ms pause the backend is let answer; **answer -> "
           f"seen**: from the client's receipt of the answer until R2's value is back at 0. "
-          f"Both include the wait for R1's next report tick (uniform over the interval). "
+          + ("With `--peer-push on` R1 reports each request as its bytes leave (the "
+             "kernel wakes its peer thread), and the answer with its next tick. "
+             if push else
+             "Both include the wait for R1's next report tick (uniform over the interval). ") +
           f"{len(rows)} samples, {timeouts} timed out (2 s), {wrong} with another token "
           f"count at R2 than sent.\n")
     print("| ms | p50 | p90 | p99 | max | mean |")
@@ -160,20 +164,22 @@ def cpu_table(rows):
 
 def section(res):
     bpf = read(os.path.join(res, "peer_bpf.csv"))
-    prop = read(os.path.join(res, "peer_prop.csv"))
-    cpu = read(os.path.join(res, "peer_cpu.csv"))
-    if not bpf and not prop:
+    if not bpf and not read(os.path.join(res, "peer_prop.csv")) and \
+            not read(os.path.join(res, "peer_prop_push.csv")):
         return
     print("## 9. Routers sharing their request accounting (--peer, peerbench)\n")
     if bpf:
         print("### The kernel half: steer_peer_apply\n")
         bpf_table(bpf)
-    if prop:
-        print("### Propagation: R1's request seen at R2\n")
-        prop_table(prop, interval(res))
-    if cpu:
-        print("### What the peer thread costs\n")
-        cpu_table(cpu)
+    for sfx, what in (("", "reports every interval"), ("_push", "--peer-push on")):
+        prop = read(os.path.join(res, f"peer_prop{sfx}.csv"))
+        cpu = read(os.path.join(res, f"peer_cpu{sfx}.csv"))
+        if prop:
+            print(f"### Propagation: R1's request seen at R2 ({what})\n")
+            prop_table(prop, interval(res, sfx), push=bool(sfx))
+        if cpu:
+            print(f"### What the peer thread costs ({what})\n")
+            cpu_table(cpu)
 
 
 if __name__ == "__main__":

@@ -65,7 +65,10 @@
 #      answered, until it is gone there (answer -> seen); and the CPU time of
 #      both daemons and of their peer threads idle, during the samples and
 #      with steady traffic through both. The same table has steer_probe_apply
-#      (--step-probe) with 1 and 32 packets.
+#      (--step-probe) with 1 and 32 packets. Each mode of BENCH_PEER_MODES
+#      ("tick push") runs the daemons and the samples once: tick, reports
+#      every interval only; push, --peer-push on --peer-phase off as well
+#      (each request reported as it is sent).
 #  10. the step probe, live (probecpu.py): smg-steerd --wire-estimator
 #      fluid-step --step-probe over BENCH_PROBE_BACKENDS (16) backends that
 #      stream a completion event every BENCH_PROBE_STEP (0.02) s
@@ -138,6 +141,7 @@ PEER_INTERVAL=${BENCH_PEER_INTERVAL:-1ms}
 PEER_IDLE=${BENCH_PEER_IDLE_SECONDS:-10}
 PEER_BUSY=${BENCH_PEER_BUSY_SECONDS:-10}
 PEER_BUSY_RATE=${BENCH_PEER_BUSY_RATE:-2000}
+PEER_MODES=${BENCH_PEER_MODES:-tick push}
 PROBE_N=${BENCH_PROBE_BACKENDS:-16}
 PROBE_STEP=${BENCH_PROBE_STEP:-0.02}
 PROBE_SECONDS=${BENCH_PROBE_SECONDS:-20}
@@ -706,14 +710,16 @@ wait_log() {
 	exit 1
 }
 
-peer_part() {
-	local i o fw r=() cg=("$CG_P1" "$CG_P2")
-	log "routers sharing request accounting: steer_peer_apply, 1 and 32 deltas and the floor, $PEER_ROUNDS rounds x $PEER_RUNS runs"
-	loadavg "peer start"
-	fg_wait "$BIN/peerbench" --part bpf --pin "$PIN-peerbpf" --cgroup "$CG_PB" \
-		--cost-obj "$BUILD/steer_wire_cost.bpf.o" --first 127.0.4.1:9000 --backends 64 \
-		--rounds "$PEER_ROUNDS" --runs "$PEER_RUNS" --header >"$RES/peer_bpf.csv"
-	log "routers sharing request accounting: R1 -> R2 every $PEER_INTERVAL, $PEER_SAMPLES samples; CPU idle $PEER_IDLE s, busy $PEER_BUSY s"
+# One mode of the propagation samples: two daemons that --peer each other,
+# peerbench --part prop between them. tick: reports every interval; push:
+# also at each request (--peer-push on), with no random phase.
+peer_prop_mode() {
+	local mode=$1 i o fw r=() cg=("$CG_P1" "$CG_P2") extra=() sfx=""
+	if [ "$mode" = push ]; then
+		extra=(--peer-push on --peer-phase off)
+		sfx=_push
+	fi
+	log "routers sharing request accounting ($mode): R1 -> R2 every $PEER_INTERVAL, $PEER_SAMPLES samples; CPU idle $PEER_IDLE s, busy $PEER_BUSY s"
 	bg "$BIN/fastworker" --many 2 --base "$PEER_BE" --port 30000 >"$TMP/peer-fw.out" 2>&1
 	fw=${PIDS[-1]}
 	wait_ready "$TMP/peer-fw.out" "fastworker (peer)"
@@ -726,11 +732,11 @@ peer_part() {
 			--backend "$(nth_ip $PEER_BE 1):8000,loads=grpc://$(nth_ip $PEER_BE 1):30000" \
 			--load-check-interval 10m --bytes-per-token 4 \
 			--peer "127.0.0.1:949$o" --peer-listen "127.0.0.1:949$i" \
-			--peer-interval "$PEER_INTERVAL" --peer-timeout 1s >"$TMP/peer-r$i.log" 2>&1
+			--peer-interval "$PEER_INTERVAL" --peer-timeout 1s "${extra[@]}" >"$TMP/peer-r$i$sfx.log" 2>&1
 		r+=("${PIDS[-1]}")
 	done
 	for i in 1 2; do
-		wait_log "$TMP/peer-r$i.log" "sharing request accounting" "smg-steerd R$i"
+		wait_log "$TMP/peer-r$i$sfx.log" "sharing request accounting" "smg-steerd R$i"
 	done
 	fg_wait "$BIN/peerbench" --part prop --r1-pin "$PIN-peer1" --r2-pin "$PIN-peer2" \
 		--r1-cgroup "$CG_P1" --r2-cgroup "$CG_P2" --r1-pid "${r[0]}" --r2-pid "${r[1]}" \
@@ -738,13 +744,25 @@ peer_part() {
 		--first "$PEER_BE:8000" --backends 2 --request-bytes "$PEER_REQUEST" \
 		--bytes-per-token 4 --samples "$PEER_SAMPLES" --warmup 20 \
 		--idle-seconds "$PEER_IDLE" --busy-seconds "$PEER_BUSY" --busy-rate "$PEER_BUSY_RATE" \
-		--cpu-csv "$RES/peer_cpu.csv" --header >"$RES/peer_prop.csv"
+		--cpu-csv "$RES/peer_cpu$sfx.csv" --header >"$RES/peer_prop$sfx.csv"
 	# Each daemon detaches and unpins on SIGTERM; cleanup removes what a killed one left.
 	for i in "${r[@]}" "$fw"; do
 		stop_pid "$i"
 	done
-	cp "$TMP/peer-r1.log" "$RES/peer_r1.log"
-	cp "$TMP/peer-r2.log" "$RES/peer_r2.log"
+	cp "$TMP/peer-r1$sfx.log" "$RES/peer_r1$sfx.log"
+	cp "$TMP/peer-r2$sfx.log" "$RES/peer_r2$sfx.log"
+}
+
+peer_part() {
+	local mode
+	log "routers sharing request accounting: steer_peer_apply, 1 and 32 deltas and the floor, $PEER_ROUNDS rounds x $PEER_RUNS runs"
+	loadavg "peer start"
+	fg_wait "$BIN/peerbench" --part bpf --pin "$PIN-peerbpf" --cgroup "$CG_PB" \
+		--cost-obj "$BUILD/steer_wire_cost.bpf.o" --first 127.0.4.1:9000 --backends 64 \
+		--rounds "$PEER_ROUNDS" --runs "$PEER_RUNS" --header >"$RES/peer_bpf.csv"
+	for mode in $PEER_MODES; do
+		peer_prop_mode "$mode"
+	done
 	loadavg "peer end"
 }
 

@@ -215,7 +215,7 @@ static uint32_t wire_tokens(const struct sim *s, const struct req *r)
 }
 
 /* --share-wire: the other routers learn of a send or an answer, now or
- * share_delay_s later. */
+ * share_delay_s later (or a delay drawn from --share-delay-samples). */
 static void deliver_peer(struct sim *s, uint32_t type, uint32_t origin, uint32_t w, uint32_t tokens,
 			 double t)
 {
@@ -234,14 +234,19 @@ static void deliver_peer(struct sim *s, uint32_t type, uint32_t origin, uint32_t
 static void share(struct sim *s, uint32_t type, uint32_t origin, uint32_t w, uint32_t tokens,
 		  double t)
 {
+	double delay;
+
 	if (!s->c->share_wire || s->c->routers < 2)
 		return;
-	if (s->c->share_delay_s <= 0) {
+	delay = s->c->n_share_delays
+			? s->c->share_delays[sim_rng_below(&s->share, s->c->n_share_delays)]
+			: s->c->share_delay_s;
+	if (delay <= 0) {
 		deliver_peer(s, type, origin, w, tokens, t);
 		return;
 	}
 	/* A failed push only loses this notice: the peers' view is an estimate. */
-	(void)sim_push(s, t + s->c->share_delay_s, type, w | origin << 16, tokens);
+	(void)sim_push(s, t + delay, type, w | origin << 16, tokens);
 }
 
 /* The first response byte reaches the client: the router's kernel sees the
@@ -531,6 +536,7 @@ static int sim_init(struct sim *s, const struct sim_config *c)
 	s->total = c->warmup + c->requests;
 	s->lambda = sim_arrival_rate(c);
 	sim_rng_seed(&s->workload, c->seed, SIM_STREAM_WORKLOAD);
+	sim_rng_seed(&s->share, c->seed, SIM_STREAM_SHARE);
 	sim_worker_speeds(c, speeds);
 	for (i = 0; i < s->n; i++) {
 		struct worker *w = &s->w[i];

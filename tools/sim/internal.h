@@ -107,6 +107,7 @@ struct sim {
 	size_t nconns, capconns;
 	int32_t conn_free;
 	struct sim_rng workload;
+	struct sim_rng share; /* --share-delay-samples draws */
 	double lambda, now;
 	uint64_t total, arrived, finished, started, answered, connections;
 	double *waits, *ttfts;

@@ -80,6 +80,8 @@ static void usage(FILE *f)
 		"  --steer-credit-actual     same as --estimator credit\n"
 		"  --share-wire              every router sees all routers' wire counters\n"
 		"  --share-delay S           ... S seconds late (0)\n"
+		"  --share-delay-samples F   ... each event as late as a delay drawn from F\n"
+		"                            (seconds, one per line; # comments)\n"
 		"  --phase-tokens N          random water-fill phase of N tokens per router\n"
 		"                            (default: smg-steerd's, credit x peers if > 1)\n"
 		"  --peer-guess-mean         other routers' sends guessed as (peers-1) x mean\n"
@@ -146,6 +148,60 @@ static int parse_double(const char *s, double *out)
 		return -1;
 	*out = v;
 	return 0;
+}
+
+#define MAX_DELAY_SAMPLES 10000000
+
+/* --share-delay-samples FILE: one delay in seconds per line, in [0, 3600];
+ * blank lines and lines starting with # are skipped. The samples live until
+ * exit (every run of the invocation draws from them). */
+static int load_delays(const char *path, struct sim_config *c)
+{
+	FILE *f = fopen(path, "r");
+	double *v = NULL, x;
+	size_t n = 0, cap = 0;
+	char line[256];
+	int no = 0;
+
+	if (!f) {
+		fprintf(stderr, "steer-sim: --share-delay-samples %s: %s\n", path, strerror(errno));
+		return -1;
+	}
+	while (fgets(line, sizeof(line), f)) {
+		line[strcspn(line, "\r\n")] = 0;
+		no++;
+		if (!line[0] || line[0] == '#')
+			continue;
+		if (parse_double(line, &x) || !(x >= 0 && x <= 3600) || n == MAX_DELAY_SAMPLES) {
+			fprintf(stderr,
+				"steer-sim: --share-delay-samples %s:%d: '%s' is not a delay in "
+				"seconds from 0 to 3600 (or more than %d samples)\n",
+				path, no, line, MAX_DELAY_SAMPLES);
+			goto fail;
+		}
+		if (n == cap) {
+			double *g = realloc(v, (cap = cap ? cap * 2 : 1024) * sizeof(*v));
+
+			if (!g)
+				goto fail;
+			v = g;
+		}
+		v[n++] = x;
+	}
+	fclose(f);
+	if (!n) {
+		fprintf(stderr, "steer-sim: --share-delay-samples %s: no samples\n", path);
+		free(v);
+		return -1;
+	}
+	free((void *)c->share_delays);
+	c->share_delays = v;
+	c->n_share_delays = (uint32_t)n;
+	return 0;
+fail:
+	fclose(f);
+	free(v);
+	return -1;
 }
 
 /* NAME[=EST][:CAD]: the last two for steer and steer-peers only. */
@@ -244,6 +300,7 @@ enum {
 	OPT_ESTIMATOR,
 	OPT_SHARE_WIRE,
 	OPT_SHARE_DELAY,
+	OPT_SHARE_DELAY_SAMPLES,
 	OPT_PHASE_TOKENS,
 	OPT_PEER_GUESS_MEAN,
 	OPT_PEER_FILL,
@@ -287,6 +344,7 @@ static const struct option long_opts[] = {
 	{ "estimator", required_argument, 0, OPT_ESTIMATOR },
 	{ "share-wire", no_argument, 0, OPT_SHARE_WIRE },
 	{ "share-delay", required_argument, 0, OPT_SHARE_DELAY },
+	{ "share-delay-samples", required_argument, 0, OPT_SHARE_DELAY_SAMPLES },
 	{ "phase-tokens", required_argument, 0, OPT_PHASE_TOKENS },
 	{ "peer-guess-mean", no_argument, 0, OPT_PEER_GUESS_MEAN },
 	{ "peer-fill", no_argument, 0, OPT_PEER_FILL },
@@ -381,6 +439,8 @@ static int apply_option(struct options *o, int opt, const char *arg)
 		return 0;
 	case OPT_SHARE_DELAY:
 		return parse_double(arg, &c->share_delay_s);
+	case OPT_SHARE_DELAY_SAMPLES:
+		return load_delays(arg, c);
 	case OPT_PHASE_TOKENS: {
 		uint32_t v;
 
@@ -508,7 +568,10 @@ int main(int argc, char **argv)
 	if (o.header)
 		printf("%s\n", sim_csv_header());
 	for (i = 0; i < o.nruns; i++)
-		if (run_one(&o, &o.runs[i]))
-			return 1;
-	return 0;
+		if (run_one(&o, &o.runs[i])) {
+			rc = 1;
+			break;
+		}
+	free((void *)o.c.share_delays);
+	return rc;
 }

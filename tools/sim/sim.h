@@ -210,6 +210,10 @@ struct sim_config {
 	 * (wire counters shared without delay), so no peer scaling is needed. */
 	bool share_wire;
 	double share_delay_s; /* each shared event reaches the other routers this late */
+	/* --share-delay-samples: instead, each shared event's delay is drawn from
+	 * these (seconds; a measured distribution, e.g. the bench's). */
+	const double *share_delays;
+	uint32_t n_share_delays;
 	/* Ablation: the random phase's range in tokens (-1: smg-steerd's, one
 	 * credit of mean prefill x peers when peers > 1; 0: none). */
 	int64_t phase_tokens;
@@ -294,6 +298,7 @@ struct sim_router;
 #define SIM_STREAM_SPEEDS 1
 #define SIM_STREAM_POLL 2
 #define SIM_STREAM_WORKLOAD 3
+#define SIM_STREAM_SHARE 4
 #define SIM_STREAM_ROUTER 16 /* + router index */
 
 /* Router number index of c->routers: policy from c->policy, knobs from c->knobs,

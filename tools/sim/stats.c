@@ -52,7 +52,9 @@ static void variant_name(const struct sim_config *c, char *buf, size_t len)
 	char extra[24] = "";
 	size_t n;
 
-	if (c->share_wire && c->share_delay_s > 0)
+	if (c->share_wire && c->n_share_delays)
+		snprintf(extra, sizeof(extra), "~samples");
+	else if (c->share_wire && c->share_delay_s > 0)
 		snprintf(extra, sizeof(extra), "%g", c->share_delay_s);
 	snprintf(buf, len, "%s%s%s%s%s%s%s", c->report_running_prefill ? "+running" : "",
 		 c->steer_jitter ? "+jitter" : "", c->share_wire ? "+shared" : "", extra,

@@ -363,6 +363,8 @@ int sim_config_check(const struct sim_config *c, char *why, size_t whylen)
 		return fail(why, whylen, "wire token scale must be in (0, 100]");
 	if (!(c->share_delay_s >= 0 && c->share_delay_s <= 3600))
 		return fail(why, whylen, "share delay must be in [0, 3600] seconds");
+	if (c->n_share_delays && !c->share_wire)
+		return fail(why, whylen, "share delay samples need --share-wire");
 	if (c->keepalive < 1 || c->keepalive > 1000000)
 		return fail(why, whylen, "keepalive must be 1..1000000 requests per connection");
 	if (c->engine == SIM_ENGINE_BATCH &&

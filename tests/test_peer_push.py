@@ -1,0 +1,223 @@
+#!/usr/bin/python3
+"""Routers that push each request to each other as it is sent (--peer-push on).
+
+Two real smg-steerd daemons, R1 and R2, steer the same VIP over the same two
+fake workers (as tests/test_peers.py), with --peer-push on --peer-phase off
+and a 10 s --peer-interval: between two of R1's report ticks, only its kernel's
+wake-ups can send a report. Asserted, with exact numbers:
+
+- neither router adds a random phase to its table (explain: phase_ns 0);
+- ten held requests sent one at a time through R1 on one keep-alive
+  connection: each shows at R2 as exactly its tokens, and each answer takes
+  them back to 0;
+- R2 received at least one report per change (20), which R1's ticks alone
+  cannot send (one every 10 s, a full one every 15 s): the pushes carried them;
+  R1's kernel woke its peer thread at least once per change
+  (smg_steer_peer_push_wakeups_total >= 20), R2's never (nothing was sent
+  through it);
+- R2's next new connection avoids the backend of R1's request in flight;
+- both exit cleanly.
+
+How late the pushes arrive is measured by `make bench` (part peer, mode push),
+not here.
+"""
+import json
+import os
+import socket
+import subprocess
+import time
+
+import e2e_lib as L
+from taplib import Tap
+
+L.enter_private_netns()
+
+VIP = "127.0.0.100:8000"
+BPT = 4
+TP = 1000.0  # tokens/s
+A, B = "127.0.0.11:8000", "127.0.0.12:8000"
+P1, P2 = "127.0.0.1:9481", "127.0.0.1:9482"  # R1's and R2's --peer-listen
+REQUESTS = 10
+t = Tap()
+env1 = L.Env("push1")
+env2 = L.Env("push2")
+control = os.path.join(env1.tmp, "control")
+os.mkdir(control)
+CTL = os.path.join(L.BUILD, "smg-steerctl")
+
+loads = {A: L.Worker(env1, "la", "127.0.0.11:7999", "127.0.0.11:30000",
+                     {"mode": "ok", "loads": [L.rank(0, 0.0, TP)]}).start(),
+         B: L.Worker(env1, "lb", "127.0.0.12:7999", "127.0.0.12:30000",
+                     {"mode": "ok", "loads": [L.rank(0, 0.0, TP)]}).start()}
+for name, addr in (("a", A), ("b", B)):
+    p = env1.spawn([L.PY, os.path.join(L.TOP, "tests", "wire_worker.py"), "--name", name,
+                    "--traffic", addr, "--control", control], stdout=subprocess.PIPE, text=True)
+    if not p.stdout.readline().startswith("READY"):
+        raise RuntimeError(f"wire worker {name} did not start")
+
+
+def start(env, listen, peer, port):
+    a = ["--vip", VIP, "--load-check-interval", "10m", "--bytes-per-token", str(BPT),
+         "--peer", peer, "--peer-listen", listen, "--peer-interval", "10s",
+         "--peer-timeout", "60s", "--peer-push", "on", "--peer-phase", "off"]
+    for addr, w in loads.items():
+        a += ["--backend", f"{addr},loads=grpc://{w.grpc}"]
+    return L.Daemon(env, a, metrics_port=port).start()
+
+
+r1 = start(env1, P1, P2, 9466)
+r2 = start(env2, P2, P1, 9467)
+
+
+def explain(env):
+    p = subprocess.run([CTL, "--pin-path", env.pin, "-o", "json", "explain", VIP],
+                       capture_output=True, text=True, timeout=30)
+    if p.returncode != 0:
+        raise AssertionError(f"smg-steerctl explain: {p.returncode} {p.stderr}")
+    return json.loads(p.stdout)
+
+
+def backend(env, addr):
+    return next(b for b in explain(env)["backends"] if b["address"] == addr)
+
+
+def peer_pending(env, addr):
+    return backend(env, addr)["peer_pending_tokens"]
+
+
+def request(tag, body):
+    head = (f"POST /v1/completions HTTP/1.1\r\nHost: vip\r\nContent-Type: application/json\r\n"
+            f"Content-Length: {len(body)}\r\n")
+    if tag:
+        head += f"X-Hold: {tag}\r\n"
+    return head.encode() + b"\r\n" + body
+
+
+def whole_tokens(tag, n):
+    """A request of about n body bytes whose length is a whole number of
+    tokens: R1 reports its cumulative bytes / BPT, so each request then moves
+    R2's count by exactly its own tokens."""
+    req = request(tag, b"x" * n)
+    while len(req) % BPT:
+        n += 1
+        req = request(tag, b"x" * n)
+    return req
+
+
+def logged(name):
+    try:
+        with open(os.path.join(control, name + ".log")) as f:
+            return sum(1 for _ in f)
+    except OSError:
+        return 0
+
+
+def send_held(s, req):
+    """Sends req on s; returns the backend whose worker read it."""
+    before = {"a": logged("a"), "b": logged("b")}
+    s.sendall(req)
+
+    def grew():
+        for name, addr in (("a", A), ("b", B)):
+            if logged(name) > before[name]:
+                return addr
+        return None
+    return L.wait_for(grew, 30, "a worker read the request")
+
+
+def read_answer(s):
+    data = b""
+    while b"\r\n\r\n" not in data:
+        data += s.recv(65536)
+    head, rest = data.split(b"\r\n\r\n", 1)
+    n = int(head.split(b"Content-Length: ")[1].split(b"\r\n")[0])
+    while len(rest) < n:
+        rest += s.recv(65536)
+    return rest
+
+
+def connect_via(env):
+    """A connection made in env's cgroup: the router of env steers it."""
+    env.enter_cgroup()
+    try:
+        return socket.create_connection(("127.0.0.100", 8000), timeout=30)
+    finally:
+        env.leave_cgroup()
+
+
+def received(d):
+    return d.metric("smg_steer_peer_reports_received_total", peer=P1) or 0
+
+
+def wakeups(d):
+    return d.metric("smg_steer_peer_push_wakeups_total") or 0
+
+
+L.wait_for(lambda: all(b["mode"] == "snapshot" for b in explain(env1)["backends"]) and
+           all(b["mode"] == "snapshot" for b in explain(env2)["backends"]), 30,
+           "both routers scored both backends from their loads")
+L.wait_for(lambda: r2.metric("smg_steer_peer_up", peer=P1) == 1, 30, "R2 hears R1")
+
+with t.case("--peer-phase off: no random phase in either table"):
+    for name, env in (("R1", env1), ("R2", env2)):
+        phases = [b["phase_ns"] for b in explain(env)["backends"]]
+        t.check(phases == [0, 0], f"{name}: phase_ns {phases}")
+
+with t.case(f"{REQUESTS} requests on one connection: each pushed to R2 as sent and answered"):
+    rx0, wk0 = received(r2), wakeups(r1)
+    t0 = time.monotonic()
+    s1 = connect_via(env1)
+    seen_ms = []
+    for i in range(REQUESTS):
+        req = whole_tokens(f"r{i}", 4000 + 400 * i)
+        tokens = len(req) // BPT
+        sent = time.monotonic()
+        x = send_held(s1, req)
+        L.wait_for(lambda: peer_pending(env2, x) == tokens, 30,
+                   f"R2 holds request {i}'s {tokens} tokens at {x}")
+        seen_ms.append((time.monotonic() - sent) * 1000)
+        y = B if x == A else A
+        t.check(peer_pending(env2, y) == 0, f"request {i}: {y} has pending work at R2")
+        open(os.path.join(control, f"r{i}"), "w").close()
+        read_answer(s1)
+        L.wait_for(lambda: peer_pending(env2, x) == 0, 30, f"request {i} answered at R2")
+    s1.close()
+    # /metrics is refreshed once a second: wait for the counts, then compare.
+    L.wait_for(lambda: received(r2) >= rx0 + 2 * REQUESTS, 30,
+               f"R2 received a report for each of the {2 * REQUESTS} changes "
+               f"(has {received(r2) - rx0} more)")
+    reports, elapsed = received(r2) - rx0, time.monotonic() - t0
+    # R1's ticks send at most one datagram each (two backends), one every
+    # 10 s: without the pushes R2 could not have received more than this.
+    by_ticks = int(elapsed / 10) + 1
+    t.check(reports > by_ticks, f"{reports} reports in {elapsed:.1f} s: no more than ticks "
+            f"alone could send ({by_ticks})")
+    L.wait_for(lambda: wakeups(r1) >= wk0 + 2 * REQUESTS, 30,
+               f"R1's kernel woke its peer thread for each change (has {wakeups(r1) - wk0})")
+    t.check(wakeups(r2) == 0, f"R2 pushed {wakeups(r2)} times with nothing sent through it")
+    seen_ms.sort()
+    print(f"# {REQUESTS} requests: R2 received {reports:.0f} reports in {elapsed:.1f} s, ticks "
+          f"alone could send {by_ticks}. Send -> seen at R2 through explain (a subprocess): "
+          f"median {seen_ms[len(seen_ms) // 2]:.0f} ms")
+
+with t.case("R2's next connection avoids the backend of R1's request in flight"):
+    s1 = connect_via(env1)
+    big = whole_tokens("big", 40000)
+    x = send_held(s1, big)
+    L.wait_for(lambda: peer_pending(env2, x) == len(big) // BPT, 30, "R2 holds the request")
+    s2 = connect_via(env2)
+    y = send_held(s2, request(None, b"y" * 10))
+    read_answer(s2)
+    s2.close()
+    t.check(y != x, f"R2's connection went to {y}, where R1's request waits")
+    open(os.path.join(control, "big"), "w").close()
+    read_answer(s1)
+    s1.close()
+    L.wait_for(lambda: peer_pending(env2, x) == 0, 30, "answered: nothing pending at R2")
+
+with t.case("both routers exit cleanly"):
+    rc1, _ = r1.stop()
+    rc2, _ = r2.stop()
+    t.check(rc1 == 0 and rc2 == 0, f"exit codes {rc1}, {rc2}")
+
+t.done()
