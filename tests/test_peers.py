@@ -27,16 +27,15 @@ Asserted, with exact numbers:
   new router id from the same address taken as a restart;
 - reports to a peer that is not there are counted as sent, nothing else.
 """
-import json
 import os
 import signal
 import socket
-import subprocess
 import time
 
 import sys
 
 import e2e_lib as L
+import peer_lib as P
 from taplib import Tap
 
 sys.path.insert(0, os.path.join(L.BUILD, "py"))
@@ -55,17 +54,8 @@ env1 = L.Env("peer1")
 env2 = L.Env("peer2")
 control = os.path.join(env1.tmp, "control")
 os.mkdir(control)
-CTL = os.path.join(L.BUILD, "smg-steerctl")
 
-loads = {A: L.Worker(env1, "la", "127.0.0.11:7999", "127.0.0.11:30000",
-                     {"mode": "ok", "loads": [L.rank(0, 0.0, TP)]}).start(),
-         B: L.Worker(env1, "lb", "127.0.0.12:7999", "127.0.0.12:30000",
-                     {"mode": "ok", "loads": [L.rank(0, 0.0, TP)]}).start()}
-for name, addr in (("a", A), ("b", B)):
-    p = env1.spawn([L.PY, os.path.join(L.TOP, "tests", "wire_worker.py"), "--name", name,
-                    "--traffic", addr, "--control", control], stdout=subprocess.PIPE, text=True)
-    if not p.stdout.readline().startswith("READY"):
-        raise RuntimeError(f"wire worker {name} did not start")
+loads = P.start_workers(env1, control, TP, {"a": A, "b": B})
 
 
 def args(listen, peer, timeout_s):
@@ -86,72 +76,32 @@ r2 = start(env2, P2, P1, 9465)
 
 
 def explain(env):
-    p = subprocess.run([CTL, "--pin-path", env.pin, "-o", "json", "explain", VIP],
-                       capture_output=True, text=True, timeout=30)
-    if p.returncode != 0:
-        raise AssertionError(f"smg-steerctl explain: {p.returncode} {p.stderr}")
-    return json.loads(p.stdout)
+    return P.explain(env, VIP)
 
 
 def backend(env, addr):
-    return next(b for b in explain(env)["backends"] if b["address"] == addr)
-
-
-def peer_pending(env, addr):
-    return backend(env, addr)["peer_pending_tokens"]
-
-
-def request(tag, body):
-    head = (f"POST /v1/completions HTTP/1.1\r\nHost: vip\r\nContent-Type: application/json\r\n"
-            f"Content-Length: {len(body)}\r\n")
-    if tag:
-        head += f"X-Hold: {tag}\r\n"
-    return head.encode() + b"\r\n" + body
-
-
-def release(tag):
-    open(os.path.join(control, tag), "w").close()
-
-
-def logged(name):
-    try:
-        with open(os.path.join(control, name + ".log")) as f:
-            return sum(1 for _ in f)
-    except OSError:
-        return 0
+    return P.backend(env, VIP, addr)
 
 
 def send_held(s, req):
     """Sends req on s; returns the backend whose worker read it."""
-    before = {"a": logged("a"), "b": logged("b")}
-    s.sendall(req)
-
-    def grew():
-        for name, addr in (("a", A), ("b", B)):
-            if logged(name) > before[name]:
-                return addr
-        return None
-    return L.wait_for(grew, 30, "a worker read the request")
-
-
-def read_answer(s):
-    data = b""
-    while b"\r\n\r\n" not in data:
-        data += s.recv(65536)
-    head, rest = data.split(b"\r\n\r\n", 1)
-    n = int(head.split(b"Content-Length: ")[1].split(b"\r\n")[0])
-    while len(rest) < n:
-        rest += s.recv(65536)
-    return rest
+    return P.send_held(s, req, control, {"a": A, "b": B})
 
 
 def connect_via(env):
     """A connection made in env's cgroup: the router of env steers it."""
-    env.enter_cgroup()
-    try:
-        return socket.create_connection(("127.0.0.100", 8000), timeout=30)
-    finally:
-        env.leave_cgroup()
+    return P.connect_via(env, "127.0.0.100", 8000)
+
+
+request, read_answer = P.request, P.read_answer
+
+
+def release(tag):
+    P.release(control, tag)
+
+
+def peer_pending(env, addr):
+    return backend(env, addr)["peer_pending_tokens"]
 
 
 def other(addr):
