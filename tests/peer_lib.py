@@ -94,3 +94,29 @@ def start_workers(env, control, tp, workers):
         if not p.stdout.readline().startswith("READY"):
             raise RuntimeError(f"wire worker {name} did not start")
     return loads
+
+
+class Rig:
+    """One VIP over named wire workers, with its control directory: the
+    helpers above bound to them."""
+
+    def __init__(self, vip, control, workers):
+        self.vip, self.control, self.workers = vip, control, workers
+
+    def explain(self, env):
+        return explain(env, self.vip)
+
+    def backend(self, env, addr):
+        return backend(env, self.vip, addr)
+
+    def send_held(self, s, req):
+        """Sends req on s; returns the backend whose worker read it."""
+        return send_held(s, req, self.control, self.workers)
+
+    def connect_via(self, env):
+        """A connection made in env's cgroup: the router of env steers it."""
+        host, port = self.vip.rsplit(":", 1)
+        return connect_via(env, host, int(port))
+
+    def release(self, tag):
+        release(self.control, tag)

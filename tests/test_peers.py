@@ -75,29 +75,10 @@ r1 = start(env1, P1, P2, 9464)
 r2 = start(env2, P2, P1, 9465)
 
 
-def explain(env):
-    return P.explain(env, VIP)
-
-
-def backend(env, addr):
-    return P.backend(env, VIP, addr)
-
-
-def send_held(s, req):
-    """Sends req on s; returns the backend whose worker read it."""
-    return P.send_held(s, req, control, {"a": A, "b": B})
-
-
-def connect_via(env):
-    """A connection made in env's cgroup: the router of env steers it."""
-    return P.connect_via(env, "127.0.0.100", 8000)
-
-
+rig = P.Rig(VIP, control, {"a": A, "b": B})
+explain, backend, send_held = rig.explain, rig.backend, rig.send_held
+connect_via, release = rig.connect_via, rig.release
 request, read_answer = P.request, P.read_answer
-
-
-def release(tag):
-    P.release(control, tag)
 
 
 def peer_pending(env, addr):

@@ -1005,6 +1005,50 @@ static void test_share_delay_samples_draw_each_event(void)
 	      "samples without --share-wire: '%s'", why);
 }
 
+/* --share-steps: the fleet's probe on worker w is router w % 4's, and the
+ * others learn its step ends as late as the sends. At once it is exactly
+ * --step-probe-one; 0.5 ms late the p99 rises (the cadence needs them on
+ * time); without --step-probe-one it is refused. */
+static double shared_steps_p99(bool share_steps, double delay)
+{
+	struct sim_config c;
+	struct sim_result r;
+
+	small_config(&c, SIM_POL_STEER);
+	c.workers = 16;
+	c.engine = SIM_ENGINE_BATCH;
+	c.response = SIM_RESP_FULL;
+	c.requests = 10000;
+	c.routers = 4;
+	c.step_cadence = SIM_CAD_MAX;
+	c.step_probe = c.step_probe_one = true;
+	c.share_wire = true;
+	c.share_steps = share_steps;
+	c.share_delay_s = delay;
+	return run(&c, &r) ? -1 : r.p99_s;
+}
+
+static void test_shared_step_ends_arrive_late(void)
+{
+	double at_once = shared_steps_p99(false, 0), shared0 = shared_steps_p99(true, 0);
+	double late = shared_steps_p99(true, 0.0005);
+	struct sim_config c;
+	char why[160];
+
+	printf("# 4 routers, one probe per worker: p99 %.4f at once, %.4f shared at once, %.4f "
+	       "shared 0.5 ms late\n",
+	       at_once, shared0, late);
+	CHECK(at_once > 0 && shared0 == at_once, "shared at once %.6f, --step-probe-one %.6f",
+	      shared0, at_once);
+	CHECK(late > 1.1 * at_once, "0.5 ms late %.6f, at once %.6f", late, at_once);
+	small_config(&c, SIM_POL_STEER);
+	c.routers = 4;
+	c.share_wire = true;
+	c.share_steps = true;
+	CHECK(sim_config_check(&c, why, sizeof(why)) != 0 && strstr(why, "--step-probe-one"),
+	      "--share-steps without the fleet's probe: '%s'", why);
+}
+
 int main(void)
 {
 	TAP_RUN(test_work_is_conserved);
@@ -1035,5 +1079,6 @@ int main(void)
 	TAP_RUN(test_step_cadence_cuts_the_batching_p99_when_streaming);
 	TAP_RUN(test_step_probe_shows_every_step_end_with_full_responses);
 	TAP_RUN(test_share_delay_samples_draw_each_event);
+	TAP_RUN(test_shared_step_ends_arrive_late);
 	return tap_done();
 }

@@ -174,11 +174,15 @@ static void decode_tokens(struct sim *s, uint32_t wi, double t)
 		}
 		i = next;
 	}
-	if (w->probes > 0) /* every router's probe got a token (or saw the fleet's) */
+	if (w->probes > 0 && sim_probe_owner(s, wi) != UINT32_MAX)
+		rx |= 1ull << sim_probe_owner(s, wi); /* the others learn it below */
+	else if (w->probes > 0) /* every router's probe got a token (or saw the fleet's) */
 		rx = s->c->routers >= 64 ? ~0ull : (1ull << s->c->routers) - 1;
 	for (k = 0; rx; k++, rx >>= 1)
 		if (rx & 1)
 			sim_router_rx(s->routers[k], wi, t);
+	if (w->probes > 0 && sim_probe_owner(s, wi) != UINT32_MAX)
+		sim_probe_step_shared(s, wi, w->last_step_end >= 0 ? t - w->last_step_end : 0, t);
 }
 
 int batch_on_step_done(struct sim *s, uint32_t wi, double t)
@@ -227,7 +231,8 @@ double sim_batch_capacity(const struct sim_config *c)
 	 * The warm-up fills the batch before the measurement window. */
 	one.workers = 1;
 	one.speed_min = one.speed_max = 1.0;
-	one.step_probe = one.step_probe_one = false; /* the same capacity with or without probes */
+	one.step_probe = one.step_probe_one = one.share_steps = one.share_steps_backdated =
+		false; /* the same capacity with or without probes */
 	one.routers = 1;
 	one.policy = SIM_POL_RR;
 	one.load = 2.0;

@@ -24,7 +24,7 @@ static bool ev_before(const struct event *x, const struct event *y)
 	return x->t < y->t || (x->t == y->t && x->seq < y->seq);
 }
 
-int sim_push(struct sim *s, double t, uint32_t type, uint32_t a, uint32_t b)
+static int heap_insert(struct sim *s, struct event ev)
 {
 	struct heap *h = &s->heap;
 	size_t i;
@@ -39,7 +39,8 @@ int sim_push(struct sim *s, double t, uint32_t type, uint32_t a, uint32_t b)
 		h->cap = cap;
 	}
 	i = h->n++;
-	h->v[i] = (struct event){ .t = t, .seq = s->seq++, .type = type, .a = a, .b = b };
+	ev.seq = s->seq++;
+	h->v[i] = ev;
 	while (i > 0 && ev_before(&h->v[i], &h->v[(i - 1) / 2])) {
 		struct event tmp = h->v[i];
 
@@ -48,6 +49,11 @@ int sim_push(struct sim *s, double t, uint32_t type, uint32_t a, uint32_t b)
 		i = (i - 1) / 2;
 	}
 	return 0;
+}
+
+int sim_push(struct sim *s, double t, uint32_t type, uint32_t a, uint32_t b)
+{
+	return heap_insert(s, (struct event){ .t = t, .t0 = t, .type = type, .a = a, .b = b });
 }
 
 static struct event heap_pop(struct heap *h)
@@ -231,6 +237,14 @@ static void deliver_peer(struct sim *s, uint32_t type, uint32_t origin, uint32_t
 	}
 }
 
+/* How late the other routers learn of a shared event. */
+static double share_delay(struct sim *s)
+{
+	return s->c->n_share_delays
+		       ? s->c->share_delays[sim_rng_below(&s->share, s->c->n_share_delays)]
+		       : s->c->share_delay_s;
+}
+
 static void share(struct sim *s, uint32_t type, uint32_t origin, uint32_t w, uint32_t tokens,
 		  double t)
 {
@@ -238,15 +252,51 @@ static void share(struct sim *s, uint32_t type, uint32_t origin, uint32_t w, uin
 
 	if (!s->c->share_wire || s->c->routers < 2)
 		return;
-	delay = s->c->n_share_delays
-			? s->c->share_delays[sim_rng_below(&s->share, s->c->n_share_delays)]
-			: s->c->share_delay_s;
+	delay = share_delay(s);
 	if (delay <= 0) {
 		deliver_peer(s, type, origin, w, tokens, t);
 		return;
 	}
 	/* A failed push only loses this notice: the peers' view is an estimate. */
 	(void)sim_push(s, t + delay, type, w | origin << 16, tokens);
+}
+
+/* The owner's step end (at t0) reaches the other routers at t with the
+ * step's length as the owner measured it (gap_us, microseconds; 0: none).
+ * They take it as a step that ended at t, or with --share-steps-backdated
+ * at t0 (as a clock the routers share would let them). */
+static void deliver_step(struct sim *s, uint32_t owner, uint32_t w, uint32_t gap_us, double t0,
+			 double t)
+{
+	double at = s->c->share_steps_backdated ? t0 : t;
+	uint32_t k;
+
+	for (k = 0; k < s->c->routers; k++)
+		if (k != owner)
+			sim_router_rx_step(s->routers[k], w, at, t, gap_us / 1e6);
+}
+
+uint32_t sim_probe_owner(const struct sim *s, uint32_t w)
+{
+	return s->c->share_steps ? w % s->c->routers : UINT32_MAX;
+}
+
+void sim_probe_step_shared(struct sim *s, uint32_t w, double gap_s, double t)
+{
+	uint32_t owner = w % s->c->routers, gap_us;
+	double delay = share_delay(s);
+
+	gap_us = gap_s > 0 && gap_s < 4e3 ? (uint32_t)(gap_s * 1e6 + 0.5) : 0;
+	if (delay <= 0) {
+		deliver_step(s, owner, w, gap_us, t, t);
+		return;
+	}
+	/* A failed push loses this step end only. */
+	(void)heap_insert(s, (struct event){ .t = t + delay,
+					     .t0 = t,
+					     .type = EV_PEER_STEP,
+					     .a = w | owner << 16,
+					     .b = gap_us });
 }
 
 /* The first response byte reaches the client: the router's kernel sees the
@@ -610,6 +660,9 @@ static int run_events(struct sim *s)
 		case EV_PEER_SENT:
 		case EV_PEER_ANSWERED:
 			deliver_peer(s, e.type, e.a >> 16, e.a & 0xffff, e.b, e.t);
+			break;
+		case EV_PEER_STEP:
+			deliver_step(s, e.a >> 16, e.a & 0xffff, e.b, e.t0, e.t);
 			break;
 		case EV_POLL:
 			rc = on_poll(s, e.a, e.t);

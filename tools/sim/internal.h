@@ -17,6 +17,7 @@ enum ev_type {
 	EV_STEP_DONE = 4,    /* batching: a: worker */
 	EV_PEER_SENT = 5,    /* --share-wire: a: worker | origin router << 16, b: tokens */
 	EV_PEER_ANSWERED = 6,
+	EV_PEER_STEP = 7, /* --share-steps: a: worker | owner router << 16 */
 };
 
 #define ALL_WORKERS 0xffffffffu
@@ -24,6 +25,7 @@ enum ev_type {
 
 struct event {
 	double t;
+	double t0;    /* EV_PEER_STEP: when the step ended (t is when it arrives) */
 	uint64_t seq; /* insertion order: equal times run first-in first-out */
 	uint32_t type, a, b;
 };
@@ -125,6 +127,11 @@ void sim_list_unlink(struct sim *s, int32_t *head, int32_t *tail, int32_t i);
 void sim_req_started(struct sim *s, int32_t i, double t);
 /* Its first output token at t: a streaming response's first byte. */
 void sim_req_first_token(struct sim *s, int32_t i, double t);
+/* --share-steps: the router whose probe runs on worker w (UINT32_MAX: every
+ * router sees the probe's tokens at once); and its step end at t, gap_s after
+ * the previous one, sent on to the others as late as a shared send. */
+uint32_t sim_probe_owner(const struct sim *s, uint32_t w);
+void sim_probe_step_shared(struct sim *s, uint32_t w, double gap_s, double t);
 /* Its last output token at t: the request is complete and freed. */
 void sim_req_done(struct sim *s, int32_t i, double t);
 

@@ -102,7 +102,11 @@ static void usage(FILE *f)
 		"                            step end; costs a decoding request each)\n"
 		"  --step-probe-one          the same with one probe per worker for the whole\n"
 		"                            fleet, its step ends shared with every router\n"
-		"                            at once (a design not built)\n"
+		"                            at once\n"
+		"  --share-steps             with --step-probe-one --share-wire: worker w's\n"
+		"                            probe is router w %% routers's, its step ends\n"
+		"                            reach the others as late as a shared send\n"
+		"  --share-steps-backdated   ... and they date them when they happened\n"
 		"  --steer-jitter            force the random water-fill phase even at\n"
 		"                            --peer-routers 1 (smg-steerd adds it when > 1)\n"
 		"Output:\n"
@@ -312,6 +316,8 @@ enum {
 	OPT_CLOCK_TICK,
 	OPT_STEP_PROBE,
 	OPT_STEP_PROBE_ONE,
+	OPT_SHARE_STEPS,
+	OPT_SHARE_STEPS_BACKDATED,
 };
 
 static const struct option long_opts[] = {
@@ -356,6 +362,8 @@ static const struct option long_opts[] = {
 	{ "clock-tick", required_argument, 0, OPT_CLOCK_TICK },
 	{ "step-probe", no_argument, 0, OPT_STEP_PROBE },
 	{ "step-probe-one", no_argument, 0, OPT_STEP_PROBE_ONE },
+	{ "share-steps", no_argument, 0, OPT_SHARE_STEPS },
+	{ "share-steps-backdated", no_argument, 0, OPT_SHARE_STEPS_BACKDATED },
 	{ 0, 0, 0, 0 },
 };
 
@@ -474,6 +482,12 @@ static int apply_option(struct options *o, int opt, const char *arg)
 		return 0;
 	case OPT_STEP_PROBE_ONE:
 		c->step_probe = c->step_probe_one = true;
+		return 0;
+	case OPT_SHARE_STEPS:
+		c->share_steps = true;
+		return 0;
+	case OPT_SHARE_STEPS_BACKDATED:
+		c->share_steps = c->share_steps_backdated = true;
 		return 0;
 	default:
 		return -1;

@@ -8,7 +8,11 @@
 # without the phase, and with it (--steer-jitter). fluid everywhere; on the
 # batching engine also the step cadence (max), with plain JSON answers with
 # the step probe: one per router per worker (--step-probe, what smg-steerd
-# does) and one per worker for the fleet (--step-probe-one, an ablation).
+# does) and one per worker for the fleet (--step-probe-one, an ablation), its
+# step ends reaching every router at once or, with --share-steps, pushed to
+# the other routers as late as the sends (--share-steps-backdated: and dated
+# when they happened, as a clock the routers share would let them); the
+# cadence that extrapolates steps (periodic) next to max.
 # Writes OUTDIR/push.csv and prints the table of ratios to one router.
 #
 #   tools/sim/push.sh OUTDIR [--quick]
@@ -29,15 +33,17 @@ for s in 1 2 3; do
 			if [ $eng = fifo ]; then
 				a="$a --requests $nf --policies steer"
 			else
-				a="$a --requests $n --policies steer,steer:max"
+				a="$a --requests $n --policies steer,steer:max,steer:periodic"
 			fi
 			probes=none
-			[ $eng = batch ] && [ $m = full ] && probes="--step-probe --step-probe-one"
+			[ $eng = batch ] && [ $m = full ] &&
+				probes="--step-probe --step-probe-one --step-probe-one+--share-steps --step-probe-one+--share-steps-backdated"
 			for p in $probes; do
 				[ "$p" = none ] && p=""
+				p=$(echo "$p" | tr + ' ')
 				tag=$(echo "$eng-$m-s$s$p" | tr -d ' ')
 				one=$p
-				[ "$p" = --step-probe-one ] && one=--step-probe
+				case "$p" in --step-probe-one*) one=--step-probe ;; esac
 				job "$tag-one" "--scenario one $a $one"
 				b="--scenario r16 $a $p --routers 16 --share-wire"
 				for dl in 0.0001 0.0002 0.0003 0.0005 0.001; do
@@ -57,16 +63,21 @@ sim_run_jobs "$out/push.csv"
 # plain JSON on the batching engine: one router with its probes), seeds 1/2/3.
 awk -F, '
 function kind(v) {
-	return ((v ~ /stepmax/) ? "fluid-step (max)" : "fluid") "|" \
-	       ((v ~ /probe1/) ? "one per worker" : (v ~ /probe/) ? "per router" : "-")
+	return ((v ~ /stepmax/) ? "fluid-step (max)" : (v ~ /stepperiodic/) ? "fluid-step (periodic)" : "fluid") "|" \
+	       ((v ~ /probe1backdated/) ? "one per worker, pushed, dated" : (v ~ /probe1shared/) ? "one per worker, pushed" : \
+	        (v ~ /probe1/) ? "one per worker, at once" : (v ~ /probe/) ? "per router" : "-")
 }
 NR > 1 {
 	v = $3
 	key = $23 "|" $24 "|" kind(v)
 	if ($1 == "one") {
 		one[key "|" $12] = $16
-		if (v ~ /probe/) { # the same one router for both probe kinds
-			sub(/per router$/, "one per worker", key)
+		if (v ~ /probe/) { # the same one router for every probe kind
+			sub(/per router$/, "one per worker, at once", key)
+			one[key "|" $12] = $16
+			sub(/at once$/, "pushed", key)
+			one[key "|" $12] = $16
+			sub(/pushed$/, "pushed, dated", key)
 			one[key "|" $12] = $16
 		}
 		next
@@ -78,7 +89,7 @@ NR > 1 {
 }
 END {
 	ncol = split("no phase 0.0001|no phase 0.0002|no phase 0.0003|no phase 0.0005|no phase 0.001|no phase measured|phase measured|phase 0.001", cols, "|")
-	nrow = split("fifo|stream|fluid|- ;fifo|full|fluid|- ;batch|stream|fluid|- ;batch|stream|fluid-step (max)|- ;batch|full|fluid|per router;batch|full|fluid-step (max)|per router;batch|full|fluid|one per worker;batch|full|fluid-step (max)|one per worker", rows, ";")
+	nrow = split("fifo|stream|fluid|- ;fifo|full|fluid|- ;batch|stream|fluid|- ;batch|stream|fluid-step (max)|- ;batch|full|fluid|per router;batch|full|fluid-step (max)|per router;batch|full|fluid|one per worker, at once;batch|full|fluid-step (max)|one per worker, at once;batch|full|fluid|one per worker, pushed;batch|full|fluid-step (max)|one per worker, pushed;batch|stream|fluid-step (periodic)|- ;batch|full|fluid-step (periodic)|per router;batch|full|fluid-step (periodic)|one per worker, pushed;batch|full|fluid-step (max)|one per worker, pushed, dated;batch|full|fluid-step (periodic)|one per worker, pushed, dated", rows, ";")
 	printf "| engine | response | estimator | step probe | 1 router p99 (ms) |"
 	for (i = 1; i <= ncol; i++) printf " 16: %s |", cols[i]
 	printf "\n|---|---|---|---|---|"

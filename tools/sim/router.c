@@ -283,6 +283,22 @@ void sim_router_rx(struct sim_router *r, uint32_t w, double t_exact)
 	}
 }
 
+void sim_router_rx_step(struct sim_router *r, uint32_t w, double at, double now, double gap_s)
+{
+	double t = cadence_clock(r, at), l = r->step_s[w];
+
+	if (t <= r->last_rx[w])
+		return; /* a packet of its own came at or after it */
+	if (gap_s > 0)
+		r->step_s[w] = l <= 0 || r->step_ewma >= 1 ? gap_s : l + (gap_s - l) * r->step_ewma;
+	r->last_rx[w] = t;
+	r->one_step[w] = true;
+	if (r->policy == SIM_POL_STEER && r->cadence != SIM_CAD_OFF) {
+		r->now = now;
+		update_slot(r, w);
+	}
+}
+
 void sim_router_closed(struct sim_router *r, uint32_t w)
 {
 	if (r->conns[w] > 0)

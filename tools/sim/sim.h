@@ -206,6 +206,14 @@ struct sim_config {
 	/* Ablation of a fleet-wide probe: one probe per worker in all (not one
 	 * per router), its step ends reaching every router at once. */
 	bool step_probe_one;
+	/* With step_probe_one and share_wire: worker w's probe is router
+	 * w % routers's, and its step ends reach the other routers as late as a
+	 * shared send does (smg-steerd's --peer with --step-probe). Without it
+	 * every router sees them at once. */
+	bool share_steps;
+	/* Ablation: the other routers date a shared step end when it happened
+	 * (a clock the routers share), not when it arrives. */
+	bool share_steps_backdated;
 	/* Ablation: every router sees every router's sends and answers at once
 	 * (wire counters shared without delay), so no peer scaling is needed. */
 	bool share_wire;
@@ -321,6 +329,10 @@ void sim_router_finished(struct sim_router *r, uint32_t w);
  * it at t (a batching engine's step end with streaming; a first token or a
  * completion otherwise): what the kernel's ingress program sees. */
 void sim_router_rx(struct sim_router *r, uint32_t w, double t);
+/* Another router's probe saw a step end of w, gap_s after its previous one
+ * (0: none known); it reaches this router at now (--share-steps), which takes
+ * it as a step that ended at at and lasts gap_s. */
+void sim_router_rx_step(struct sim_router *r, uint32_t w, double at, double now, double gap_s);
 void sim_router_closed(struct sim_router *r, uint32_t w);
 /* Another router sent, or had answered, a request on w (--share-wire). */
 void sim_router_peer_sent(struct sim_router *r, uint32_t w, uint32_t tokens, double t);

@@ -62,7 +62,11 @@ static void variant_name(const struct sim_config *c, char *buf, size_t len)
 		 c->oracle_blind_step ? "+blindstep" : "");
 	n = strlen(buf);
 	if (c->step_probe) { /* the engine's: every policy of the run pays for it */
-		snprintf(buf + n, len - n, c->step_probe_one ? "+probe1" : "+probe");
+		snprintf(buf + n, len - n,
+			 c->share_steps_backdated ? "+probe1backdated"
+			 : c->share_steps	  ? "+probe1shared"
+			 : c->step_probe_one	  ? "+probe1"
+						  : "+probe");
 		n = strlen(buf);
 	}
 	if (c->wire_scale != 1.0) {

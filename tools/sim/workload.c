@@ -365,6 +365,8 @@ int sim_config_check(const struct sim_config *c, char *why, size_t whylen)
 		return fail(why, whylen, "share delay must be in [0, 3600] seconds");
 	if (c->n_share_delays && !c->share_wire)
 		return fail(why, whylen, "share delay samples need --share-wire");
+	if (c->share_steps && !(c->share_wire && c->step_probe_one))
+		return fail(why, whylen, "--share-steps needs --share-wire and --step-probe-one");
 	if (c->keepalive < 1 || c->keepalive > 1000000)
 		return fail(why, whylen, "keepalive must be 1..1000000 requests per connection");
 	if (c->engine == SIM_ENGINE_BATCH &&
