@@ -448,7 +448,11 @@ static void test_peer_families(void)
 		  .lost_total = 1,
 		  .sent_total = 9,
 		  .send_errors_total = 2,
-		  .forgotten_total = 3 },
+		  .forgotten_total = 3,
+		  /* one round trip of 0.3 ms */
+		  .rtt_buckets = { 0, 0, 1, 1, 1, 1, 1, 1, 1, 1 },
+		  .rtt_count = 1,
+		  .rtt_sum_s = 0.0003 },
 		{ .peer = "[2001:db8::1]:9470", .age_s = -1 },
 	};
 	struct steer_metrics_snapshot s;
@@ -467,8 +471,9 @@ static void test_peer_families(void)
 	s.peer_push_wakeups_total = 11;
 	t = render(&s);
 	CHECK(t, "render returned NULL");
-	extra_families = 13; /* 2 gauges and 5 counters per peer, 6 counters of the node */
-	CHECK(check_family_grouping(t) == 2 * 24 + 2 * 19 + 7 * 2 + 6,
+	/* 2 gauges, 5 counters and a histogram per peer (13 samples), 6 counters of the node */
+	extra_families = 14;
+	CHECK(check_family_grouping(t) == 2 * 24 + 2 * 19 + 7 * 2 + 13 * 2 + 6,
 	      "samples out of their families");
 	extra_families = 0;
 	CHECK(strstr(t, "\nsmg_steer_peer_up{peer=\"127.0.0.1:9471\"} 1\n") &&
@@ -492,6 +497,20 @@ static void test_peer_families(void)
 		      strstr(t, "\nsmg_steer_peer_own_reports_total 8\n") &&
 		      strstr(t, "\nsmg_steer_peer_apply_errors_total 0\n") &&
 		      strstr(t, "\nsmg_steer_peer_push_wakeups_total 11\n") &&
+		      strstr(t, "# TYPE smg_steer_peer_rtt_seconds histogram\n") &&
+		      strstr(t, "\nsmg_steer_peer_rtt_seconds_bucket{peer=\"127.0.0.1:9471\",le="
+				"\"0.00025\"} "
+				"0\n") &&
+		      strstr(t, "\nsmg_steer_peer_rtt_seconds_bucket{peer=\"127.0.0.1:9471\",le="
+				"\"0.0005\"} "
+				"1\n") &&
+		      strstr(t, "\nsmg_steer_peer_rtt_seconds_bucket{peer=\"127.0.0.1:9471\",le=\"+"
+				"Inf\"} "
+				"1\n") &&
+		      strstr(t, "\nsmg_steer_peer_rtt_seconds_sum{peer=\"127.0.0.1:9471\"} "
+				"0.0003\n") &&
+		      strstr(t, "\nsmg_steer_peer_rtt_seconds_count{peer=\"[2001:db8::1]:9470\"} "
+				"0\n") &&
 		      strstr(t, "# TYPE smg_steer_peer_up gauge\n") &&
 		      strstr(t, "# TYPE smg_steer_peer_forgotten_total counter\n"),
 	      "peer lines:\n%s", strstr(t, "smg_steer_peer_") ? strstr(t, "smg_steer_peer_") : t);

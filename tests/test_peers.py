@@ -12,7 +12,8 @@ Asserted, with exact numbers:
 - a large request sent through R1 shows at R2 as that many pending tokens
   of the other routers (explain -o json, /metrics), and R2's next new
   connection avoids that backend; its answer takes them back to 0; R2's
-  table has its random phase (the default --peer-phase on);
+  table has its random phase (the default --peer-phase on); R2 measures
+  round trips to R1 (smg_steer_peer_rtt_seconds, from R1's echoes);
 - R1 killed (SIGKILL): after --peer-timeout R2 takes back what R1 had pending,
   and reports R1 down;
 - R1 restarted on its pins (--keep-pinned): a new router id, and R2 applies
@@ -130,8 +131,16 @@ with t.case("a large request through R1 keeps R2's next connection off its backe
     L.wait_for(lambda: r2.metric("smg_steer_backend_peer_pending_tokens", vip=VIP, backend=x)
                == big_tokens, 30, "R2's /metrics shows the pending tokens")
     t.check(peer_up(r2, P1) == 1 and peer_up(r1, P2) == 1, "the routers see each other up")
+    # Each router's full reports echo the other's: round trips are measured.
+    L.wait_for(lambda: (r2.metric("smg_steer_peer_rtt_seconds_count", peer=P1) or 0) >= 3, 30,
+               "R2 measures round trips to R1")
+    n_rtt = r2.metric("smg_steer_peer_rtt_seconds_count", peer=P1)
+    mean_rtt = r2.metric("smg_steer_peer_rtt_seconds_sum", peer=P1) / n_rtt
+    t.check(0 < mean_rtt < 1, f"R2's mean round trip to R1: {mean_rtt} s")
+    t.check(r2.metric("smg_steer_peer_rtt_seconds_bucket", peer=P1, le="+Inf") == n_rtt,
+            "the +Inf bucket is not the count")
     print(f"# R1's request seen at R2 within {seen_s * 1000:.1f} ms (send, worker read, "
-          f"explain polled)")
+          f"explain polled); R2's mean round trip to R1 {mean_rtt * 1e3:.3f} ms over {n_rtt:.0f}")
 
 with t.case("R1's answer takes its work back at R2"):
     release("big")

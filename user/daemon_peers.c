@@ -133,6 +133,9 @@ void peers_metrics(struct daemon *d, struct steer_metrics_snapshot *snap)
 			mp->sent_total = s->sent;
 			mp->send_errors_total = s->send_errors;
 			mp->forgotten_total = s->forgotten;
+			memcpy(mp->rtt_buckets, s->rtt_buckets, sizeof(mp->rtt_buckets));
+			mp->rtt_count = s->rtt_count;
+			mp->rtt_sum_s = s->rtt_sum_s;
 		}
 		snap->n_peers = st->n;
 	}

@@ -55,11 +55,18 @@ struct steer_metrics_backend {
 };
 
 /* Another router (--peer): reports it sent here, and reports sent to it. */
+/* Upper bounds of smg_steer_peer_rtt_seconds's buckets, seconds. */
+#define STEER_PEER_RTT_BUCKETS 10
+extern const double steer_peer_rtt_bounds[STEER_PEER_RTT_BUCKETS];
+
 struct steer_metrics_peer {
 	char peer[64]; /* label peer: its address */
 	bool up;       /* its last report came within --peer-timeout */
 	double age_s;  /* since its last report; -1: never */
 	uint64_t received_total, lost_total, sent_total, send_errors_total, forgotten_total;
+	uint64_t rtt_buckets[STEER_PEER_RTT_BUCKETS]; /* cumulative counts per bound */
+	uint64_t rtt_count;
+	double rtt_sum_s;
 };
 
 struct steer_metrics_service {

@@ -9,6 +9,10 @@
 
 #include "metrics.h"
 
+const double steer_peer_rtt_bounds[STEER_PEER_RTT_BUCKETS] = {
+	0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.1, 1,
+};
+
 struct peer_counter {
 	const char *name, *help;
 	size_t offset;
@@ -45,6 +49,37 @@ static void write_node_counter(FILE *f, const char *name, const char *help, uint
 	fprintf(f, "%s %" PRIu64 "\n", name, v);
 }
 
+/* Round trips to each peer: cumulative buckets, +Inf the count. */
+static void write_rtt_histogram(FILE *f, const struct steer_metrics_snapshot *snap)
+{
+	const char *name = "smg_steer_peer_rtt_seconds";
+	size_t i;
+	int b;
+
+	steer_metrics_family_header(
+		f, name, "histogram",
+		"Round trips of this router's reports to the router at that address and back "
+		"(its echo; the time it held the report left out). Half of it is about how late "
+		"each router learns of the other's requests.");
+	for (i = 0; i < snap->n_peers; i++) {
+		const struct steer_metrics_peer *p = &snap->peers[i];
+
+		for (b = 0; b < STEER_PEER_RTT_BUCKETS; b++) {
+			fprintf(f, "%s_bucket{peer=\"%.*s\",le=\"", name, (int)sizeof(p->peer),
+				p->peer);
+			steer_metrics_double(f, steer_peer_rtt_bounds[b]);
+			fprintf(f, "\"} %" PRIu64 "\n", p->rtt_buckets[b]);
+		}
+		fprintf(f, "%s_bucket{peer=\"%.*s\",le=\"+Inf\"} %" PRIu64 "\n", name,
+			(int)sizeof(p->peer), p->peer, p->rtt_count);
+		peer_label(f, "smg_steer_peer_rtt_seconds_sum", p);
+		steer_metrics_double(f, p->rtt_sum_s);
+		fputc('\n', f);
+		peer_label(f, "smg_steer_peer_rtt_seconds_count", p);
+		fprintf(f, "%" PRIu64 "\n", p->rtt_count);
+	}
+}
+
 void steer_metrics_write_peers(FILE *f, const struct steer_metrics_snapshot *snap)
 {
 	size_t i, k;
@@ -74,6 +109,7 @@ void steer_metrics_write_peers(FILE *f, const struct steer_metrics_snapshot *sna
 						    peer_counters[k].offset));
 		}
 	}
+	write_rtt_histogram(f, snap);
 	write_node_counter(f, "smg_steer_peer_reports_rejected_total",
 			   "Datagrams at --peer-listen that were not a valid report, or came "
 			   "from more senders than are tracked.",

@@ -30,6 +30,8 @@
 #include "steer_peer.pb-c.h"
 
 #define BACKENDS_PER_REPORT 16 /* ~1.1 KB a datagram: below every MTU in use */
+#define ECHOES_PER_REPORT 32   /* ~0.8 KB more in a full report's first datagram */
+
 #define MAX_DATAGRAM 65536
 #define NS_PER_MS 1000000ULL
 
@@ -107,6 +109,7 @@ struct remote {
 	struct steer_addr from;
 	uint64_t router; /* 0: none yet */
 	uint64_t last_ns, next_seq;
+	uint64_t sent_ns; /* its last report's sent_ns, echoed back to it (0: none) */
 	bool live;
 	struct applied_table applied;
 };
@@ -149,6 +152,7 @@ struct steer_peer {
 	uint32_t seen_gen[STEER_SLOT_IDS];
 	struct remote remotes[STEER_PEER_STATS_MAX];
 	size_t n_remotes;
+	size_t next_echo; /* where the next full report's echoes start */
 	uint64_t last_full_ns;
 	/* The changes one pass collected, applied by service in batches. */
 	struct pending_delta {
@@ -555,6 +559,40 @@ static void count_report(struct steer_peer *p, const struct remote *r, uint64_t 
 	pthread_mutex_unlock(&p->mu);
 }
 
+/* This router's own report, echoed back by r: one round trip (the time r
+ * held it left out), in r's histogram. */
+static void count_rtt(struct steer_peer *p, const struct remote *r, const SmgSteer__Peer__Report *m,
+		      uint64_t now)
+{
+	struct steer_peer_stat *s;
+	double rtt;
+	size_t i;
+	int b;
+
+	for (i = 0; i < m->n_echoes; i++) {
+		const SmgSteer__Peer__Echo *e = m->echoes[i];
+
+		if (e->router != p->router)
+			continue;
+		/* Not one of ours (an earlier run's), or a hold longer than the
+		 * whole trip: nothing to measure. */
+		if (!e->sent_ns || e->sent_ns > now || e->held_ns > now - e->sent_ns)
+			return;
+		rtt = (double)(now - e->sent_ns - e->held_ns) / 1e9;
+		pthread_mutex_lock(&p->mu);
+		s = stat_of(p, &r->from);
+		if (s) {
+			for (b = 0; b < STEER_PEER_RTT_BUCKETS; b++)
+				if (rtt <= steer_peer_rtt_bounds[b])
+					s->rtt_buckets[b]++;
+			s->rtt_count++;
+			s->rtt_sum_s += rtt;
+		}
+		pthread_mutex_unlock(&p->mu);
+		return;
+	}
+}
+
 static void count_rejected(struct steer_peer *p)
 {
 	pthread_mutex_lock(&p->mu);
@@ -595,7 +633,9 @@ static void handle_report(struct steer_peer *p, const struct steer_addr *from, c
 	if (m->seq >= r->next_seq)
 		r->next_seq = m->seq + 1;
 	r->last_ns = now;
+	r->sent_ns = m->sent_ns;
 	r->live = true;
+	count_rtt(p, r, m, now);
 	for (i = 0; i < m->n_backends; i++) {
 		const SmgSteer__Peer__Backend *b = m->backends[i];
 		const struct steer_peer_target *t;
@@ -663,6 +703,7 @@ static void send_datagram(struct steer_peer *p, SmgSteer__Peer__Report *m, uint8
 	size_t len, i;
 
 	m->seq = ++p->seq;
+	m->sent_ns = mono_ns();
 	len = smg_steer__peer__report__pack(m, buf);
 	for (i = 0; i < n_peers; i++) {
 		struct sockaddr_storage ss;
@@ -685,13 +726,42 @@ static void send_datagram(struct steer_peer *p, SmgSteer__Peer__Report *m, uint8
 }
 
 /*
+ * Echoes of the routers this one hears, up to ECHOES_PER_REPORT starting
+ * where the last full report stopped, so that each gets its round trips
+ * measured however many there are.
+ */
+static size_t fill_echoes(struct steer_peer *p, SmgSteer__Peer__Echo *ec, SmgSteer__Peer__Echo **ep)
+{
+	uint64_t now = mono_ns();
+	size_t k = 0, i;
+
+	for (i = 0; i < p->n_remotes && k < ECHOES_PER_REPORT; i++) {
+		const struct remote *r = &p->remotes[(p->next_echo + i) % p->n_remotes];
+
+		if (!r->live || !r->sent_ns)
+			continue;
+		smg_steer__peer__echo__init(&ec[k]);
+		ec[k].router = r->router;
+		ec[k].sent_ns = r->sent_ns;
+		ec[k].held_ns = now - r->last_ns;
+		ep[k] = &ec[k];
+		k++;
+	}
+	if (p->n_remotes)
+		p->next_echo = (p->next_echo + i) % p->n_remotes;
+	return k;
+}
+
+/*
  * This router's counters, for every backend whose counters moved since the
  * last report (full: every backend, which also tells the others this router
- * is alive), in datagrams of BACKENDS_PER_REPORT.
+ * is alive, and echoes the others' reports), in datagrams of
+ * BACKENDS_PER_REPORT.
  */
 static void send_reports(struct steer_peer *p, bool full, uint8_t *buf, uint32_t interval_us)
 {
 	SmgSteer__Peer__Backend bk[BACKENDS_PER_REPORT], *bp[BACKENDS_PER_REPORT];
+	SmgSteer__Peer__Echo ec[ECHOES_PER_REPORT], *ep[ECHOES_PER_REPORT];
 	SmgSteer__Peer__Report m = SMG_STEER__PEER__REPORT__INIT;
 	struct steer_addr peers[STEER_PEERS_MAX];
 	size_t n_peers, i, k = 0;
@@ -704,6 +774,9 @@ static void send_reports(struct steer_peer *p, bool full, uint8_t *buf, uint32_t
 	m.router = p->router;
 	m.interval_us = interval_us;
 	m.backends = bp;
+	m.echoes = ep;
+	if (full)
+		m.n_echoes = fill_echoes(p, ec, ep);
 	for (i = 0; i <= p->v.n; i++) {
 		if (i < p->v.n) {
 			const struct steer_peer_target *t = &p->v.t[i];
@@ -735,6 +808,7 @@ static void send_reports(struct steer_peer *p, bool full, uint8_t *buf, uint32_t
 			break;
 		m.n_backends = k;
 		send_datagram(p, &m, buf, peers, n_peers);
+		m.n_echoes = 0; /* in the first datagram only */
 		sent_any = true;
 		k = 0;
 	}

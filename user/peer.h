@@ -38,6 +38,7 @@
 #include <stdint.h>
 
 #include "dataplane.h"
+#include "metrics.h" /* STEER_PEER_RTT_BUCKETS */
 
 /* One backend of one service, as this router's kernel knows it. */
 struct steer_peer_target {
@@ -71,6 +72,11 @@ struct steer_peer_stat {
 	uint64_t sent;	      /* reports sent to it */
 	uint64_t send_errors; /* sends that failed */
 	uint64_t forgotten;   /* times its work was taken back (timeout, restart) */
+	/* Round trips to it (its echoes of this router's reports): cumulative
+	 * counts per bucket of steer_peer_rtt_bounds, their number and sum. */
+	uint64_t rtt_buckets[STEER_PEER_RTT_BUCKETS];
+	uint64_t rtt_count;
+	double rtt_sum_s;
 };
 
 #define STEER_PEER_STATS_MAX 128 /* addresses tracked; more senders are refused */

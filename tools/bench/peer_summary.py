@@ -10,6 +10,7 @@ the same round.
 peer_prop.csv (peerbench --part prop): one row per sample, R1 -> R2 in ms.
 peer_cpu.csv: CPU time of R1 and R2 per phase (idle, samples, busy).
 peer_prop_push.csv, peer_cpu_push.csv: the same with --peer-push on.
+peer_rtt.txt, peer_rtt_push.txt: R2's smg_steer_peer_rtt_seconds lines at the end.
 
     peer_summary.py RESULTS_DIR   # prints the section alone
 """
@@ -136,6 +137,25 @@ def prop_table(rows, every, push=False):
     print()
 
 
+def rtt_line(res, sfx):
+    """R2's own measure of the exchange (smg_steer_peer_rtt_seconds), one line."""
+    try:
+        with open(os.path.join(res, f"peer_rtt{sfx}.txt")) as f:
+            lines = f.read().split("\n")
+    except OSError:
+        return
+    vals = {}
+    for ln in lines:
+        m = re.match(r'smg_steer_peer_rtt_seconds_(sum|count)\{peer="127\.0\.0\.1:9491"\} (\S+)', ln)
+        if m:
+            vals[m.group(1)] = float(m.group(2))
+    if vals.get("count"):
+        mean = vals["sum"] / vals["count"]
+        print(f"R2's own measure (`smg_steer_peer_rtt_seconds`, from R1's echoes of its reports): "
+              f"{vals['count']:.0f} round trips, mean {mean * 1e3:.3f} ms, half of it "
+              f"{mean * 5e2:.3f} ms.\n")
+
+
 def cpu_table(rows):
     print("CPU time of each daemon (utime + stime of the process, /proc/PID/stat; of its "
           "peer thread, the thread named smg-peer, "
@@ -177,6 +197,7 @@ def section(res):
         if prop:
             print(f"### Propagation: R1's request seen at R2 ({what})\n")
             prop_table(prop, interval(res, sfx), push=bool(sfx))
+            rtt_line(res, sfx)
         if cpu:
             print(f"### What the peer thread costs ({what})\n")
             cpu_table(cpu)

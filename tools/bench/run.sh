@@ -745,6 +745,9 @@ peer_prop_mode() {
 		--bytes-per-token 4 --samples "$PEER_SAMPLES" --warmup 20 \
 		--idle-seconds "$PEER_IDLE" --busy-seconds "$PEER_BUSY" --busy-rate "$PEER_BUSY_RATE" \
 		--cpu-csv "$RES/peer_cpu$sfx.csv" --header >"$RES/peer_prop$sfx.csv"
+	# The routers' own measure of the exchange: R2's round trips to R1.
+	"$PY" -c 'import sys, urllib.request; sys.stdout.write(urllib.request.urlopen(sys.argv[1], timeout=5).read().decode())' \
+		http://127.0.0.1:9482/metrics | grep '^smg_steer_peer_rtt_seconds' >"$RES/peer_rtt$sfx.txt" || true
 	# Each daemon detaches and unpins on SIGTERM; cleanup removes what a killed one left.
 	for i in "${r[@]}" "$fw"; do
 		stop_pid "$i"
