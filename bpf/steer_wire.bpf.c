@@ -23,14 +23,15 @@
 
 /*
  * --peer-push: a request sent or answered wakes smg-steerd's peer thread,
- * which then reports to the other routers at once (docs/algorithm.md 6.7). steer_kick[0] is 1 while
- * a wake-up is on its way and the thread has not yet read the counters: the
- * thread sets it to 0 first and reads the counters after, so a send that
- * finds it 1 is in that read, and only a send that finds it 0 writes to the
- * ring. At most one record is in the ring; under load one wake-up carries
- * every send since the last. The thread also clears it at every
- * --peer-interval, so a lost record delays pushes by one interval at most.
- * Neither map is pinned: the daemon that loaded the programs reads them.
+ * which then reports to the other routers at once (docs/algorithm.md 6.7).
+ * steer_kick[0] is 1 while a wake-up is on its way and the thread has not yet
+ * read the counters: the thread sets it to 0 first and reads the counters
+ * after, so a send that finds it 1 is in that read, and only a send that
+ * finds it 0 writes to the ring. At most one record is in the ring; under
+ * load one wake-up carries every send since the last. The thread also clears
+ * it at every --peer-interval, so a lost record delays pushes by one interval
+ * at most. Neither map is pinned: the daemon that loaded the programs reads
+ * them.
  */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);

@@ -31,7 +31,6 @@
 
 #define BACKENDS_PER_REPORT 16 /* ~1.1 KB a datagram: below every MTU in use */
 #define ECHOES_PER_REPORT 32   /* ~0.8 KB more in a full report's first datagram */
-
 #define MAX_DATAGRAM 65536
 #define NS_PER_MS 1000000ULL
 
@@ -825,8 +824,8 @@ static int kick_sample(void *ctx, void *data, size_t size)
 }
 
 /*
- * The kernel says a request was sent: report the backends that moved now,
- * not at the next interval. The word is re-armed before the counters are
+ * The kernel says a request was sent or answered: report the backends that
+ * moved now, not at the next interval. The word is re-armed before the counters are
  * read (steer_kick in bpf/steer_wire.bpf.c), so a send that comes after the
  * read writes a new record, and one that came before is in this report.
  */
