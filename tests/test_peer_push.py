@@ -6,7 +6,8 @@ fake workers (as tests/test_peers.py), with --peer-push on --peer-phase off
 and a 10 s --peer-interval: between two of R1's report ticks, only its kernel's
 wake-ups can send a report. Asserted, with exact numbers:
 
-- neither router adds a random phase to its table (explain: phase_ns 0);
+- neither router adds a random phase to its table (explain: phase_ns 0), and
+  explain shows the push (peer_push);
 - ten held requests sent one at a time through R1 on one keep-alive
   connection: each shows at R2 as exactly its tokens, and each answer takes
   them back to 0;
@@ -16,12 +17,15 @@ wake-ups can send a report. Asserted, with exact numbers:
   (smg_steer_peer_push_wakeups_total >= 20), R2's never (nothing was sent
   through it);
 - R2's next new connection avoids the backend of R1's request in flight;
+- a reload of R2's file (peer-push off, peer-phase on) takes effect with the
+  next table: explain shows no push and a phase at R2, R1 unchanged;
 - both exit cleanly.
 
 How late the pushes arrive is measured by `make bench` (part peer, mode push),
 not here.
 """
 import os
+import signal
 import time
 
 import e2e_lib as L
@@ -45,17 +49,27 @@ os.mkdir(control)
 loads = P.start_workers(env1, control, TP, {"a": A, "b": B})
 
 
-def start(env, listen, peer, port):
+CFG2 = os.path.join(env2.tmp, "steer.yaml")  # R2's push and phase: a reload changes them
+
+
+def write_cfg2(push, phase):
+    with open(CFG2 + ".tmp", "w") as f:
+        f.write(f"peer-push: {push}\npeer-phase: {phase}\n")
+    os.rename(CFG2 + ".tmp", CFG2)
+
+
+def start(env, listen, peer, port, extra):
     a = ["--vip", VIP, "--load-check-interval", "10m", "--bytes-per-token", str(BPT),
          "--peer", peer, "--peer-listen", listen, "--peer-interval", "10s",
-         "--peer-timeout", "60s", "--peer-push", "on", "--peer-phase", "off"]
+         "--peer-timeout", "60s"] + extra
     for addr, w in loads.items():
         a += ["--backend", f"{addr},loads=grpc://{w.grpc}"]
     return L.Daemon(env, a, metrics_port=port).start()
 
 
-r1 = start(env1, P1, P2, 9466)
-r2 = start(env2, P2, P1, 9467)
+write_cfg2("on", "off")
+r1 = start(env1, P1, P2, 9466, ["--peer-push", "on", "--peer-phase", "off"])
+r2 = start(env2, P2, P1, 9467, ["--config", CFG2])
 
 
 rig = P.Rig(VIP, control, {"a": A, "b": B})
@@ -92,10 +106,12 @@ L.wait_for(lambda: all(b["mode"] == "snapshot" for b in explain(env1)["backends"
            "both routers scored both backends from their loads")
 L.wait_for(lambda: r2.metric("smg_steer_peer_up", peer=P1) == 1, 30, "R2 hears R1")
 
-with t.case("--peer-phase off: no random phase in either table"):
+with t.case("--peer-phase off: no random phase in either table; explain shows the push"):
     for name, env in (("R1", env1), ("R2", env2)):
-        phases = [b["phase_ns"] for b in explain(env)["backends"]]
+        e = explain(env)
+        phases = [b["phase_ns"] for b in e["backends"]]
         t.check(phases == [0, 0], f"{name}: phase_ns {phases}")
+        t.check(e["peer_push"] is True, f"{name}: explain says peer_push {e['peer_push']}")
 
 with t.case(f"{REQUESTS} requests on one connection: each pushed to R2 as sent and answered"):
     rx0, wk0 = received(r2), wakeups(r1)
@@ -148,6 +164,15 @@ with t.case("R2's next connection avoids the backend of R1's request in flight")
     read_answer(s1)
     s1.close()
     L.wait_for(lambda: peer_pending(env2, x) == 0, 30, "answered: nothing pending at R2")
+
+with t.case("a reload turns R2's push off and its phase on, with the next table"):
+    write_cfg2("off", "on")
+    r2.send(signal.SIGHUP)
+    L.wait_for(lambda: "reloaded" in r2.log_text(), 30, "R2 reloads")
+    L.wait_for(lambda: not explain(env2)["peer_push"], 30, "R2's table without the push")
+    phases = [b["phase_ns"] for b in explain(env2)["backends"]]
+    t.check(all(ph > 0 for ph in phases), f"R2's phase after the reload: {phases}")
+    t.check(explain(env1)["peer_push"] is True, "R1's push changed too")
 
 with t.case("both routers exit cleanly"):
     rc1, _ = r1.stop()

@@ -404,6 +404,9 @@ static void explain_text(const struct steer_dp *dp, const struct steer_view *v,
 
 	printf("service %s\n", steer_addr_format(&s->vip, vip, sizeof(vip)));
 	print_table_state(v, s);
+	if (s->table_flags & STEER_TBL_PEER_PUSH)
+		printf("  peer push: on (each request sent or answered is reported to the other "
+		       "routers at once)\n");
 	if (svc_fluid(s) && (s->table_flags & STEER_TBL_STEP))
 		printf("  score = base wait (queued work + KV barrier) + credited tokens x ns per "
 		       "token + busy time left (the later of busy-until and the engine step's "
@@ -515,6 +518,7 @@ static int explain_json(const struct steer_dp *dp, const struct steer_view *v,
 		 : (s->table_flags & STEER_TBL_STEP)   ? "fluid-step"
 		 : svc_fluid(s)			       ? "fluid"
 						       : "pending");
+	jadd(root, "peer_push", json_object_new_boolean(!!(s->table_flags & STEER_TBL_PEER_PUSH)));
 	jadd_u64(root, "now_ns", explain_now);
 	for (i = 0; i < s->n_backends; i++)
 		json_object_array_add(bks, json_backend_explain(dp, s, &s->backends[i]));
