@@ -31,8 +31,9 @@
 #      egress program cut short and the step cadence's work
 #      (steer_wire_cost.bpf.o), answers that re-key only a key that fell
 #      (steer_wire_lazy.bpf.o), the step cadence as shipped (a table with
-#      STEER_TBL_STEP) and the ingress program as it was before it,
-#      interleaved:
+#      STEER_TBL_STEP) and the ingress program as it was before it, the
+#      shipped pair with --peer-push's kick on every request (a table with
+#      STEER_TBL_PEER_PUSH), interleaved:
 #      BPF ns per message and per packet next to the
 #      empty-program floor, keep-alive request/response latency, and upload
 #      throughput, steered and unsteered; then the congestion-control probe

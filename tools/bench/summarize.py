@@ -535,7 +535,8 @@ def wire_section(res):
              "cad": [("cad_egress", "floor_egress"), ("cad_ingress", "floor_ingress")],
              "lazy": [("lazy_egress", "floor_egress"), ("lazy_ingress", "floor_ingress")],
              "step": [("skb_egress", "floor_egress"), ("skb_ingress", "floor_ingress")],
-             "prev": [("prev_ingress", "floor_ingress")]}
+             "prev": [("prev_ingress", "floor_ingress")],
+             "push": [("skb_egress", "floor_egress"), ("skb_ingress", "floor_ingress")]}
     print("| variant | phase | program | runs per message | ns per run | floor ns per run | "
           "ns per message | net ns per message (minus floor) |")
     print("|---|---|---|---:|---:|---:|---:|---:|")
@@ -559,7 +560,7 @@ def wire_section(res):
     print("| variant | rr p50 us | rr p99 us | rr mean us | direct p50 us | bulk MiB/s | "
           "bulkdirect MiB/s | bulk / bulkdirect |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|")
-    for v in ("off", "skb", "step", "msg", "trace"):
+    for v in ("off", "skb", "step", "push", "msg", "trace"):
         if wire_med(rows, v, "rr", "messages") != wire_med(rows, v, "rr", "messages"):
             continue
         b, bd = wire_med(rows, v, "bulk", "mib_per_s"), wire_med(rows, v, "bulkdirect",
@@ -586,6 +587,7 @@ def wire_section(res):
     cost_rows(rows)
     cad_rows(rows)
     step_rows(rows)
+    push_rows(rows)
     lazy_rows(rows)
     print()
 
@@ -628,6 +630,24 @@ def step_rows(rows):
         ss = wire_med(rows, "skb", "stream", "skb_ingress_ns_per_msg")
         print(f"| step cadence off: BPF ns per streamed response of 8 packets, shipped {ss:.0f} / "
               f"before {ps:.0f} | {ss - ps:.0f} | report |")
+
+
+def push_rows(rows):
+    """--peer-push (variant push: the shipped pair, the table published with
+    STEER_TBL_PEER_PUSH, the wake-up re-armed before each request) against the same pair
+    without it (skb): BPF ns added per request sent (the kick) and per response."""
+    out = wire_med(rows, "push", "rr", "skb_egress_ns_per_msg")
+    if out != out:
+        return
+    sent = out - wire_med(rows, "skb", "rr", "skb_egress_ns_per_msg")
+    answered = wire_med(rows, "push", "rr", "skb_ingress_ns_per_msg") - \
+        wire_med(rows, "skb", "rr", "skb_ingress_ns_per_msg")
+    floor = wire_med(rows, "push", "rr", "floor_egress_ns_per_run")
+    print(f"| --peer-push: BPF ns added per request sent (the kick: the pending word exchanged "
+          f"and a ring record; such a request {out:.0f} in all, {out - floor:.0f} net of the "
+          f"floor) | {sent:.0f} | report |")
+    print(f"| --peer-push: BPF ns added per response (the pending word read: a wake-up is on "
+          f"its way) | {answered:.0f} | report |")
 
 
 def lazy_rows(rows):

@@ -35,6 +35,11 @@
  *   prev  (with --cost-obj) the shipped egress program and the ingress one as
  *        it was before the step cadence (steer_wprev_in): what the cadence's
  *        lookups cost a received packet with the option off;
+ *   push  the shipped pair with the table published with STEER_TBL_PEER_PUSH
+ *        (--peer-push on), the wake-up re-armed and its ring drained before
+ *        each request, as smg-steerd's peer thread does: every request pays
+ *        the kick (the exchange and the ring record), its answer the test of
+ *        the pending word;
  * each over four phases:
  *   rr          one steered keep-alive connection, --messages request/response
  *               round trips (--request bytes out, --response bytes back);
@@ -91,10 +96,11 @@ enum variant {
 	V_LAZY,
 	V_STEP,
 	V_PREV,
+	V_PUSH,
 	VARIANTS
 };
-static const char *const variant_names[VARIANTS] = { "off",  "skb", "msg",  "trace", "find",
-						     "lock", "cad", "lazy", "step",  "prev" };
+static const char *const variant_names[VARIANTS] = { "off", "skb",  "msg",  "trace", "find", "lock",
+						     "cad", "lazy", "step", "prev",  "push" };
 enum phase {
 	P_RR,
 	P_DIRECT,
@@ -151,12 +157,23 @@ struct bench {
 	int link_out, link_in, link_ops; /* -1 when detached */
 	int link_tr[4];			 /* the trace variant's and its floors' */
 	struct bpf_object *msg_obj, *tr_obj, *cost_obj, *lazy_obj;
-	int cad_stats_fd;  /* steer_wcad_stats (per CPU) */
-	int lazy_stats_fd; /* steer_wire_lazy's .bss: steer_wlazy_stats */
+	int cad_stats_fd;	     /* steer_wcad_stats (per CPU) */
+	int lazy_stats_fd;	     /* steer_wire_lazy's .bss: steer_wlazy_stats */
+	struct ring_buffer *kick_rb; /* the push variant's wake-ups, drained per request */
+	bool pushing;		     /* the push variant is attached */
 	pid_t server;
 };
 
 static long eagain; /* blocking reads that returned EAGAIN (msg variant) */
+
+/* The push variant's ring records: they only wake the peer thread. */
+static int kick_record(void *ctx, void *data, size_t size)
+{
+	(void)ctx;
+	(void)data;
+	(void)size;
+	return 0;
+}
 
 /* ---- the server (a child outside the cgroup) ------------------------------------ */
 
@@ -422,9 +439,11 @@ static int use_variant(struct bench *b, enum variant v)
 					       G_FLOOR_TR_RECV };
 	int i;
 
-	/* Only the step variant's table has the step cadence on. */
-	if (publish(b, v == V_STEP ? STEER_TBL_STEP : 0) != 0)
+	/* Only the step variant's table has the step cadence on, only the
+	 * push variant's the push. */
+	if (publish(b, v == V_STEP ? STEER_TBL_STEP : v == V_PUSH ? STEER_TBL_PEER_PUSH : 0) != 0)
 		return -1;
+	b->pushing = v == V_PUSH;
 	detach_fd(&b->link_out);
 	detach_fd(&b->link_in);
 	detach_fd(&b->link_ops);
@@ -443,7 +462,7 @@ static int use_variant(struct bench *b, enum variant v)
 					      b->cg_fd, BPF_CGROUP_INET_EGRESS, NULL);
 		return b->link_out < 0 ? -1 : 0;
 	}
-	if (v == V_SKB || v == V_CAD || v == V_LAZY || v == V_STEP || v == V_PREV) {
+	if (v == V_SKB || v == V_CAD || v == V_LAZY || v == V_STEP || v == V_PREV || v == V_PUSH) {
 		enum prog out = v == V_CAD ? G_CAD_OUT : v == V_LAZY ? G_LAZY_OUT : G_OUT;
 		enum prog in = v == V_CAD    ? G_CAD_IN
 			       : v == V_LAZY ? G_LAZY_IN
@@ -544,7 +563,13 @@ static int round_trips(struct bench *b, const struct steer_addr *to, bool stream
 		memcpy(req, "STRM", 4); /* the server answers in pieces */
 
 	for (i = 0; fd >= 0 && lat && req && resp && i < n; i++) {
-		uint64_t t0 = bench_now_ns();
+		uint64_t t0;
+
+		if (b->pushing) { /* what the peer thread does on each wake-up */
+			ring_buffer__consume(b->kick_rb);
+			steer_dp_kick_rearm(b->dp);
+		}
+		t0 = bench_now_ns();
 
 		if (write(fd, req, (size_t)b->o.request) != b->o.request ||
 		    read_n(fd, resp, b->o.response) != 0) {
@@ -842,8 +867,12 @@ int main(int argc, char **argv)
 	}
 	b.cg_fd = open(b.o.cgroup, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	stats_fd = bpf_enable_stats(BPF_STATS_RUN_TIME);
-	if (b.cg_fd < 0 || stats_fd < 0 || publish(&b, 0) != 0 || setup_programs(&b) != 0 ||
-	    start_server(&b) != 0 || bench_join_cgroup(b.o.cgroup) != 0) {
+	b.kick_rb = steer_dp_kick_ring_fd(b.dp) >= 0
+			    ? ring_buffer__new(steer_dp_kick_ring_fd(b.dp), kick_record, NULL, NULL)
+			    : NULL;
+	if (b.cg_fd < 0 || stats_fd < 0 || !b.kick_rb || publish(&b, 0) != 0 ||
+	    setup_programs(&b) != 0 || start_server(&b) != 0 ||
+	    bench_join_cgroup(b.o.cgroup) != 0) {
 		fprintf(stderr, "wirecost: setup failed: %s\n", strerror(errno));
 		rc = 1;
 		goto out;
@@ -864,7 +893,7 @@ int main(int argc, char **argv)
 			}
 			for (p = 0; p < PHASES && rc == 0; p++)
 				if (p != P_STREAM || v == V_SKB || v == V_CAD || v == V_LAZY ||
-				    v == V_STEP || v == V_PREV)
+				    v == V_STEP || v == V_PREV || v == V_PUSH)
 					rc = measure(&b, r, (enum variant)v, (enum phase)p);
 			fflush(stdout);
 		}
@@ -874,6 +903,7 @@ out:
 		kill(b.server, SIGKILL);
 		waitpid(b.server, NULL, 0);
 	}
+	ring_buffer__free(b.kick_rb);
 	if (b.msg_obj)
 		bpf_object__close(b.msg_obj);
 	if (b.tr_obj)
