@@ -1,14 +1,16 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /*
  * peer.c - several routers share their request accounting: the reports this
- * router sends, the ones it receives, and what each does to the kernel. See
- * peer.h for the design; the wire format is proto/steer_peer.proto
- * (protobuf-c), the kernel half steer_peer_apply (bpf/steer_wire.bpf.c).
+ * router receives and what each does to the kernel, the thread, and the API;
+ * the reports it sends are in peer_send.c, the state both share in
+ * peer_int.h. See peer.h for the design; the wire format is
+ * proto/steer_peer.proto (protobuf-c), the kernel half steer_peer_apply
+ * (bpf/steer_wire.bpf.c).
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
-#include "peer.h"
+#include "peer_int.h"
 
 #include <errno.h>
 #include <netinet/in.h>
@@ -29,8 +31,6 @@
 #include "log.h"
 #include "steer_peer.pb-c.h"
 
-#define BACKENDS_PER_REPORT 16 /* ~1.1 KB a datagram: below every MTU in use */
-#define ECHOES_PER_REPORT 32   /* ~0.8 KB more in a full report's first datagram */
 #define MAX_DATAGRAM 65536
 #define NS_PER_MS 1000000ULL
 
@@ -46,22 +46,6 @@ static uint64_t key_hash(const struct steer_bk_key *k)
 		h = (h ^ p[i]) * 1099511628211ULL;
 	return h;
 }
-
-/* What this router applied for one sender at one backend. */
-struct applied {
-	struct steer_bk_key key;
-	bool used;
-	bool tracked;			   /* applied at least once */
-	uint32_t svc_id, slot, slot_gen;   /* where it was applied */
-	uint64_t last_sent, last_answered; /* the sender's counters, tokens */
-	uint64_t last_seq;		   /* the report they came in */
-	uint64_t outstanding;		   /* tokens applied and not taken back */
-};
-
-struct applied_table {
-	struct applied *e;
-	size_t cap, n; /* cap a power of two, or 0 */
-};
 
 static struct applied *applied_find(struct applied_table *t, const struct steer_bk_key *k,
 				    bool insert)
@@ -101,94 +85,6 @@ static struct applied *applied_find(struct applied_table *t, const struct steer_
 	return &t->e[i];
 }
 
-/* ---- State ----------------------------------------------------------------- */
-
-/* A router that reports to this one, by the address its reports come from. */
-struct remote {
-	struct steer_addr from;
-	uint64_t router; /* 0: none yet */
-	uint64_t last_ns, next_seq;
-	uint64_t sent_ns; /* its last report's sent_ns, echoed back to it (0: none) */
-	bool live;
-	struct applied_table applied;
-};
-
-/* The backends, as the thread uses them. */
-struct view {
-	struct steer_peer_target *t;
-	size_t n;
-	size_t *index; /* hash of (vip, addr) -> 1 + position in t; 0 empty */
-	size_t cap;
-	uint64_t *rep_sent, *rep_answered; /* what the last report said, per target */
-};
-
-struct steer_peer {
-	int fd;
-	/* --peer-push: the kernel's wake-ups (steer_kick_ring) and the ring's
-	 * map fd, polled directly (not through libbpf's epoll fd: one wake-up
-	 * fewer); NULL / -1 when the accounting is off. */
-	struct ring_buffer *kick_rb;
-	int kick_fd;
-	pthread_t thr;
-	bool started;
-	atomic_bool stop;
-	struct steer_dp *dp;
-	uint64_t router, seq;
-
-	pthread_mutex_t mu; /* guards everything below */
-	struct steer_addr peers[STEER_PEERS_MAX];
-	size_t n_peers;
-	uint64_t interval_ns, timeout_ns;
-	struct steer_peer_target *next_t; /* handed over by set_targets */
-	size_t next_n;
-	bool next_ready;
-	struct steer_peer_stats st;
-
-	/* The thread's own. */
-	struct view v;
-	/* Per slot: 1 + the owner generation this daemon mapped a backend at
-	 * (0: never), for clear_leftovers. */
-	uint32_t seen_gen[STEER_SLOT_IDS];
-	struct remote remotes[STEER_PEER_STATS_MAX];
-	size_t n_remotes;
-	size_t next_echo; /* where the next full report's echoes start */
-	uint64_t last_full_ns;
-	/* The changes one pass collected, applied by service in batches. */
-	struct pending_delta {
-		uint32_t svc_id;
-		uint32_t order; /* within the pass: changes of a slot keep their order */
-		struct steer_peer_delta d;
-	} * deltas;
-	size_t n_deltas, cap_deltas;
-};
-
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
-
-static socklen_t to_sockaddr(const struct steer_addr *a, struct sockaddr_storage *ss)
-{
-	memset(ss, 0, sizeof(*ss));
-	if (steer_addr_is_v4(a)) {
-		struct sockaddr_in *s4 = (struct sockaddr_in *)ss;
-
-		s4->sin_family = AF_INET;
-		s4->sin_port = a->port;
-		memcpy(&s4->sin_addr, &a->ip6[3], 4);
-		return sizeof(*s4);
-	}
-	struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)ss;
-
-	s6->sin6_family = AF_INET6;
-	s6->sin6_port = a->port;
-	memcpy(&s6->sin6_addr, a->ip6, 16);
-	return sizeof(*s6);
-}
-
 static void from_sockaddr(const struct sockaddr_storage *ss, struct steer_addr *a)
 {
 	memset(a, 0, sizeof(*a));
@@ -205,22 +101,6 @@ static void from_sockaddr(const struct sockaddr_storage *ss, struct steer_addr *
 		memcpy(a->ip6, &s6->sin6_addr, 16);
 		a->port = s6->sin6_port;
 	}
-}
-
-/* The stats row of an address, added when missing (NULL when full). Under mu. */
-static struct steer_peer_stat *stat_of(struct steer_peer *p, const struct steer_addr *a)
-{
-	size_t i;
-
-	for (i = 0; i < p->st.n; i++)
-		if (steer_addr_equal(&p->st.p[i].addr, a))
-			return &p->st.p[i];
-	if (p->st.n == STEER_PEER_STATS_MAX)
-		return NULL;
-	memset(&p->st.p[p->st.n], 0, sizeof(p->st.p[0]));
-	p->st.p[p->st.n].addr = *a;
-	p->st.p[p->st.n].age_s = -1;
-	return &p->st.p[p->st.n++];
 }
 
 /* ---- Applying changes to the kernel ---------------------------------------- */
@@ -319,7 +199,7 @@ static void remote_forget(struct steer_peer *p, struct remote *r, const char *wh
 			 steer_addr_format(&r->from, addr, sizeof(addr)),
 			 (unsigned long long)r->router, why, (unsigned long long)total);
 		pthread_mutex_lock(&p->mu);
-		s = stat_of(p, &r->from);
+		s = peer_stat_of(p, &r->from);
 		if (s)
 			s->forgotten++;
 		pthread_mutex_unlock(&p->mu);
@@ -545,7 +425,7 @@ static void count_report(struct steer_peer *p, const struct remote *r, uint64_t 
 	struct steer_peer_stat *s;
 
 	pthread_mutex_lock(&p->mu);
-	s = stat_of(p, &r->from);
+	s = peer_stat_of(p, &r->from);
 	if (s) {
 		s->received++;
 		s->lost += lost;
@@ -579,7 +459,7 @@ static void count_rtt(struct steer_peer *p, const struct remote *r, const SmgSte
 			return;
 		rtt = (double)(now - e->sent_ns - e->held_ns) / 1e9;
 		pthread_mutex_lock(&p->mu);
-		s = stat_of(p, &r->from);
+		s = peer_stat_of(p, &r->from);
 		if (s) {
 			for (b = 0; b < STEER_PEER_RTT_BUCKETS; b++)
 				if (rtt <= steer_peer_rtt_bounds[b])
@@ -666,7 +546,7 @@ static void receive_all(struct steer_peer *p, uint8_t *buf)
 		if (n < 0)
 			break; /* EAGAIN, or an ICMP error of an earlier send */
 		from_sockaddr(&ss, &from);
-		handle_report(p, &from, buf, (size_t)n, mono_ns());
+		handle_report(p, &from, buf, (size_t)n, peer_mono_ns());
 	}
 	deltas_flush(p);
 }
@@ -686,157 +566,12 @@ static void expire_remotes(struct steer_peer *p, uint64_t now, uint64_t timeout)
 		remote_forget(p, r, "fell silent");
 		r->live = false;
 		pthread_mutex_lock(&p->mu);
-		s = stat_of(p, &r->from);
+		s = peer_stat_of(p, &r->from);
 		if (s)
 			s->up = false;
 		pthread_mutex_unlock(&p->mu);
 	}
 	deltas_flush(p);
-}
-
-/* ---- Sending ------------------------------------------------------------------- */
-
-static void send_datagram(struct steer_peer *p, SmgSteer__Peer__Report *m, uint8_t *buf,
-			  const struct steer_addr *peers, size_t n_peers)
-{
-	size_t len, i;
-
-	m->seq = ++p->seq;
-	m->sent_ns = mono_ns();
-	len = smg_steer__peer__report__pack(m, buf);
-	for (i = 0; i < n_peers; i++) {
-		struct sockaddr_storage ss;
-		socklen_t sl = to_sockaddr(&peers[i], &ss);
-		bool ok = sendto(p->fd, buf, len, MSG_DONTWAIT, (struct sockaddr *)&ss, sl) ==
-			  (ssize_t)len;
-		struct steer_peer_stat *s;
-
-		pthread_mutex_lock(&p->mu);
-		s = stat_of(p, &peers[i]);
-		if (s) {
-			s->configured = true;
-			if (ok)
-				s->sent++;
-			else
-				s->send_errors++;
-		}
-		pthread_mutex_unlock(&p->mu);
-	}
-}
-
-/*
- * Echoes of the routers this one hears, up to ECHOES_PER_REPORT starting
- * where the last full report stopped, so that each gets its round trips
- * measured however many there are.
- */
-static size_t fill_echoes(struct steer_peer *p, SmgSteer__Peer__Echo *ec, SmgSteer__Peer__Echo **ep)
-{
-	uint64_t now = mono_ns();
-	size_t k = 0, i;
-
-	for (i = 0; i < p->n_remotes && k < ECHOES_PER_REPORT; i++) {
-		const struct remote *r = &p->remotes[(p->next_echo + i) % p->n_remotes];
-
-		if (!r->live || !r->sent_ns)
-			continue;
-		smg_steer__peer__echo__init(&ec[k]);
-		ec[k].router = r->router;
-		ec[k].sent_ns = r->sent_ns;
-		ec[k].held_ns = now - r->last_ns;
-		ep[k] = &ec[k];
-		k++;
-	}
-	if (p->n_remotes)
-		p->next_echo = (p->next_echo + i) % p->n_remotes;
-	return k;
-}
-
-/*
- * This router's counters, for every backend whose counters moved since the
- * last report (full: every backend, which also tells the others this router
- * is alive, and echoes the others' reports), in datagrams of
- * BACKENDS_PER_REPORT.
- */
-static void send_reports(struct steer_peer *p, bool full, uint8_t *buf, uint32_t interval_us)
-{
-	SmgSteer__Peer__Backend bk[BACKENDS_PER_REPORT], *bp[BACKENDS_PER_REPORT];
-	SmgSteer__Peer__Echo ec[ECHOES_PER_REPORT], *ep[ECHOES_PER_REPORT];
-	SmgSteer__Peer__Report m = SMG_STEER__PEER__REPORT__INIT;
-	struct steer_addr peers[STEER_PEERS_MAX];
-	size_t n_peers, i, k = 0;
-	bool sent_any = false;
-
-	pthread_mutex_lock(&p->mu);
-	n_peers = p->n_peers;
-	memcpy(peers, p->peers, n_peers * sizeof(peers[0]));
-	pthread_mutex_unlock(&p->mu);
-	m.router = p->router;
-	m.interval_us = interval_us;
-	m.backends = bp;
-	m.echoes = ep;
-	if (full)
-		m.n_echoes = fill_echoes(p, ec, ep);
-	for (i = 0; i <= p->v.n; i++) {
-		if (i < p->v.n) {
-			const struct steer_peer_target *t = &p->v.t[i];
-			/* Answered first: the sent count read after it is at least as large. */
-			uint64_t a = steer_dp_answered_bytes(p->dp, t->slot) / t->bytes_per_token;
-			uint64_t s = steer_dp_sent_bytes(p->dp, t->slot) / t->bytes_per_token;
-
-			if (a > s)
-				a = s;
-			if (!full && s == p->v.rep_sent[i] && a == p->v.rep_answered[i])
-				continue;
-			p->v.rep_sent[i] = s;
-			p->v.rep_answered[i] = a;
-			smg_steer__peer__backend__init(&bk[k]);
-			bk[k].vip.data = (uint8_t *)t->vip.ip6;
-			bk[k].vip.len = 16;
-			bk[k].vip_port = ntohs(t->vip.port);
-			bk[k].addr.data = (uint8_t *)t->addr.ip6;
-			bk[k].addr.len = 16;
-			bk[k].port = ntohs(t->addr.port);
-			bk[k].sent_tokens = s;
-			bk[k].answered_tokens = a;
-			bp[k] = &bk[k];
-			k++;
-			if (k < BACKENDS_PER_REPORT)
-				continue;
-		}
-		if (!k && (sent_any || !full))
-			break;
-		m.n_backends = k;
-		send_datagram(p, &m, buf, peers, n_peers);
-		m.n_echoes = 0; /* in the first datagram only */
-		sent_any = true;
-		k = 0;
-	}
-}
-
-/* ---- Pushing (--peer-push) ---------------------------------------------------- */
-
-static int kick_sample(void *ctx, void *data, size_t size)
-{
-	(void)ctx;
-	(void)data;
-	(void)size;
-	return 0; /* the record only wakes the thread */
-}
-
-/*
- * The kernel says a request was sent or answered: report the backends that
- * moved now, not at the next interval. The word is re-armed before the counters are
- * read (steer_kick in bpf/steer_wire.bpf.c), so a send that comes after the
- * read writes a new record, and one that came before is in this report.
- */
-static void push_reports(struct steer_peer *p, uint8_t *buf, uint32_t interval_us)
-{
-	ring_buffer__consume(p->kick_rb);
-	steer_dp_kick_rearm(p->dp);
-	send_reports(p, false, buf, interval_us);
-	pthread_mutex_lock(&p->mu);
-	p->st.push_wakeups++;
-	pthread_mutex_unlock(&p->mu);
 }
 
 /* ---- The thread ----------------------------------------------------------------- */
@@ -845,7 +580,7 @@ static void *peer_main(void *arg)
 {
 	struct steer_peer *p = arg;
 	uint8_t *buf = malloc(MAX_DATAGRAM);
-	uint64_t next_send = mono_ns();
+	uint64_t next_send = peer_mono_ns();
 
 	if (!buf) {
 		log_error("peer: out of memory; not sharing with the other routers");
@@ -863,7 +598,7 @@ static void *peer_main(void *arg)
 		timeout = p->timeout_ns;
 		pthread_mutex_unlock(&p->mu);
 		take_targets(p);
-		now = mono_ns();
+		now = peer_mono_ns();
 		if (now >= next_send) {
 			/* Every backend again a few times per timeout: the others see
 			 * this router alive even when nothing moves. */
@@ -872,7 +607,7 @@ static void *peer_main(void *arg)
 			/* Re-armed here too: a wake-up the ring lost delays the
 			 * pushes by one interval, not for ever. */
 			steer_dp_kick_rearm(p->dp);
-			send_reports(p, full, buf, (uint32_t)(interval / 1000));
+			peer_send_reports(p, full, buf, (uint32_t)(interval / 1000));
 			if (full)
 				p->last_full_ns = now;
 			next_send += interval;
@@ -880,7 +615,7 @@ static void *peer_main(void *arg)
 				next_send = now + interval; /* overran: do not burst */
 		}
 		expire_remotes(p, now, timeout);
-		now = mono_ns();
+		now = peer_mono_ns();
 		ts.tv_sec = 0;
 		ts.tv_nsec = next_send > now ? (long)(next_send - now) : 0;
 		if (ts.tv_nsec > 100 * (long)NS_PER_MS)
@@ -888,7 +623,7 @@ static void *peer_main(void *arg)
 		if (ppoll(pf, p->kick_rb ? 2 : 1, &ts, NULL) <= 0)
 			continue;
 		if (pf[1].revents & POLLIN)
-			push_reports(p, buf, (uint32_t)(interval / 1000));
+			peer_push_reports(p, buf, (uint32_t)(interval / 1000));
 		if (pf[0].revents & POLLIN)
 			receive_all(p, buf);
 	}
@@ -909,29 +644,11 @@ static void set_peers_locked(struct steer_peer *p, const struct steer_addr *peer
 	p->timeout_ns = timeout_ns;
 }
 
-/* The kernel's wake-ups, when the request accounting is on (it is with
- * --peer). Here, before privileges are dropped: libbpf maps the ring. */
-static int kick_open(struct steer_peer *p, char *err, size_t errlen)
-{
-	int fd = steer_dp_kick_ring_fd(p->dp);
-
-	p->kick_fd = -1;
-	if (fd < 0)
-		return 0;
-	p->kick_rb = ring_buffer__new(fd, kick_sample, p, NULL);
-	if (!p->kick_rb)
-		return steer_seterr(err, errlen, errno,
-				    "--peer-push: cannot map the kernel's wake-up ring: %s",
-				    strerror(errno));
-	p->kick_fd = fd;
-	return 0;
-}
-
 int steer_peer_open(const struct steer_peer_opts *o, struct steer_peer **out, char *err,
 		    size_t errlen)
 {
 	struct sockaddr_storage ss;
-	socklen_t sl = to_sockaddr(&o->listen, &ss);
+	socklen_t sl = peer_to_sockaddr(&o->listen, &ss);
 	struct steer_peer *p = calloc(1, sizeof(*p));
 	char addr[STEER_ADDR_STRLEN];
 	int rc;
@@ -943,7 +660,7 @@ int steer_peer_open(const struct steer_peer_opts *o, struct steer_peer **out, ch
 	pthread_mutex_init(&p->mu, NULL);
 	set_peers_locked(p, o->peers, o->n_peers, o->interval_ns, o->timeout_ns);
 	if (getrandom(&p->router, sizeof(p->router), 0) != sizeof(p->router) || !p->router)
-		p->router = mono_ns() | 1;
+		p->router = peer_mono_ns() | 1;
 	p->fd = socket(ss.ss_family, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (p->fd < 0 || bind(p->fd, (struct sockaddr *)&ss, sl) != 0) {
 		rc = steer_seterr(err, errlen, errno, "--peer-listen %s: %s",
@@ -955,7 +672,7 @@ int steer_peer_open(const struct steer_peer_opts *o, struct steer_peer **out, ch
 		free(p);
 		return rc;
 	}
-	rc = kick_open(p, err, errlen);
+	rc = peer_kick_open(p, err, errlen);
 	if (rc) {
 		close(p->fd);
 		pthread_mutex_destroy(&p->mu);
@@ -1003,7 +720,7 @@ void steer_peer_set_peers(struct steer_peer *p, const struct steer_addr *peers, 
 
 void steer_peer_stats(struct steer_peer *p, struct steer_peer_stats *out)
 {
-	uint64_t now = mono_ns();
+	uint64_t now = peer_mono_ns();
 	size_t i;
 
 	pthread_mutex_lock(&p->mu);
