@@ -165,6 +165,21 @@ static inline char *capture_stdout(int (*fn)(void *), void *arg, int *rc)
 
 /* Runs the real smg-steerd (STEER_BUILD, else build/san) with args and
  * --check-config: its exit code, and its stderr in out. */
+/* What --check-config prints of c (steer_config_summary), malloc'd; NULL
+ * when it could not be captured. */
+static inline char *summary_of(const struct steer_config *c)
+{
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+
+	if (!f)
+		return NULL;
+	steer_config_summary(f, c);
+	fclose(f);
+	return text;
+}
+
 static inline int run_check_config(const char *const *args, char *out, size_t outlen)
 {
 	const char *build = getenv("STEER_BUILD");

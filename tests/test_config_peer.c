@@ -192,28 +192,22 @@ static void test_check_config(void)
 static void test_summary(void)
 {
 	struct steer_config c;
-	char *text = NULL;
-	size_t len = 0;
-	FILE *f = open_memstream(&text, &len);
 	int rc = LOAD(&c, BASE, PEERS, "--peer", "127.0.0.3:9470");
+	char *text = summary_of(&c);
 
-	CHECK(f && rc == STEER_CONFIG_OK, "rc=%d '%s'", rc, err);
-	steer_config_summary(f, &c);
-	fclose(f);
-	CHECK(strstr(text,
-		     "  peers: listen 127.0.0.1:9470, report every 1ms, forget after 1s, phase on: "
-		     "127.0.0.2:9470 127.0.0.3:9470\n"),
+	CHECK(text && rc == STEER_CONFIG_OK, "rc=%d '%s'", rc, err);
+	CHECK(text && strstr(text, "  peers: listen 127.0.0.1:9470, report every 1ms, forget after "
+				   "1s, phase on: "
+				   "127.0.0.2:9470 127.0.0.3:9470\n"),
 	      "summary: '%s'", text);
 	free(text);
 	steer_config_free(&c);
-	text = NULL;
-	f = open_memstream(&text, &len);
 	rc = LOAD(&c, BASE, PEERS, "--peer-push", "on", "--peer-phase", "off");
-	CHECK(f && rc == STEER_CONFIG_OK, "rc=%d '%s'", rc, err);
-	steer_config_summary(f, &c);
-	fclose(f);
-	CHECK(strstr(text, "  peers: listen 127.0.0.1:9470, report every 1ms and at each request, "
-			   "forget after 1s, phase off: 127.0.0.2:9470\n"),
+	text = summary_of(&c);
+	CHECK(text && rc == STEER_CONFIG_OK, "rc=%d '%s'", rc, err);
+	CHECK(text && strstr(text, "  peers: listen 127.0.0.1:9470, report every 1ms and at each "
+				   "request, "
+				   "forget after 1s, phase off: 127.0.0.2:9470\n"),
 	      "summary with push: '%s'", text);
 	free(text);
 	steer_config_free(&c);

@@ -116,16 +116,12 @@ static void test_accepted(void)
 static void test_summary(void)
 {
 	struct steer_config c;
-	char *text = NULL;
-	size_t len = 0;
-	FILE *f = open_memstream(&text, &len);
 	int rc = LOAD(&c, BASE, STEP, "--step-probe", "/v1/completions");
+	char *text = summary_of(&c);
 
-	CHECK(f && rc == STEER_CONFIG_OK, "rc=%d '%s'", rc, err);
-	steer_config_summary(f, &c);
-	fclose(f);
-	CHECK(strstr(text, "  step probe: POST /v1/completions to every backend, body " DEFAULT_BODY
-			   "\n"),
+	CHECK(text && rc == STEER_CONFIG_OK, "rc=%d '%s'", rc, err);
+	CHECK(text && strstr(text, "  step probe: POST /v1/completions to every backend, "
+				   "body " DEFAULT_BODY "\n"),
 	      "summary: '%s'", text);
 	free(text);
 	steer_config_free(&c);

@@ -257,7 +257,7 @@ void publish(struct daemon *d)
 			.flags = (s->fail_open ? STEER_TBL_FAIL_OPEN : 0) |
 				 (s->policy.wire_pending ? STEER_TBL_PENDING : 0) |
 				 (s->policy.wire_step ? STEER_TBL_STEP : 0) |
-				 (d->cfg.n_peers && d->cfg.peer_push ? STEER_TBL_PEER_PUSH : 0) |
+				 (d->cfg.peer_push ? STEER_TBL_PEER_PUSH : 0) | /* needs --peer */
 				 (d->cfg.wire_off ? STEER_TBL_WIRE_OFF : 0),
 			.peers = s->policy.peer_routers,
 		};

@@ -150,7 +150,7 @@ static void decode_tokens(struct sim *s, uint32_t wi, double t)
 	bool stream = s->c->response == SIM_RESP_STREAM;
 	uint64_t rx = 0;
 	int32_t i = w->run_head;
-	uint32_t k;
+	uint32_t k, owner;
 
 	while (i != NONE && i != w->pf) {
 		struct req *r = &s->reqs[i];
@@ -174,14 +174,15 @@ static void decode_tokens(struct sim *s, uint32_t wi, double t)
 		}
 		i = next;
 	}
-	if (w->probes > 0 && sim_probe_owner(s, wi) != UINT32_MAX)
-		rx |= 1ull << sim_probe_owner(s, wi); /* the others learn it below */
-	else if (w->probes > 0) /* every router's probe got a token (or saw the fleet's) */
+	owner = w->probes > 0 ? sim_probe_owner(s, wi) : UINT32_MAX;
+	if (owner != UINT32_MAX)
+		rx |= 1ull << owner; /* the others learn it below */
+	else if (w->probes > 0)	     /* every router's probe got a token (or saw the fleet's) */
 		rx = s->c->routers >= 64 ? ~0ull : (1ull << s->c->routers) - 1;
 	for (k = 0; rx; k++, rx >>= 1)
 		if (rx & 1)
 			sim_router_rx(s->routers[k], wi, t);
-	if (w->probes > 0 && sim_probe_owner(s, wi) != UINT32_MAX)
+	if (owner != UINT32_MAX)
 		sim_probe_step_shared(s, wi, w->last_step_end >= 0 ? t - w->last_step_end : 0, t);
 }
 

@@ -283,7 +283,7 @@ uint32_t sim_probe_owner(const struct sim *s, uint32_t w)
 
 void sim_probe_step_shared(struct sim *s, uint32_t w, double gap_s, double t)
 {
-	uint32_t owner = w % s->c->routers, gap_us;
+	uint32_t owner = sim_probe_owner(s, w), gap_us;
 	double delay = share_delay(s);
 
 	gap_us = gap_s > 0 && gap_s < 4e3 ? (uint32_t)(gap_s * 1e6 + 0.5) : 0;
