@@ -36,7 +36,11 @@
 #      STEER_TBL_PEER_PUSH), interleaved:
 #      BPF ns per message and per packet next to the
 #      empty-program floor, keep-alive request/response latency, and upload
-#      throughput, steered and unsteered; then the congestion-control probe
+#      throughput, steered and unsteered; the same with the client and the
+#      server placed on one CPU, on two, and on two with the received packets
+#      handed to the client's CPU (RPS), next to the ablations without the
+#      service's lock and the least an exact count writes; then the
+#      congestion-control probe
 #      (ccprobe, steer_ccprobe.bpf.o): what a per-socket algorithm chosen at
 #      connect sees of requests and answers, and what it costs.
 #   8. what the programs cost an unsteered connection with the statistics off
@@ -217,6 +221,8 @@ cleanup() {
 		kill -KILL "$p" 2>/dev/null || true
 		wait "$p" 2>/dev/null || true
 	done
+	# wire_rps's sysfs, if it was interrupted.
+	[ -n "${WIRE_SYSFS:-}" ] && umount "$WIRE_SYSFS" 2>/dev/null || true
 	# Pinned links keep programs attached: removing the pins releases them.
 	rm -rf "$PIN"-* 2>/dev/null || true
 	# ingress.py removes its namespaces itself; these are what a killed one left.
@@ -657,6 +663,31 @@ norel_part() {
 
 # ---- 6. request accounting on steered sockets ----------------------------------------------------
 
+# The split placement again, with this namespace's loopback handing every
+# received packet to CPU 0, where the client runs (RPS on lo's rx-0): what
+# receive flow steering or IRQ affinity gives a real host. A sysfs mounted
+# from this namespace shows its own devices only; it is checked to hold
+# nothing but lo before anything is written, and unmounted after.
+wire_rps() {
+	local sys="$TMP/sys" q
+	mkdir -p "$sys"
+	mount -t sysfs sysfs "$sys" || return 0
+	WIRE_SYSFS=$sys
+	q="$sys/class/net/lo/queues/rx-0/rps_cpus"
+	if [ "$(ls "$sys/class/net")" = lo ] && [ -w "$q" ] && echo 1 >"$q"; then
+		log "request accounting, client on CPU 0, server on CPU 1, received packets on CPU 0 (RPS): off / shipped / ablations, $ROUNDS rounds"
+		fg_wait "$BIN/wirecost" --pin "$PIN-wire" --cgroup "$CG_WIRE" \
+			--msg-obj "$BUILD/steer_wire_msg.bpf.o" --cost-obj "$BUILD/steer_wire_cost.bpf.o" \
+			--variants off,skb,fast,min,find --cpus split --rounds "$ROUNDS" \
+			--messages "$WIRE_MESSAGES" --bulk-mb "$WIRE_BULK_MB" --header >"$RES/wire_rps.csv"
+		echo 0 >"$q"
+	else
+		log "request accounting with RPS: skipped (this namespace's sysfs does not show lo alone)"
+	fi
+	umount "$sys"
+	WIRE_SYSFS=
+}
+
 wire_part() {
 	log "request accounting: off / cgroup_skb (shipped) / sockops+sk_msg+sk_skb (card) / BTF tracepoints (ablation) / cut short, step cadence and lazy answers (cost), $ROUNDS rounds"
 	loadavg "wire start"
@@ -664,6 +695,17 @@ wire_part() {
 		--msg-obj "$BUILD/steer_wire_msg.bpf.o" --tr-obj "$BUILD/steer_wire_tr.bpf.o" \
 		--cost-obj "$BUILD/steer_wire_cost.bpf.o" --lazy-obj "$BUILD/steer_wire_lazy.bpf.o" --rounds "$ROUNDS" \
 		--messages "$WIRE_MESSAGES" --bulk-mb "$WIRE_BULK_MB" --header >"$RES/wire.csv"
+	# The same accounting with the client and the server placed: one CPU
+	# (a socket's sends and received packets on one CPU, as a NIC's receive
+	# flow steering gives) and two (every message's lines move between CPUs).
+	for cpus in same split; do
+		log "request accounting, client and server on CPUs '$cpus': off / shipped / without the lock / the least (ablations), $ROUNDS rounds"
+		fg_wait "$BIN/wirecost" --pin "$PIN-wire" --cgroup "$CG_WIRE" \
+			--msg-obj "$BUILD/steer_wire_msg.bpf.o" --cost-obj "$BUILD/steer_wire_cost.bpf.o" \
+			--variants off,skb,fast,min,find --cpus "$cpus" --rounds "$ROUNDS" \
+			--messages "$WIRE_MESSAGES" --bulk-mb "$WIRE_BULK_MB" --header >"$RES/wire_$cpus.csv"
+	done
+	wire_rps
 	log "request accounting from a per-socket congestion control (ccprobe), $ROUNDS rounds"
 	fg_wait "$BIN/ccprobe" --obj "$BUILD/steer_ccprobe.bpf.o" --cgroup-set "$CG_CS" \
 		--cgroup-none "$CG_CN" --cgroup-floor "$CG_CF" --rounds "$ROUNDS" >"$RES/ccprobe.txt"
@@ -825,6 +867,7 @@ machine >"$RES/machine.md"
 	echo "norelbench ... --part walk --scales 1000 --polls $NOREL_POLLS   # again, with the TIME_WAIT sockets of --part bpf"
 	echo "norelbench ... --part wall --rounds $((2 * ROUNDS)) --wall-ops 20000"
 	echo "wirecost --pin PIN --cgroup CG --msg-obj steer_wire_msg.bpf.o --tr-obj steer_wire_tr.bpf.o --cost-obj steer_wire_cost.bpf.o --lazy-obj steer_wire_lazy.bpf.o --rounds $ROUNDS --messages $WIRE_MESSAGES --bulk-mb $WIRE_BULK_MB   # 512 B requests, 256 B responses (stream: in 8 pieces)"
+	echo "wirecost ... --variants off,skb,fast,min,find --cpus same|split   # placed; then split again with lo's rx-0 rps_cpus = 1 (received packets on CPU 0, a sysfs mounted in the namespace)"
 	echo "ccprobe --obj steer_ccprobe.bpf.o --cgroup-set CG --cgroup-none CG --cgroup-floor CG --rounds $ROUNDS   # a per-socket congestion control as the accounting hook (probe)"
 	echo "offcost --pin PIN --cgroup-ship CG --cgroup-empty CG --cgroup-none CG --cgroup-nowire CG --tr-obj steer_wire_tr.bpf.o --rounds $OFF_ROUNDS --rounds-on $OFF_ROUNDS_ON ${OFF_CPU:+--cpu $OFF_CPU}   # statistics off, then on"
 	echo "peerbench --part bpf --pin PIN --cgroup CG --cost-obj steer_wire_cost.bpf.o --first 127.0.4.1:9000 --backends 64 --rounds $PEER_ROUNDS --runs $PEER_RUNS   # steer_peer_apply: 1 and 32 deltas, the empty syscall program"

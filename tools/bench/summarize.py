@@ -536,7 +536,9 @@ def wire_section(res):
              "lazy": [("lazy_egress", "floor_egress"), ("lazy_ingress", "floor_ingress")],
              "step": [("skb_egress", "floor_egress"), ("skb_ingress", "floor_ingress")],
              "prev": [("prev_ingress", "floor_ingress")],
-             "push": [("skb_egress", "floor_egress"), ("skb_ingress", "floor_ingress")]}
+             "push": [("skb_egress", "floor_egress"), ("skb_ingress", "floor_ingress")],
+             "fast": [("fast_egress", "floor_egress"), ("fast_ingress", "floor_ingress")],
+             "min": [("min_egress", "floor_egress"), ("min_ingress", "floor_ingress")]}
     print("| variant | phase | program | runs per message | ns per run | floor ns per run | "
           "ns per message | net ns per message (minus floor) |")
     print("|---|---|---|---:|---:|---:|---:|---:|")
@@ -589,7 +591,9 @@ def wire_section(res):
     step_rows(rows)
     push_rows(rows)
     lazy_rows(rows)
+    fast_rows(rows)
     print()
+    placement_rows(res, rows)
 
 
 def added_per_later_packet(rows, variant, prog):
@@ -664,6 +668,61 @@ def lazy_rows(rows):
           f"(floor {floor:.0f}; {left / max(left + rekeyed, 1) * 100:.0f} % of answers left the "
           f"leaf to the next connect) | {lazy - floor:.0f} net | "
           f"{verdict(lazy - floor, TARGETS['wire ns per message'])} |")
+
+
+def wire_net(rows, variant, prog, floor):
+    """A variant's BPF ns per rr message net of its floor: (ns per message, net)."""
+    msgs = wire_med(rows, variant, "rr", "messages")
+    per_msg = wire_med(rows, variant, "rr", f"{prog}_ns_per_msg")
+    runs = wire_med(rows, variant, "rr", f"{prog}_runs")
+    fl = wire_med(rows, variant, "rr", f"{floor}_ns_per_run")
+    return per_msg, per_msg - fl * runs / msgs
+
+
+def fast_rows(rows):
+    """The accounting without the service's lock (variant fast: atomics on a send, an answer
+    settled with atomics and its leaf left for the next connect's fold) against the shipped
+    pair, side by side: BPF ns per request sent and per response received (rr)."""
+    if wire_med(rows, "fast", "rr", "messages") != wire_med(rows, "fast", "rr", "messages"):
+        return
+    for what, prog, floor in (("request sent", "egress", "floor_egress"),
+                              ("response received", "ingress", "floor_ingress")):
+        skb, skb_net = wire_net(rows, "skb", f"skb_{prog}", floor)
+        fast, fast_net = wire_net(rows, "fast", f"fast_{prog}", floor)
+        print(f"| without the lock (ablation): BPF ns per {what}, shipped {skb:.0f} ({skb_net:.0f} "
+              f"net) / fast {fast:.0f} | {fast_net:.0f} net | "
+              f"{verdict(fast_net, TARGETS['wire ns per message'])} |")
+    sent = wire_med(rows, "fast", "rr", "fast_sent")
+    locked = wire_med(rows, "fast", "rr", "fast_sent_locked")
+    print(f"| without the lock (ablation): sends that took no lock | "
+          f"{sent / max(sent + locked, 1) * 100:.1f} % | report |")
+
+
+def placement_rows(res, rows):
+    """The shipped accounting and the lock-free ablation per placement of the client and
+    the server (wirecost --cpus): BPF ns per message net of the floor, rr."""
+    runs = [("any", rows)] + [(c, read(os.path.join(res, f"wire_{c}.csv")))
+                             for c in ("same", "split", "rps")]
+    runs = [(c, r) for c, r in runs if r]
+    if len(runs) < 2:
+        return
+    print("Placement of the client and the server (`--cpus`: any = the scheduler's choice, "
+          "same = both on CPU 0, split = client on CPU 0 and server on CPU 1, rps = split with "
+          "the loopback's received packets handed to CPU 0 by RPS), BPF ns per rr "
+          "message net of the floor, medians of the rounds:\n")
+    print("| cpus | shipped, request sent | shipped, response | without the lock, request sent "
+          "| without the lock, response | the least (record only), request sent | the least, "
+          "response | a request to its record (find) | rr p50 µs off / shipped |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for cpus, r in runs:
+        cells = []
+        for v in ("skb", "fast", "min"):
+            for prog, floor in (("egress", "floor_egress"), ("ingress", "floor_ingress")):
+                cells.append(f"{wire_net(r, v, f'{v}_{prog}', floor)[1]:.0f}")
+        cells.append(f"{wire_net(r, 'find', 'cost_find', 'floor_egress')[1]:.0f}")
+        print(f"| {cpus} | {' | '.join(cells)} | {wire_med(r, 'off', 'rr', 'p50_us'):.1f} / "
+              f"{wire_med(r, 'skb', 'rr', 'p50_us'):.1f} |")
+    print()
 
 
 def cad_rows(rows):

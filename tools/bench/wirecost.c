@@ -7,6 +7,7 @@
  *            [--lazy-obj build/steer_wire_lazy.bpf.o]
  *            [--backend 127.0.6.1:9600] [--rounds 8] [--messages 5000]
  *            [--request 512] [--response 256] [--bulk-mb 32] [--header]
+ *            [--variants off,skb,...] [--cpus any|same|split]
  *
  * Loads and attaches the real data plane (dataplane API) over one backend,
  * forks a server that stays outside the measured cgroup, joins the cgroup
@@ -35,6 +36,13 @@
  *   prev  (with --cost-obj) the shipped egress program and the ingress one as
  *        it was before the step cadence (steer_wprev_in): what the cadence's
  *        lookups cost a received packet with the option off;
+ *   fast  (with --cost-obj) the ablation without the service's lock
+ *        (steer_wfast_out, steer_wfast_in): a send past a socket's first
+ *        counts with atomics, an answer settles with atomics and marks its
+ *        leaf for the next connect's fold (docs/benchmarks.md run 20);
+ *   min   (with --cost-obj) the least an exact per-socket count writes
+ *        (steer_wmin_out, steer_wmin_in): the record's unanswered bytes,
+ *        per-CPU slot counters, nothing else; a bound, not a design;
  *   push  the shipped pair with the table published with STEER_TBL_PEER_PUSH
  *        (--peer-push on), the wake-up re-armed and its ring drained before
  *        each request, as smg-steerd's peer thread does: every request pays
@@ -46,7 +54,7 @@
  *   direct      the same to the backend's address: an unsteered socket;
  *   bulk        a steered connection uploading --bulk-mb MiB in 64 KiB writes;
  *   bulkdirect  the same, unsteered;
- * and, for skb, cad, lazy, step and prev only, a fifth:
+ * and, for skb, cad, lazy, step, prev, push and fast only, a fifth:
  *   stream      rr with every response written in STREAM_CHUNKS pieces (a
  *               streaming answer's packets: the cadence's work runs on all but
  *               the first).
@@ -54,6 +62,11 @@
  * run_time_ns / run_cnt of every accounting program is read around each
  * phase. Empty programs (r0 = 1; exit) of the cgroup types are attached next
  * to them throughout: their ns per run is the floor of dispatch and statistics.
+ * --variants measures only those named. --cpus places the client and the
+ * server: any (the scheduler's choice), same (both on CPU 0: a steered
+ * socket's sends and, over loopback, its received packets run on one CPU,
+ * as a NIC's receive flow steering gives a real host), split (client on CPU
+ * 0, server on CPU 1: every message's lines move between the two CPUs).
  * Output: CSV, one row per (round, variant, phase, metric).
  */
 #include <bpf/bpf.h>
@@ -66,6 +79,7 @@
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -97,10 +111,13 @@ enum variant {
 	V_STEP,
 	V_PREV,
 	V_PUSH,
+	V_FAST,
+	V_MIN,
 	VARIANTS
 };
-static const char *const variant_names[VARIANTS] = { "off", "skb",  "msg",  "trace", "find", "lock",
-						     "cad", "lazy", "step", "prev",  "push" };
+static const char *const variant_names[VARIANTS] = { "off",  "skb",  "msg",  "trace", "find",
+						     "lock", "cad",  "lazy", "step",  "prev",
+						     "push", "fast", "min" };
 enum phase {
 	P_RR,
 	P_DIRECT,
@@ -132,18 +149,25 @@ enum prog {
 	G_LAZY_OUT,
 	G_LAZY_IN,
 	G_PREV_IN,
+	G_FAST_OUT,
+	G_FAST_IN,
+	G_MIN_OUT,
+	G_MIN_IN,
 	PROGS
 };
 static const char *const prog_names[PROGS] = {
 	"skb_egress",	 "skb_ingress",	   "sockops",	    "sk_msg",	      "sk_skb",
 	"floor_egress",	 "floor_ingress",  "floor_sockops", "tp_send_length", "tp_tcp_probe",
 	"floor_tp_send", "floor_tp_probe", "cost_find",	    "cost_lock",      "cad_egress",
-	"cad_ingress",	 "lazy_egress",	   "lazy_ingress",  "prev_ingress",
+	"cad_ingress",	 "lazy_egress",	   "lazy_ingress",  "prev_ingress",   "fast_egress",
+	"fast_ingress",	 "min_egress",	   "min_ingress",
 };
 
 struct opts {
 	const char *pin, *cgroup, *msg_obj, *tr_obj, *cost_obj, *lazy_obj, *backend;
 	int rounds;
+	int client_cpu, server_cpu; /* -1: any */
+	bool only[VARIANTS];	    /* --variants: measure these (all when none named) */
 	long messages, request, response, bulk_mb;
 	bool header;
 };
@@ -158,6 +182,7 @@ struct bench {
 	int link_tr[4];			 /* the trace variant's and its floors' */
 	struct bpf_object *msg_obj, *tr_obj, *cost_obj, *lazy_obj;
 	int cad_stats_fd;	     /* steer_wcad_stats (per CPU) */
+	int fast_stats_fd;	     /* steer_wfast_stats (per CPU) */
 	int lazy_stats_fd;	     /* steer_wire_lazy's .bss: steer_wlazy_stats */
 	struct ring_buffer *kick_rb; /* the push variant's wake-ups, drained per request */
 	bool pushing;		     /* the push variant is attached */
@@ -254,6 +279,19 @@ static void server_main(int lfd, long request, long response)
 	}
 }
 
+/* The calling process (and what it forks or starts after) on one CPU; -1: any. */
+static void pin_cpu(int cpu)
+{
+	cpu_set_t set;
+
+	if (cpu < 0)
+		return;
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	if (sched_setaffinity(0, sizeof(set), &set) != 0)
+		fprintf(stderr, "wirecost: CPU %d: %s\n", cpu, strerror(errno));
+}
+
 static int start_server(struct bench *b)
 {
 	struct sockaddr_in sa = { .sin_family = AF_INET,
@@ -265,8 +303,10 @@ static int start_server(struct bench *b)
 	if (bind(lfd, (struct sockaddr *)&sa, sizeof(sa)) != 0 || listen(lfd, 1024) != 0)
 		return -errno;
 	b->server = fork();
-	if (b->server == 0)
+	if (b->server == 0) {
+		pin_cpu(b->o.server_cpu);
 		server_main(lfd, b->o.request, b->o.response);
+	}
 	close(lfd);
 	return b->server > 0 ? 0 : -1;
 }
@@ -305,7 +345,9 @@ static int setup_cost(struct bench *b)
 {
 	b->prog_fd[G_COST_FIND] = b->prog_fd[G_COST_LOCK] = -1;
 	b->prog_fd[G_CAD_OUT] = b->prog_fd[G_CAD_IN] = b->cad_stats_fd = -1;
-	b->prog_fd[G_PREV_IN] = -1;
+	b->prog_fd[G_PREV_IN] = b->prog_fd[G_FAST_OUT] = b->prog_fd[G_FAST_IN] = -1;
+	b->prog_fd[G_MIN_OUT] = b->prog_fd[G_MIN_IN] = -1;
+	b->fast_stats_fd = -1;
 	if (!b->o.cost_obj)
 		return 0;
 	b->cost_obj = steer_dp_object_open(b->o.cost_obj, b->o.pin);
@@ -325,9 +367,22 @@ static int setup_cost(struct bench *b)
 		bpf_map__fd(bpf_object__find_map_by_name(b->cost_obj, "steer_wcad_stats"));
 	b->prog_fd[G_PREV_IN] =
 		bpf_program__fd(bpf_object__find_program_by_name(b->cost_obj, "steer_wprev_in"));
+	b->prog_fd[G_FAST_OUT] =
+		bpf_program__fd(bpf_object__find_program_by_name(b->cost_obj, "steer_wfast_out"));
+	b->prog_fd[G_FAST_IN] =
+		bpf_program__fd(bpf_object__find_program_by_name(b->cost_obj, "steer_wfast_in"));
+	b->fast_stats_fd =
+		bpf_map__fd(bpf_object__find_map_by_name(b->cost_obj, "steer_wfast_stats"));
+	b->prog_fd[G_MIN_OUT] =
+		bpf_program__fd(bpf_object__find_program_by_name(b->cost_obj, "steer_wmin_out"));
+	b->prog_fd[G_MIN_IN] =
+		bpf_program__fd(bpf_object__find_program_by_name(b->cost_obj, "steer_wmin_in"));
 	return b->prog_fd[G_COST_FIND] < 0 || b->prog_fd[G_COST_LOCK] < 0 ||
 			       b->prog_fd[G_CAD_OUT] < 0 || b->prog_fd[G_CAD_IN] < 0 ||
-			       b->cad_stats_fd < 0 || b->prog_fd[G_PREV_IN] < 0
+			       b->cad_stats_fd < 0 || b->prog_fd[G_PREV_IN] < 0 ||
+			       b->prog_fd[G_FAST_OUT] < 0 || b->prog_fd[G_FAST_IN] < 0 ||
+			       b->fast_stats_fd < 0 || b->prog_fd[G_MIN_OUT] < 0 ||
+			       b->prog_fd[G_MIN_IN] < 0
 		       ? -1
 		       : 0;
 }
@@ -462,11 +517,18 @@ static int use_variant(struct bench *b, enum variant v)
 					      b->cg_fd, BPF_CGROUP_INET_EGRESS, NULL);
 		return b->link_out < 0 ? -1 : 0;
 	}
-	if (v == V_SKB || v == V_CAD || v == V_LAZY || v == V_STEP || v == V_PREV || v == V_PUSH) {
-		enum prog out = v == V_CAD ? G_CAD_OUT : v == V_LAZY ? G_LAZY_OUT : G_OUT;
+	if (v == V_SKB || v == V_CAD || v == V_LAZY || v == V_STEP || v == V_PREV || v == V_PUSH ||
+	    v == V_FAST || v == V_MIN) {
+		enum prog out = v == V_CAD    ? G_CAD_OUT
+				: v == V_LAZY ? G_LAZY_OUT
+				: v == V_FAST ? G_FAST_OUT
+				: v == V_MIN  ? G_MIN_OUT
+					      : G_OUT;
 		enum prog in = v == V_CAD    ? G_CAD_IN
 			       : v == V_LAZY ? G_LAZY_IN
 			       : v == V_PREV ? G_PREV_IN
+			       : v == V_FAST ? G_FAST_IN
+			       : v == V_MIN  ? G_MIN_IN
 					     : G_IN;
 
 		b->link_out =
@@ -688,10 +750,11 @@ static int measure(struct bench *b, int round, enum variant v, enum phase p)
 {
 	struct stats s0, s1;
 	struct wall w = { 0 };
-	uint64_t cad0[3], cad1[3], lazy0[2], lazy1[2];
+	uint64_t cad0[3], cad1[3], lazy0[2], lazy1[2], fast0[4], fast1[4];
 	int i, rc;
 
 	percpu_totals(b->cad_stats_fd, 3, cad0);
+	percpu_totals(b->fast_stats_fd, 4, fast0);
 	array_totals(b->lazy_stats_fd, 2, lazy0);
 	read_stats(b, &s0);
 	switch (p) {
@@ -710,6 +773,7 @@ static int measure(struct bench *b, int round, enum variant v, enum phase p)
 	}
 	read_stats(b, &s1);
 	percpu_totals(b->cad_stats_fd, 3, cad1);
+	percpu_totals(b->fast_stats_fd, 4, fast1);
 	array_totals(b->lazy_stats_fd, 2, lazy1);
 	if (rc != 0) {
 		fprintf(stderr, "wirecost: %s/%s failed\n", variant_names[v], phase_names[p]);
@@ -719,6 +783,13 @@ static int measure(struct bench *b, int round, enum variant v, enum phase p)
 		emit(round, v, p, "cad_answers", (double)(cad1[0] - cad0[0]));
 		emit(round, v, p, "cad_raised", (double)(cad1[1] - cad0[1]));
 		emit(round, v, p, "cad_lowered", (double)(cad1[2] - cad0[2]));
+	}
+	if (v == V_FAST) {
+		static const char *const names[4] = { "fast_sent", "fast_sent_locked",
+						      "fast_answered", "fast_raced" };
+
+		for (i = 0; i < 4; i++)
+			emit(round, v, p, names[i], (double)(fast1[i] - fast0[i]));
 	}
 	if (v == V_LAZY) {
 		emit(round, v, p, "lazy_rekeyed", (double)(lazy1[0] - lazy0[0]));
@@ -769,6 +840,37 @@ static int publish(struct bench *b, uint32_t flags)
 	return 0;
 }
 
+/* --variants: a comma-separated list of variant names. */
+static int parse_variants(const char *list, bool *only)
+{
+	char *copy = strdup(list), *save = NULL, *name;
+	int v, rc = 0;
+
+	for (name = strtok_r(copy, ",", &save); copy && name; name = strtok_r(NULL, ",", &save)) {
+		for (v = 0; v < VARIANTS && strcmp(name, variant_names[v]) != 0; v++)
+			;
+		if (v == VARIANTS) {
+			fprintf(stderr, "wirecost: --variants: no variant %s\n", name);
+			rc = -1;
+			break;
+		}
+		only[v] = true;
+	}
+	free(copy);
+	return copy ? rc : -1;
+}
+
+/* Whether --variants leaves variant v in (all are in when none was named). */
+static bool variant_wanted(const struct opts *o, int v)
+{
+	int i;
+
+	for (i = 0; i < VARIANTS; i++)
+		if (o->only[i])
+			return o->only[v];
+	return true;
+}
+
 static int parse(int argc, char **argv, struct opts *o)
 {
 	static const struct option lo[] = {
@@ -778,7 +880,8 @@ static int parse(int argc, char **argv, struct opts *o)
 		{ "request", 1, 0, 'q' },  { "response", 1, 0, 's' },
 		{ "bulk-mb", 1, 0, 'B' },  { "header", 0, 0, 'H' },
 		{ "tr-obj", 1, 0, 't' },   { "cost-obj", 1, 0, 'C' },
-		{ "lazy-obj", 1, 0, 'L' }, { 0, 0, 0, 0 },
+		{ "lazy-obj", 1, 0, 'L' }, { "variants", 1, 0, 'V' },
+		{ "cpus", 1, 0, 'P' },	   { 0, 0, 0, 0 },
 	};
 	int c;
 
@@ -787,7 +890,9 @@ static int parse(int argc, char **argv, struct opts *o)
 			    .messages = 5000,
 			    .request = 512,
 			    .response = 256,
-			    .bulk_mb = 32 };
+			    .bulk_mb = 32,
+			    .client_cpu = -1,
+			    .server_cpu = -1 };
 	while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
 		switch (c) {
 		case 'p':
@@ -829,6 +934,18 @@ static int parse(int argc, char **argv, struct opts *o)
 		case 'H':
 			o->header = true;
 			break;
+		case 'V':
+			if (parse_variants(optarg, o->only) != 0)
+				return -1;
+			break;
+		case 'P':
+			if (strcmp(optarg, "same") == 0)
+				o->client_cpu = o->server_cpu = 0;
+			else if (strcmp(optarg, "split") == 0)
+				o->client_cpu = 0, o->server_cpu = 1;
+			else if (strcmp(optarg, "any") != 0)
+				return -1;
+			break;
 		default:
 			return -1;
 		}
@@ -847,10 +964,11 @@ int main(int argc, char **argv)
 	int stats_fd, r, v, p, rc = 0;
 
 	if (parse(argc, argv, &b.o) != 0) {
-		fprintf(stderr, "usage: wirecost --pin DIR --cgroup DIR --msg-obj FILE [--tr-obj "
-				"FILE] [--cost-obj FILE] [--lazy-obj FILE] [--backend "
-				"A:P] [--rounds N] [--messages N] [--request B] [--response B] "
-				"[--bulk-mb N] [--header]\n");
+		fprintf(stderr,
+			"usage: wirecost --pin DIR --cgroup DIR --msg-obj FILE [--tr-obj "
+			"FILE] [--cost-obj FILE] [--lazy-obj FILE] [--backend "
+			"A:P] [--rounds N] [--messages N] [--request B] [--response B] "
+			"[--bulk-mb N] [--header] [--variants LIST] [--cpus any|same|split]\n");
 		return 2;
 	}
 	if (steer_addr_parse(VIP, &b.vip, err, sizeof(err)) != 0 ||
@@ -877,14 +995,16 @@ int main(int argc, char **argv)
 		rc = 1;
 		goto out;
 	}
+	pin_cpu(b.o.client_cpu);
 	if (b.o.header)
 		printf("round,variant,phase,metric,value\n");
 	for (r = 1; r <= b.o.rounds && rc == 0; r++)
 		for (v = 0; v < VARIANTS && rc == 0; v++) {
 			if ((v == V_TR && !b.tr_obj) ||
-			    ((v == V_FIND || v == V_LOCK || v == V_CAD || v == V_PREV) &&
+			    ((v == V_FIND || v == V_LOCK || v == V_CAD || v == V_PREV ||
+			      v == V_FAST || v == V_MIN) &&
 			     !b.cost_obj) ||
-			    (v == V_LAZY && !b.lazy_obj))
+			    (v == V_LAZY && !b.lazy_obj) || !variant_wanted(&b.o, v))
 				continue;
 			if (use_variant(&b, (enum variant)v) != 0) {
 				fprintf(stderr, "wirecost: cannot attach %s\n", variant_names[v]);
@@ -893,7 +1013,7 @@ int main(int argc, char **argv)
 			}
 			for (p = 0; p < PHASES && rc == 0; p++)
 				if (p != P_STREAM || v == V_SKB || v == V_CAD || v == V_LAZY ||
-				    v == V_STEP || v == V_PREV || v == V_PUSH)
+				    v == V_STEP || v == V_PREV || v == V_PUSH || v == V_FAST)
 					rc = measure(&b, r, (enum variant)v, (enum phase)p);
 			fflush(stdout);
 		}
