@@ -723,6 +723,13 @@ def placement_rows(res, rows):
         print(f"| {cpus} | {' | '.join(cells)} | {wire_med(r, 'off', 'rr', 'p50_us'):.1f} / "
               f"{wire_med(r, 'skb', 'rr', 'p50_us'):.1f} |")
     print()
+    print("| target, per placement | value | verdict |\n|---|---:|---|")
+    for cpus, r in runs:
+        worst = max(wire_net(r, "skb", f"skb_{prog}", f"floor_{prog}")[1]
+                    for prog in ("egress", "ingress"))
+        print(f"| shipped accounting, BPF ns per message sent or received net of the floor, "
+              f"cpus {cpus} | {worst:.0f} | {verdict(worst, TARGETS['wire ns per message'])} |")
+    print()
 
 
 def cad_rows(rows):
