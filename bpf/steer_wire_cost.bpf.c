@@ -11,7 +11,9 @@
  *                     before it, counting nothing.
  * The shipped program less each is the cost of the step after it.
  * Attached alone on egress (the shipped ingress program detached). The step
- * cadence's programs, at the end, are a pair of their own.
+ * cadence's programs are a pair of their own, and so are the two ablations
+ * after them: accounting without the service's lock (fast) and the least an
+ * exact per-socket count writes (min).
  */
 #include "steer_wire.bpf.c"
 

@@ -175,6 +175,32 @@ def rank(queued, kv, tp, waiting=0, r=0):
             "num_running_reqs": 4, "token_usage": kv, "gen_throughput": tp}
 
 
+class Dnsmasq:
+    """A real DNS server (Debian's dnsmasq-base) on addr:5353 in the test's
+    namespace, answering from a hosts file the test rewrites (reload() makes
+    it read the file again), with a TTL of 1 s."""
+
+    def __init__(self, env, addr, hosts):
+        self.env, self.addr, self.hosts = env, addr, hosts
+        self.proc = None
+
+    def start(self):
+        self.proc = self.env.spawn(["dnsmasq", "--keep-in-foreground", "--conf-file=/dev/null",
+                                    "--no-resolv", "--no-hosts", "--bind-interfaces",
+                                    f"--listen-address={self.addr}", "--port=5353",
+                                    "--local-ttl=1", "--pid-file=", "--user=root",
+                                    f"--addn-hosts={self.hosts}"],
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        return self
+
+    def reload(self):
+        self.proc.send_signal(signal.SIGHUP)
+
+    def kill(self):
+        self.proc.kill()
+        self.proc.wait(5)
+
+
 class Daemon:
     def __init__(self, env, args, metrics_port=9464, binary="smg-steerd"):
         self.env = env

@@ -11,6 +11,10 @@
  * (1 ms, 1 s), both forms of the list, the file, the flag winning, IPv6;
  * every service then scores with peers_report on. The real smg-steerd
  * --check-config exits 2 or 0; its summary names the peers.
+ * --peer-dns NAME:PORT (the same forms): a name checked as --backend-dns's,
+ * refused with a literal address, without a port, twice, or beyond 8 names;
+ * it turns sharing on by itself (peer-listen needed, peers_report on) and
+ * the summary names it.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -100,6 +104,58 @@ static void test_flags_refused(void)
 		      "off turns off",
 		      NULL),
 	      "with the accounting off");
+}
+
+static void test_peer_dns(void)
+{
+	struct steer_config c;
+	int rc;
+
+	CHECK(refused(ARGS(BASE, "--peer-dns", "routers.test:9470"), NULL,
+		      "--peer-dns: needs --peer-listen ADDR:PORT", NULL),
+	      "--peer-dns without --peer-listen: '%s'", err);
+	CHECK(refused(ARGS(BASE, "--peer-dns", "127.0.0.2:9470", "--peer-listen", "127.0.0.1:9470"),
+		      NULL, "--peer-dns: '127.0.0.2' is an IP address, not a name", NULL),
+	      "an address: '%s'", err);
+	CHECK(refused(ARGS(BASE, "--peer-dns", "routers.test", "--peer-listen", "127.0.0.1:9470"),
+		      NULL, "--peer-dns: 'routers.test': the port is missing (NAME:PORT)", NULL),
+	      "no port: '%s'", err);
+	CHECK(refused(ARGS(BASE, "--peer-dns", "bad_name.test:9470", "--peer-listen",
+			   "127.0.0.1:9470"),
+		      NULL, "--peer-dns: 'bad_name.test' is not a DNS name", NULL),
+	      "a bad name: '%s'", err);
+	CHECK(refused(ARGS(BASE, "--peer-dns", "r.test:9470,r.test:9470", "--peer-listen",
+			   "127.0.0.1:9470"),
+		      NULL, "--peer-dns: peer-dns r.test:9470 given twice", NULL),
+	      "twice: '%s'", err);
+	CHECK(refused(ARGS(BASE, "--peer-dns",
+			   "a.t:1,b.t:1,c.t:1,d.t:1,e.t:1,f.t:1,g.t:1,h.t:1,i.t:1", "--peer-listen",
+			   "127.0.0.1:9470"),
+		      NULL, "--peer-dns: at most 8 peer-dns names", NULL),
+	      "nine names: '%s'", err);
+	CHECK(refused(ARGS(BASE, "--peer-dns", "r.test:9470", "--peer-listen", "127.0.0.1:9470",
+			   "--wire-estimator", "off"),
+		      NULL, "--peer-dns: the routers share the request accounting", NULL),
+	      "with the accounting off: '%s'", err);
+	CHECK(refused(ARGS(BASE), "peer-dns: r.test:9470\n", ":1: peer-dns: needs --peer-listen",
+		      NULL),
+	      "the file's peer-dns without peer-listen: '%s'", err);
+
+	rc = LOAD(&c, BASE, "--peer-dns", "routers.test.:9470,other.test:9471", "--peer-listen",
+		  "0.0.0.0:9470");
+	CHECK(rc == STEER_CONFIG_OK && c.n_peers == 0 && c.n_peer_dns == 2 &&
+		      !strcmp(c.peer_dns[0].name, "routers.test.") && c.peer_dns[0].port == 9470 &&
+		      !strcmp(c.peer_dns[1].spec, "other.test:9471") && steer_config_peers_on(&c) &&
+		      c.services[0].policy.peers_report,
+	      "names alone turn sharing on: rc=%d '%s'", rc, err);
+	steer_config_free(&c);
+	rc = load_yaml("peer-dns: routers.test:9470\npeer: 127.0.0.2:9470\n"
+		       "peer-listen: 127.0.0.1:9470\n",
+		       ARGS(BASE, "--peer-dns", "flag.test:9470"), &c);
+	CHECK(rc == STEER_CONFIG_OK && c.n_peers == 1 && c.n_peer_dns == 1 &&
+		      !strcmp(c.peer_dns[0].name, "flag.test"),
+	      "file, with --peer; the flag's list wins: rc=%d '%s'", rc, err);
+	steer_config_free(&c);
 }
 
 static void test_file_refused(void)
@@ -211,6 +267,14 @@ static void test_summary(void)
 	      "summary with push: '%s'", text);
 	free(text);
 	steer_config_free(&c);
+	rc = LOAD(&c, BASE, "--peer-dns", "routers.test.:9470", "--peer-listen", "0.0.0.0:9470");
+	text = summary_of(&c);
+	CHECK(text && rc == STEER_CONFIG_OK, "rc=%d '%s'", rc, err);
+	CHECK(text && strstr(text, "  peers: listen 0.0.0.0:9470, report every 1ms, forget after "
+				   "1s, phase on: dns routers.test.:9470\n"),
+	      "summary with peer-dns: '%s'", text);
+	free(text);
+	steer_config_free(&c);
 }
 
 int main(void)
@@ -218,6 +282,7 @@ int main(void)
 	if (config_test_setup())
 		return tap_setup_failed();
 	TAP_RUN(test_flags_refused);
+	TAP_RUN(test_peer_dns);
 	TAP_RUN(test_file_refused);
 	TAP_RUN(test_accepted);
 	TAP_RUN(test_check_config);

@@ -66,25 +66,6 @@ def write_hosts(names, extra=()):
     os.rename(tmp, HOSTS)
 
 
-class Dnsmasq:
-    def __init__(self):
-        self.proc = None
-
-    def start(self):
-        self.proc = env.spawn(["dnsmasq", "--keep-in-foreground", "--conf-file=/dev/null",
-                               "--no-resolv", "--no-hosts", "--bind-interfaces",
-                               f"--listen-address={DNS}", "--port=5353", "--local-ttl=1",
-                               "--pid-file=", "--user=root", f"--addn-hosts={HOSTS}"],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-
-    def reload(self):
-        self.proc.send_signal(signal.SIGHUP)
-
-    def kill(self):
-        self.proc.kill()
-        self.proc.wait(5)
-
-
 def write_config(extra_names=()):
     lines = ["load-check-interval: 250ms", "dns-interval: 200ms", f"dns-server: {DNS}:5353",
              "log-level: debug", "services:",
@@ -211,7 +192,7 @@ def live(name):
 
 
 figures = {}
-dns = Dnsmasq()
+dns = L.Dnsmasq(env, DNS, HOSTS)
 write_hosts(["w1", "w2", "w6"])
 dns.start()
 write_config()

@@ -79,7 +79,16 @@ struct steer_dns_backend_cfg {
 	struct steer_backend_cfg tmpl;
 };
 
-#define STEER_PEERS_MAX 64 /* --peer addresses */
+#define STEER_PEERS_MAX 64   /* --peer addresses, and those --peer-dns names give */
+#define STEER_PEER_DNS_MAX 8 /* --peer-dns names */
+
+/* A --peer-dns entry: every address NAME resolves to is a router, listening
+ * on PORT (a Kubernetes headless Service over the DaemonSet's pods). */
+struct steer_peer_dns_cfg {
+	char name[STEER_DNS_NAME_MAX + 2]; /* as given; a trailing dot is kept */
+	char spec[STEER_DNS_SPEC_LEN];	   /* "NAME:PORT", for messages */
+	uint16_t port;			   /* host order */
+};
 
 struct steer_service_cfg {
 	struct steer_addr vip;
@@ -153,6 +162,10 @@ struct steer_config {
 	struct steer_addr peers[STEER_PEERS_MAX];
 	char peer_strs[STEER_PEERS_MAX][STEER_ADDR_STRLEN];
 	size_t n_peers;
+	/* --peer-dns (repeatable, or a comma-separated list): names whose
+	 * addresses are routers too, looked up like --backend-dns names. */
+	struct steer_peer_dns_cfg peer_dns[STEER_PEER_DNS_MAX];
+	size_t n_peer_dns;
 	bool peer_listen_set;
 	struct steer_addr peer_listen;
 	char peer_listen_str[STEER_ADDR_STRLEN];
@@ -173,6 +186,12 @@ struct steer_config {
 	struct steer_auth *auths; /* distinct auth= files, shared by their backends */
 	size_t n_auths;
 };
+
+/* Whether the routers share their work: --peer or --peer-dns given. */
+static inline bool steer_config_peers_on(const struct steer_config *c)
+{
+	return c->n_peers > 0 || c->n_peer_dns > 0;
+}
 
 enum steer_config_rc {
 	STEER_CONFIG_OK = 0,

@@ -504,6 +504,7 @@ const struct setting cfg_settings[] = {
 	{ "xdp-mode", OPT_XDP_MODE, -1, cfg_parse_xdp_mode },
 	{ "xdp-encap-src", OPT_XDP_ENCAP_SRC, -1, cfg_parse_xdp_encap_src },
 	{ "peer", OPT_PEER, -1, cfg_parse_peer },
+	{ "peer-dns", OPT_PEER_DNS, -1, cfg_parse_peer_dns },
 	{ "peer-listen", OPT_PEER_LISTEN, -1, cfg_parse_peer_listen },
 	{ "peer-interval", OPT_PEER_INTERVAL, -1, cfg_parse_peer_interval },
 	{ "peer-timeout", OPT_PEER_TIMEOUT, -1, cfg_parse_peer_timeout },

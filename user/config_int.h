@@ -100,6 +100,7 @@ enum opt {
 	OPT_PEER_TIMEOUT,
 	OPT_PEER_PUSH,
 	OPT_PEER_PHASE,
+	OPT_PEER_DNS,
 	OPT_STEP_PROBE,
 	OPT_STEP_PROBE_BODY,
 	N_OPTS,
@@ -130,7 +131,7 @@ struct setting {
 };
 
 /* Every option that is both a flag and a top-level key, in --help order. */
-#define CFG_N_SETTINGS 30
+#define CFG_N_SETTINGS 31
 extern const struct setting cfg_settings[CFG_N_SETTINGS];
 
 /* ---- XDP ingress options (config_xdp.c) ---------------------------------------- */
@@ -150,6 +151,7 @@ int cfg_parse_peer_interval(const char *v, struct steer_config *dst, char *why, 
 int cfg_parse_peer_timeout(const char *v, struct steer_config *dst, char *why, size_t whylen);
 int cfg_parse_peer_push(const char *v, struct steer_config *dst, char *why, size_t whylen);
 int cfg_parse_peer_phase(const char *v, struct steer_config *dst, char *why, size_t whylen);
+int cfg_parse_peer_dns(const char *v, struct steer_config *dst, char *why, size_t whylen);
 void cfg_peer_apply(struct steer_config *dst, const struct layer *l);
 void cfg_peer_defaults(struct steer_config *cfg);
 /* Between options: a listen address with peers, the timeout above the

@@ -2,8 +2,9 @@
 /*
  * config_peer.c - the options of several routers sharing their work
  * (user/peer.c): --peer ADDR:PORT (repeatable, or a comma-separated list;
- * the file's peer key), --peer-listen ADDR:PORT, --peer-interval DUR,
- * --peer-timeout DUR, --peer-push on|off, --peer-phase on|off.
+ * the file's peer key), --peer-dns NAME:PORT (the same forms), --peer-listen
+ * ADDR:PORT, --peer-interval DUR, --peer-timeout DUR, --peer-push on|off,
+ * --peer-phase on|off.
  */
 #include <string.h>
 
@@ -65,6 +66,50 @@ int cfg_parse_peer(const char *v, struct steer_config *dst, char *why, size_t wh
 	}
 }
 
+/* One name of a --peer-dns list: NAME:PORT, checked as --backend-dns's. */
+static int peer_dns_add(const char *p, size_t len, struct steer_config *dst, char *why,
+			size_t whylen)
+{
+	struct steer_dns_backend_cfg e;
+	char text[STEER_DNS_SPEC_LEN + 8];
+	struct steer_peer_dns_cfg *d;
+	size_t i;
+
+	if (len == 0 || len >= sizeof(text))
+		return cfg_why(why, whylen, "'%.*s' is not NAME:PORT", (int)len, p);
+	memcpy(text, p, len);
+	text[len] = 0;
+	if (cfg_dns_target(text, &e, why, whylen))
+		return -1;
+	for (i = 0; i < dst->n_peer_dns; i++)
+		if (!strcmp(dst->peer_dns[i].spec, e.spec))
+			return cfg_why(why, whylen, "peer-dns %s given twice", e.spec);
+	if (dst->n_peer_dns == STEER_PEER_DNS_MAX)
+		return cfg_why(why, whylen, "at most %d peer-dns names", STEER_PEER_DNS_MAX);
+	d = &dst->peer_dns[dst->n_peer_dns++];
+	memcpy(d->name, e.name, sizeof(d->name));
+	memcpy(d->spec, e.spec, sizeof(d->spec));
+	d->port = e.port;
+	return 0;
+}
+
+/* Each call adds to the list of its layer, like --peer. */
+int cfg_parse_peer_dns(const char *v, struct steer_config *dst, char *why, size_t whylen)
+{
+	const char *p = v;
+
+	for (;;) {
+		const char *comma = strchr(p, ',');
+		size_t len = comma ? (size_t)(comma - p) : strlen(p);
+
+		if (peer_dns_add(p, len, dst, why, whylen))
+			return -1;
+		if (!comma)
+			return 0;
+		p = comma + 1;
+	}
+}
+
 int cfg_parse_peer_listen(const char *v, struct steer_config *dst, char *why, size_t whylen)
 {
 	char detail[256];
@@ -115,6 +160,10 @@ void cfg_peer_apply(struct steer_config *dst, const struct layer *l)
 		memcpy(dst->peer_strs, v->peer_strs, sizeof(dst->peer_strs));
 		dst->n_peers = v->n_peers;
 	}
+	if (l->set[OPT_PEER_DNS]) {
+		memcpy(dst->peer_dns, v->peer_dns, sizeof(dst->peer_dns));
+		dst->n_peer_dns = v->n_peer_dns;
+	}
 	if (l->set[OPT_PEER_LISTEN]) {
 		dst->peer_listen_set = v->peer_listen_set;
 		dst->peer_listen = v->peer_listen;
@@ -130,32 +179,39 @@ void cfg_peer_apply(struct steer_config *dst, const struct layer *l)
 		dst->peer_no_phase = v->peer_no_phase;
 }
 
+/* Where sharing was asked for: --peer's origin, or --peer-dns's without it. */
+static const char *peers_origin(struct ctx *c, char *where, size_t len)
+{
+	if (c->out.n_peers)
+		return cfg_origin(c, OPT_PEER, "peer", where, len);
+	return cfg_origin(c, OPT_PEER_DNS, "peer-dns", where, len);
+}
+
 int cfg_check_peers(struct ctx *c)
 {
 	const struct steer_config *o = &c->out;
 	char where[PATH_MAX + 32], t[32], i[32];
 	size_t k;
 
-	if (!o->n_peers) {
+	if (!steer_config_peers_on(o)) {
 		if (cfg_given(c, OPT_PEER_LISTEN) || cfg_given(c, OPT_PEER_INTERVAL) ||
 		    cfg_given(c, OPT_PEER_TIMEOUT) || cfg_given(c, OPT_PEER_PUSH) ||
 		    cfg_given(c, OPT_PEER_PHASE))
-			return cfg_fail(c,
-					"--peer-listen, --peer-interval, --peer-timeout, "
-					"--peer-push and --peer-phase need --peer ADDR:PORT (the "
-					"other routers)");
+			return cfg_fail(c, "--peer-listen, --peer-interval, --peer-timeout, "
+					   "--peer-push and --peer-phase need --peer ADDR:PORT or "
+					   "--peer-dns NAME:PORT (the other routers)");
 		return STEER_CONFIG_OK;
 	}
 	if (!o->peer_listen_set)
 		return cfg_fail(c,
 				"%s: needs --peer-listen ADDR:PORT, where the other routers' "
 				"reports arrive",
-				cfg_origin(c, OPT_PEER, "peer", where, sizeof(where)));
+				peers_origin(c, where, sizeof(where)));
 	if (o->wire_off)
 		return cfg_fail(c,
 				"%s: the routers share the request accounting, which "
 				"--wire-estimator off turns off; leave one of them out",
-				cfg_origin(c, OPT_PEER, "peer", where, sizeof(where)));
+				peers_origin(c, where, sizeof(where)));
 	for (k = 0; k < o->n_peers; k++)
 		if (steer_addr_equal(&o->peers[k], &o->peer_listen))
 			return cfg_fail(c, "%s: %s is this router's own --peer-listen",
@@ -177,7 +233,7 @@ int cfg_check_peers(struct ctx *c)
 
 int cfg_check_service_peers(struct ctx *c, struct steer_service_cfg *s)
 {
-	if (!c->out.n_peers)
+	if (!steer_config_peers_on(&c->out))
 		return STEER_CONFIG_OK;
 	if (s->policy.peer_routers > 1)
 		return cfg_fail(c,
@@ -194,7 +250,7 @@ void cfg_peer_summary(FILE *f, const struct steer_config *c)
 	char i[32], t[32];
 	size_t k;
 
-	if (!c->n_peers)
+	if (!steer_config_peers_on(c))
 		return;
 	fprintf(f, "  peers: listen %s, report every %s%s, forget after %s, phase %s:",
 		c->peer_listen_str, cfg_duration_text(c->peer_interval_ns, i, sizeof(i)),
@@ -203,5 +259,7 @@ void cfg_peer_summary(FILE *f, const struct steer_config *c)
 		c->peer_no_phase ? "off" : "on");
 	for (k = 0; k < c->n_peers; k++)
 		fprintf(f, " %s", c->peer_strs[k]);
+	for (k = 0; k < c->n_peer_dns; k++)
+		fprintf(f, " dns %s", c->peer_dns[k].spec);
 	fputc('\n', f);
 }

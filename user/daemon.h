@@ -112,9 +112,12 @@ struct daemon {
 	struct steer_xdp_stats *xdp_ctr; /* its counters, for /metrics; NULL without */
 	struct steer_loads *loads;
 	struct steer_metrics *metrics;
-	struct steer_reload *reload;	       /* SIGHUP's parse, on its own thread */
-	struct steer_discovery *disc;	       /* --backend-dns names (discovery.c) */
-	struct steer_peer *peer;	       /* --peer (peer.c), or NULL */
+	struct steer_reload *reload;  /* SIGHUP's parse, on its own thread */
+	struct steer_discovery *disc; /* --backend-dns names (discovery.c) */
+	struct steer_peer *peer;      /* --peer (peer.c), or NULL */
+	/* The routers the peer thread was last given (--peer, then --peer-dns). */
+	struct steer_addr peers_now[STEER_PEERS_MAX];
+	size_t n_peers_now;
 	struct steer_probe *probe;	       /* --step-probe (probe.c), or NULL */
 	struct steer_probe_stats *probe_stats; /* as /metrics last read them */
 	uint64_t peer_metrics_ns;	       /* when peers_tick last refreshed /metrics */
@@ -182,6 +185,7 @@ int peers_start(struct daemon *d, char *err, size_t errlen);
 void peers_update_targets(struct daemon *d);
 /* A reload's peer options: applied, or next reset to the running ones. */
 void peers_reload(struct daemon *d, struct steer_config *next);
+void peers_follow(struct daemon *d);
 void peers_metrics(struct daemon *d, struct steer_metrics_snapshot *snap);
 /* Between publishes: /metrics again once a second, so that the peers'
  * figures (and the pending work they report) stay current. */

@@ -254,6 +254,7 @@ void discovery_apply(struct daemon *d)
 	}
 	services_free(d, d->svcs, d->n_svcs); /* what was not taken over */
 	d->svcs = svcs;
+	peers_follow(d); /* a --peer-dns name may be what changed */
 }
 
 /* Every backend that has a slot, with its service's id in the data plane:

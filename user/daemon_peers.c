@@ -2,14 +2,16 @@
 /*
  * daemon_peers.c - smg-steerd's side of sharing the request accounting with
  * the other routers (--peer; user/peer.c does the work on its own thread):
- * start and stop, the backends after each publish, reloads, /metrics.
+ * start and stop, the backends after each publish, the routers --peer-dns
+ * names resolve to, reloads, /metrics.
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "daemon.h"
 
-/* Before privileges are dropped: the socket is bound here. */
+/* Before privileges are dropped: the socket is bound here. The --peer
+ * addresses only: --peer-dns names are looked up later (peers_follow). */
 int peers_open(struct daemon *d, char *err, size_t errlen)
 {
 	struct steer_peer_opts o = { .dp = d->dp,
@@ -19,9 +21,38 @@ int peers_open(struct daemon *d, char *err, size_t errlen)
 				     .interval_ns = d->cfg.peer_interval_ns,
 				     .timeout_ns = d->cfg.peer_timeout_ns };
 
-	if (!d->cfg.n_peers)
+	if (!steer_config_peers_on(&d->cfg))
 		return 0;
+	d->n_peers_now = d->cfg.n_peers;
+	memcpy(d->peers_now, d->cfg.peers, d->cfg.n_peers * sizeof(d->cfg.peers[0]));
 	return steer_peer_open(&o, &d->peer, err, errlen);
+}
+
+/* Hands the peer thread cfg's routers (its --peer addresses and what its
+ * --peer-dns names resolve to now) when they differ from what it has, and
+ * logs the change. */
+static void peers_set(struct daemon *d, const struct steer_config *cfg)
+{
+	struct steer_addr now[STEER_PEERS_MAX];
+	size_t n = steer_discovery_peers(d->disc, cfg, now);
+
+	if (n == d->n_peers_now && !memcmp(now, d->peers_now, n * sizeof(now[0])) &&
+	    cfg->peer_interval_ns == d->cfg.peer_interval_ns &&
+	    cfg->peer_timeout_ns == d->cfg.peer_timeout_ns)
+		return;
+	if (n != d->n_peers_now || memcmp(now, d->peers_now, n * sizeof(now[0])))
+		log_info("peer: reporting to %zu router(s)%s", n,
+			 cfg->n_peer_dns ? " (--peer and --peer-dns)" : "");
+	steer_peer_set_peers(d->peer, now, n, cfg->peer_interval_ns, cfg->peer_timeout_ns);
+	memcpy(d->peers_now, now, n * sizeof(now[0]));
+	d->n_peers_now = n;
+}
+
+/* A --peer-dns name's addresses changed (discovery_apply). */
+void peers_follow(struct daemon *d)
+{
+	if (d->peer && d->cfg.n_peer_dns)
+		peers_set(d, &d->cfg);
 }
 
 /* The thread, once the first backends are known (publish_refusing_tables). */
@@ -32,9 +63,10 @@ int peers_start(struct daemon *d, char *err, size_t errlen)
 	peers_update_targets(d);
 	if (steer_peer_start(d->peer, err, errlen))
 		return -1;
-	log_info("sharing request accounting with %zu router(s) every %.3g ms%s; reports arrive "
+	log_info("sharing request accounting with %zu router(s)%s every %.3g ms%s; reports arrive "
 		 "at %s (UDP)",
-		 d->cfg.n_peers, (double)d->cfg.peer_interval_ns / 1e6,
+		 d->cfg.n_peers, d->cfg.n_peer_dns ? " and those --peer-dns names give" : "",
+		 (double)d->cfg.peer_interval_ns / 1e6,
 		 d->cfg.peer_push ? " and at each request (--peer-push)" : "",
 		 d->cfg.peer_listen_str);
 	return 0;
@@ -76,7 +108,7 @@ void peers_update_targets(struct daemon *d)
  * that, it keeps the running peer options. */
 void peers_reload(struct daemon *d, struct steer_config *next)
 {
-	bool on = d->peer != NULL, want = next->n_peers > 0;
+	bool on = d->peer != NULL, want = steer_config_peers_on(next);
 
 	if (on != want || (on && !steer_addr_equal(&next->peer_listen, &d->cfg.peer_listen))) {
 		log_warn("reload: turning --peer on or off, or a --peer-listen change, needs a "
@@ -84,6 +116,8 @@ void peers_reload(struct daemon *d, struct steer_config *next)
 		memcpy(next->peers, d->cfg.peers, sizeof(next->peers));
 		memcpy(next->peer_strs, d->cfg.peer_strs, sizeof(next->peer_strs));
 		next->n_peers = d->cfg.n_peers;
+		memcpy(next->peer_dns, d->cfg.peer_dns, sizeof(next->peer_dns));
+		next->n_peer_dns = d->cfg.n_peer_dns;
 		next->peer_listen_set = d->cfg.peer_listen_set;
 		next->peer_listen = d->cfg.peer_listen;
 		memcpy(next->peer_listen_str, d->cfg.peer_listen_str,
@@ -95,8 +129,7 @@ void peers_reload(struct daemon *d, struct steer_config *next)
 		return;
 	}
 	if (on)
-		steer_peer_set_peers(d->peer, next->peers, next->n_peers, next->peer_interval_ns,
-				     next->peer_timeout_ns);
+		peers_set(d, next); /* names new in next follow when they resolve */
 }
 
 /* /metrics: the peers' rows (the caller frees snap->peers). */

@@ -14,6 +14,7 @@
 #endif
 #include "discovery.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -179,6 +180,9 @@ int steer_discovery_sync(struct steer_discovery *disc, const struct steer_config
 		for (j = 0; j < cfg->services[i].n_dns; j++)
 			if (name_use(disc, cfg->services[i].dns[j].name))
 				return -ENOMEM; /* nothing is swept: every name stays */
+	for (i = 0; i < cfg->n_peer_dns; i++)
+		if (name_use(disc, cfg->peer_dns[i].name))
+			return -ENOMEM;
 	names_sweep(disc);
 	disc->interval_ns = cfg->dns_interval_ns;
 	servers_set(disc, cfg->dns_servers);
@@ -546,6 +550,49 @@ void steer_discovery_expanded_free(struct steer_config *out)
 	free(out->services);
 	out->services = NULL;
 	out->n_services = 0;
+}
+
+/* ---- Peers from the addresses ---------------------------------------------------------- */
+
+/* Appends a to out (room for STEER_PEERS_MAX) unless it is there already or is
+ * this router's own --peer-listen; false when out is full. */
+static bool peer_append(const struct steer_config *cfg, const struct steer_addr *a,
+			struct steer_addr *out, size_t *n)
+{
+	size_t i;
+
+	if (cfg->peer_listen_set && steer_addr_equal(a, &cfg->peer_listen))
+		return true;
+	for (i = 0; i < *n; i++)
+		if (steer_addr_equal(&out[i], a))
+			return true;
+	if (*n == STEER_PEERS_MAX)
+		return false;
+	out[(*n)++] = *a;
+	return true;
+}
+
+size_t steer_discovery_peers(const struct steer_discovery *disc, const struct steer_config *cfg,
+			     struct steer_addr *out)
+{
+	size_t i, j, n = 0, left_out = 0;
+
+	for (i = 0; i < cfg->n_peers; i++)
+		out[n++] = cfg->peers[i];
+	for (i = 0; disc && i < cfg->n_peer_dns; i++) {
+		const struct name *nm = name_find(disc, cfg->peer_dns[i].name);
+
+		for (j = 0; nm && j < nm->n; j++) {
+			struct steer_addr a = nm->addrs[j];
+
+			a.port = htons(cfg->peer_dns[i].port);
+			left_out += !peer_append(cfg, &a, out, &n);
+		}
+	}
+	if (left_out)
+		log_warn("peer-dns: %zu address(es) left out: at most %d peers", left_out,
+			 STEER_PEERS_MAX);
+	return n;
 }
 
 /* ---- Metrics ------------------------------------------------------------------------------ */

@@ -14,6 +14,9 @@
  * then max(--dns-interval, the smallest TTL of its last answer, at most 1 h)
  * after an answer with addresses, and --dns-interval after a failed or empty
  * one. A failed or empty answer keeps the last known addresses.
+ *
+ * --peer-dns names are looked up the same way; the routers this one reports
+ * to are steer_discovery_peers().
  */
 #ifndef STEER_DISCOVERY_H
 #define STEER_DISCOVERY_H
@@ -65,6 +68,16 @@ bool steer_discovery_changed(const struct steer_discovery *disc);
 int steer_discovery_expand(struct steer_discovery *disc, const struct steer_config *cfg,
 			   struct steer_config *out);
 void steer_discovery_expanded_free(struct steer_config *out);
+
+/*
+ * The routers this one reports to: cfg's --peer addresses, then every
+ * address its --peer-dns names last resolved to (with the entry's port),
+ * leaving out duplicates and cfg's own --peer-listen; at most
+ * STEER_PEERS_MAX (out has that room; the rest are logged). disc may be NULL
+ * (literal peers only).
+ */
+size_t steer_discovery_peers(const struct steer_discovery *disc, const struct steer_config *cfg,
+			     struct steer_addr *out);
 
 /* Fills snap's dns_names and dns_entries (malloc'd: the caller frees them). */
 void steer_discovery_metrics(const struct steer_discovery *disc,

@@ -494,7 +494,7 @@ static void write_dns_families(FILE *f, const struct steer_metrics_snapshot *sna
 	int r;
 
 	if (!snap->n_dns_names && !snap->n_dns_entries)
-		return; /* no backend-dns configured */
+		return; /* no backend-dns or peer-dns configured */
 	write_family_header(f, "smg_steer_dns_resolutions_total", "counter",
 			    "DNS look-ups of the name by result: ok (addresses), empty (no A or "
 			    "AAAA record) or failed.");
