@@ -17,15 +17,52 @@
  */
 #include "steer_wire.bpf.c"
 
-/* The shipped egress program's steps up to the record: the record of a
- * steered socket's segment with new payload, or NULL. */
+/* The shipped egress program's steps up to the record: the record (its
+ * index, the new payload's bytes) of a steered socket's segment with new
+ * payload, or NULL. */
+static __always_inline struct steer_sock *cost_tx_record(struct __sk_buff *ctx, __u64 *cookie,
+							 __u32 *idx, __u32 *len)
+{
+	*cookie = egress_new_bytes(ctx, len);
+	return *cookie ? sock_find_idx(*cookie, idx) : 0;
+}
+
 static __always_inline struct steer_sock *cost_record(struct __sk_buff *ctx, __u64 *cookie)
 {
-	__u32 len;
+	__u32 idx, len;
 
-	*cookie = egress_new_bytes(ctx, &len);
-	return *cookie ? sock_find(*cookie) : 0;
+	return cost_tx_record(ctx, cookie, &idx, &len);
 }
+
+/* The shipped ingress program's steps up to the record: the record (and its
+ * index) of a steered socket's packet with payload, or NULL. */
+static __always_inline struct steer_sock *cost_rx_record(struct __sk_buff *ctx, __u64 *cookie,
+							 __u32 *idx)
+{
+	struct sk_buff *kskb;
+	struct sock *sk;
+	__u32 seq = 0, len = 0;
+
+	*cookie = skb_cookie(ctx, &kskb, &sk);
+	if (!*cookie || !tcp_payload(ctx, kskb, &seq, &len) || !len)
+		return 0;
+	return sock_find_idx(*cookie, idx);
+}
+
+/* A per-CPU array of one counters struct (user space sums the CPUs), and
+ * NAME_get(), its value on this CPU. */
+#define COST_STATS(name, value_type)                               \
+	struct {                                                   \
+		__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);           \
+		__uint(max_entries, 1);                            \
+		__type(key, __u32);                                \
+		__type(value, struct value_type);                  \
+	} name SEC(".maps");                                       \
+	static __always_inline struct value_type *name##_get(void) \
+	{                                                          \
+		__u32 zero = 0;                                    \
+		return bpf_map_lookup_elem(&name, &zero);          \
+	}
 
 SEC("cgroup_skb/egress")
 int steer_wcost_find(struct __sk_buff *ctx)
@@ -101,30 +138,15 @@ struct wcad_stats {
 	__u64 lowered; /* a shorter step: under the lock, leaf re-keyed */
 };
 
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct wcad_stats);
-} steer_wcad_stats SEC(".maps");
-
-static __always_inline struct wcad_stats *wcad_stats(void)
-{
-	__u32 zero = 0;
-
-	return bpf_map_lookup_elem(&steer_wcad_stats, &zero);
-}
+COST_STATS(steer_wcad_stats, wcad_stats)
 
 SEC("cgroup_skb/egress")
 int steer_wcad_out(struct __sk_buff *ctx)
 {
-	__u32 len, idx = 0;
-	__u64 cookie = egress_new_bytes(ctx, &len), *rx;
-	struct steer_sock *r;
+	__u32 len = 0, idx = 0;
+	__u64 cookie, *rx;
+	struct steer_sock *r = cost_tx_record(ctx, &cookie, &idx, &len);
 
-	if (!cookie)
-		return 1;
-	r = sock_find_idx(cookie, &idx);
 	if (!r)
 		return 1;
 	wire_sent(r, cookie, len);
@@ -166,20 +188,13 @@ static __always_inline void wcad_step(struct steer_sock *r, __u64 *rx, struct wc
 SEC("cgroup_skb/ingress")
 int steer_wcad_in(struct __sk_buff *ctx)
 {
-	struct sk_buff *kskb;
-	struct sock *sk;
-	__u64 cookie = skb_cookie(ctx, &kskb, &sk), *rx;
+	__u32 idx = 0;
+	__u64 cookie, *rx;
+	struct steer_sock *r = cost_rx_record(ctx, &cookie, &idx);
 	struct wcad_stats *st;
-	struct steer_sock *r;
-	__u32 seq = 0, len = 0, idx = 0;
 
-	if (!cookie)
-		return 1;
-	if (!tcp_payload(ctx, kskb, &seq, &len) || !len)
-		return 1;
-	r = sock_find_idx(cookie, &idx);
 	rx = bpf_map_lookup_elem(&steer_wcad_rx, &idx);
-	st = wcad_stats();
+	st = steer_wcad_stats_get();
 	if (!r || !rx || !st)
 		return 1;
 	if (r->unanswered) {
@@ -202,17 +217,10 @@ int steer_wcad_in(struct __sk_buff *ctx)
 SEC("cgroup_skb/ingress")
 int steer_wprev_in(struct __sk_buff *ctx)
 {
-	struct sk_buff *kskb;
-	struct sock *sk;
-	__u64 cookie = skb_cookie(ctx, &kskb, &sk);
-	struct steer_sock *r;
-	__u32 seq = 0, len = 0;
+	__u32 idx = 0;
+	__u64 cookie;
+	struct steer_sock *r = cost_rx_record(ctx, &cookie, &idx);
 
-	if (!cookie)
-		return 1;
-	if (!tcp_payload(ctx, kskb, &seq, &len) || !len)
-		return 1;
-	r = sock_find(cookie);
 	if (r)
 		wire_answered(r, cookie);
 	return 1;
@@ -264,19 +272,7 @@ struct wfast_stats {
 	__u64 raced;	   /* a send that found its socket closed after counting */
 };
 
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct wfast_stats);
-} steer_wfast_stats SEC(".maps");
-
-static __always_inline struct wfast_stats *wfast_stats(void)
-{
-	__u32 zero = 0;
-
-	return bpf_map_lookup_elem(&steer_wfast_stats, &zero);
-}
+COST_STATS(steer_wfast_stats, wfast_stats)
 
 /* busy_until raised for a send at now that took the slot's pending bytes
  * from before to after (steer_busy_sent's arithmetic), by compare-and-swap
@@ -336,16 +332,15 @@ static __always_inline bool wfast_sent(struct steer_sock *r, __u64 cookie, __u64
 SEC("cgroup_skb/egress")
 int steer_wfast_out(struct __sk_buff *ctx)
 {
-	__u32 len;
-	__u64 cookie = egress_new_bytes(ctx, &len);
+	__u32 len = 0, idx = 0;
+	__u64 cookie;
+	struct steer_sock *r = cost_tx_record(ctx, &cookie, &idx, &len);
 	struct wfast_stats *fs;
-	struct steer_sock *r;
 
-	if (!cookie)
-		return 1;
-	r = sock_find(cookie);
-	fs = wfast_stats();
-	if (!r || !fs || wfast_sent(r, cookie, len, fs))
+	if (!r)
+		return 1; /* an unsteered socket's early return, as shipped */
+	fs = steer_wfast_stats_get();
+	if (!fs || wfast_sent(r, cookie, len, fs))
 		return 1;
 	fs->sent_locked++;
 	wire_sent(r, cookie, len);
@@ -385,23 +380,16 @@ static __always_inline void wfast_answered(struct steer_sock *r, __u64 cookie,
 SEC("cgroup_skb/ingress")
 int steer_wfast_in(struct __sk_buff *ctx)
 {
-	struct sk_buff *kskb;
-	struct sock *sk;
-	__u64 cookie = skb_cookie(ctx, &kskb, &sk);
+	__u32 idx = 0;
+	__u64 cookie;
+	struct steer_sock *r = cost_rx_record(ctx, &cookie, &idx);
 	struct steer_sock_rx *rx;
 	struct wfast_stats *fs;
-	struct steer_sock *r;
-	__u32 seq = 0, len = 0, idx = 0;
 
-	if (!cookie)
-		return 1;
-	if (!tcp_payload(ctx, kskb, &seq, &len) || !len)
-		return 1;
-	r = sock_find_idx(cookie, &idx);
 	if (!r)
 		return 1;
 	if (r->unanswered) {
-		fs = wfast_stats();
+		fs = steer_wfast_stats_get();
 		if (fs)
 			wfast_answered(r, cookie, fs);
 		return 1;
@@ -443,14 +431,11 @@ static __always_inline struct wmin_slot *wmin_slot(const struct steer_sock *r)
 SEC("cgroup_skb/egress")
 int steer_wmin_out(struct __sk_buff *ctx)
 {
-	__u32 len;
-	__u64 cookie = egress_new_bytes(ctx, &len);
-	struct steer_sock *r;
+	__u32 len = 0, idx = 0;
+	__u64 cookie;
+	struct steer_sock *r = cost_tx_record(ctx, &cookie, &idx, &len);
 	struct wmin_slot *m;
 
-	if (!cookie)
-		return 1;
-	r = sock_find(cookie);
 	if (!r || !(r->flags & STEER_SOCK_LIVE))
 		return 1;
 	m = wmin_slot(r);
@@ -464,18 +449,11 @@ int steer_wmin_out(struct __sk_buff *ctx)
 SEC("cgroup_skb/ingress")
 int steer_wmin_in(struct __sk_buff *ctx)
 {
-	struct sk_buff *kskb;
-	struct sock *sk;
-	__u64 cookie = skb_cookie(ctx, &kskb, &sk);
-	struct steer_sock *r;
+	__u32 idx = 0, u;
+	__u64 cookie;
+	struct steer_sock *r = cost_rx_record(ctx, &cookie, &idx);
 	struct wmin_slot *m;
-	__u32 seq = 0, len = 0, u;
 
-	if (!cookie)
-		return 1;
-	if (!tcp_payload(ctx, kskb, &seq, &len) || !len)
-		return 1;
-	r = sock_find(cookie);
 	if (!r || !r->unanswered)
 		return 1;
 	m = wmin_slot(r);

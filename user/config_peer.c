@@ -49,8 +49,12 @@ static int peer_add(const char *p, size_t len, struct steer_config *dst, char *w
 	return 0;
 }
 
-/* Each call adds to the list of its layer: the flag may be repeated. */
-int cfg_parse_peer(const char *v, struct steer_config *dst, char *why, size_t whylen)
+typedef int (*list_add_fn)(const char *p, size_t len, struct steer_config *dst, char *why,
+			   size_t whylen);
+
+/* Each entry of a comma-separated list, given to add; the first error stops. */
+static int each_of_list(const char *v, list_add_fn add, struct steer_config *dst, char *why,
+			size_t whylen)
 {
 	const char *p = v;
 
@@ -58,12 +62,18 @@ int cfg_parse_peer(const char *v, struct steer_config *dst, char *why, size_t wh
 		const char *comma = strchr(p, ',');
 		size_t len = comma ? (size_t)(comma - p) : strlen(p);
 
-		if (peer_add(p, len, dst, why, whylen))
+		if (add(p, len, dst, why, whylen))
 			return -1;
 		if (!comma)
 			return 0;
 		p = comma + 1;
 	}
+}
+
+/* Each call adds to the list of its layer: the flag may be repeated. */
+int cfg_parse_peer(const char *v, struct steer_config *dst, char *why, size_t whylen)
+{
+	return each_of_list(v, peer_add, dst, why, whylen);
 }
 
 /* One name of a --peer-dns list: NAME:PORT, checked as --backend-dns's. */
@@ -96,18 +106,7 @@ static int peer_dns_add(const char *p, size_t len, struct steer_config *dst, cha
 /* Each call adds to the list of its layer, like --peer. */
 int cfg_parse_peer_dns(const char *v, struct steer_config *dst, char *why, size_t whylen)
 {
-	const char *p = v;
-
-	for (;;) {
-		const char *comma = strchr(p, ',');
-		size_t len = comma ? (size_t)(comma - p) : strlen(p);
-
-		if (peer_dns_add(p, len, dst, why, whylen))
-			return -1;
-		if (!comma)
-			return 0;
-		p = comma + 1;
-	}
+	return each_of_list(v, peer_dns_add, dst, why, whylen);
 }
 
 int cfg_parse_peer_listen(const char *v, struct steer_config *dst, char *why, size_t whylen)
