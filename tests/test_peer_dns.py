@@ -8,7 +8,8 @@ addresses, from a hosts file the test rewrites, as a Kubernetes headless
 Service over a DaemonSet would. Asserted:
 
 - each router reports to the other, and not to its own --peer-listen, which
-  the name also gives;
+  the name also gives, nor to the name's IPv6 address (the routers listen on
+  IPv4);
 - a large request sent through R1 shows at R2 as exactly that many pending
   tokens of the other routers, and its answer takes them back;
 - a router added to the name (R3's address) is reported to;
@@ -32,6 +33,7 @@ A, B = "127.0.0.11:8000", "127.0.0.12:8000"
 NAME = "routers.test."  # absolute: never tried with the host's search domains
 PORT = 9481
 R1, R2, R3 = "127.0.0.1", "127.0.0.2", "127.0.0.3"
+V6 = "2001:db8::9"  # an AAAA record of the name: not a peer of IPv4 routers
 P1, P2, P3 = (f"{a}:{PORT}" for a in (R1, R2, R3))
 DNS = "127.0.0.53"
 t = Tap()
@@ -49,7 +51,7 @@ def write_hosts(addrs):
     os.rename(tmp, HOSTS)
 
 
-write_hosts([R1, R2])
+write_hosts([R1, R2, V6])
 dns = L.Dnsmasq(env1, DNS, HOSTS).start()
 loads = P.start_workers(env1, control, TP, {"a": A, "b": B})
 
@@ -107,8 +109,10 @@ with t.case("each router reports to the other through the name, not to itself"):
             "R2 reports to its own --peer-listen")
     t.check((r1.metric("smg_steer_peer_own_reports_total") or 0) == 0,
             "R1's own reports came back")
-    t.check(dns_metric(r1, "smg_steer_dns_addresses") == 2,
-            "R1's look-up of the name has 2 addresses")
+    t.check(dns_metric(r1, "smg_steer_dns_addresses") == 3,
+            "R1's look-up of the name has 3 addresses")
+    t.check(r1.metric("smg_steer_peer_send_errors_total", peer=f"[{V6}]:{PORT}") is None,
+            "R1 tried the IPv6 address")
     t.check("reporting to 1 router(s)" in r1.log_text(), "R1 did not log its router")
 
 with t.case("a large request through R1 shows at R2, exactly, until it is answered"):

@@ -554,14 +554,16 @@ void steer_discovery_expanded_free(struct steer_config *out)
 
 /* ---- Peers from the addresses ---------------------------------------------------------- */
 
-/* Appends a to out (room for STEER_PEERS_MAX) unless it is there already or is
- * this router's own --peer-listen; false when out is full. */
+/* Appends a to out (room for STEER_PEERS_MAX) unless it is there already, is
+ * this router's own --peer-listen, or is of the other address family (the
+ * reports go out of the --peer-listen socket); false when out is full. */
 static bool peer_append(const struct steer_config *cfg, const struct steer_addr *a,
 			struct steer_addr *out, size_t *n)
 {
 	size_t i;
 
-	if (cfg->peer_listen_set && steer_addr_equal(a, &cfg->peer_listen))
+	if (cfg->peer_listen_set && (steer_addr_equal(a, &cfg->peer_listen) ||
+				     steer_addr_is_v4(a) != steer_addr_is_v4(&cfg->peer_listen)))
 		return true;
 	for (i = 0; i < *n; i++)
 		if (steer_addr_equal(&out[i], a))

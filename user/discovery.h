@@ -72,7 +72,8 @@ void steer_discovery_expanded_free(struct steer_config *out);
 /*
  * The routers this one reports to: cfg's --peer addresses, then every
  * address its --peer-dns names last resolved to (with the entry's port),
- * leaving out duplicates and cfg's own --peer-listen; at most
+ * leaving out duplicates, cfg's own --peer-listen and addresses of the
+ * other family than it; at most
  * STEER_PEERS_MAX (out has that room; the rest are logged). disc may be NULL
  * (literal peers only).
  */
