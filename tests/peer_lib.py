@@ -96,6 +96,26 @@ def start_workers(env, control, tp, workers):
     return loads
 
 
+def two_routers(tag, tp, workers):
+    """Two routers' environments (cgroup, pins: tag1 and tag2), the control
+    directory of the wire workers, and the workers (start_workers) in the
+    first: (env1, env2, control, loads)."""
+    env1, env2 = L.Env(tag + "1"), L.Env(tag + "2")
+    control = os.path.join(env1.tmp, "control")
+    os.mkdir(control)
+    return env1, env2, control, start_workers(env1, control, tp, workers)
+
+
+def router_args(vip, bpt, loads, extra):
+    """A router's smg-steerd arguments: vip over the workers of loads
+    (address -> its L.Worker, from start_workers), their loads polled once at
+    start (the next poll is minutes away), --bytes-per-token bpt, then extra."""
+    a = ["--vip", vip, "--load-check-interval", "10m", "--bytes-per-token", str(bpt)] + extra
+    for addr, w in loads.items():
+        a += ["--backend", f"{addr},loads=grpc://{w.grpc}"]
+    return a
+
+
 class Rig:
     """One VIP over named wire workers, with its control directory: the
     helpers above bound to them."""

@@ -37,11 +37,8 @@ V6 = "2001:db8::9"  # an AAAA record of the name: not a peer of IPv4 routers
 P1, P2, P3 = (f"{a}:{PORT}" for a in (R1, R2, R3))
 DNS = "127.0.0.53"
 t = Tap()
-env1 = L.Env("pdns1")
-env2 = L.Env("pdns2")
+env1, env2, control, loads = P.two_routers("pdns", TP, {"a": A, "b": B})
 HOSTS = os.path.join(env1.tmp, "hosts")
-control = os.path.join(env1.tmp, "control")
-os.mkdir(control)
 
 
 def write_hosts(addrs):
@@ -53,17 +50,13 @@ def write_hosts(addrs):
 
 write_hosts([R1, R2, V6])
 dns = L.Dnsmasq(env1, DNS, HOSTS).start()
-loads = P.start_workers(env1, control, TP, {"a": A, "b": B})
 
 
 def args(me):
-    a = ["--vip", VIP, "--load-check-interval", "10m", "--bytes-per-token", str(BPT),
-         "--peer-dns", f"{NAME}:{PORT}", "--peer-listen", f"{me}:{PORT}",
-         "--peer-interval", "1ms", "--peer-timeout", "500ms",
-         "--dns-server", f"{DNS}:5353", "--dns-interval", "200ms"]
-    for addr, w in loads.items():
-        a += ["--backend", f"{addr},loads=grpc://{w.grpc}"]
-    return a
+    return P.router_args(VIP, BPT, loads, [
+        "--peer-dns", f"{NAME}:{PORT}", "--peer-listen", f"{me}:{PORT}",
+        "--peer-interval", "1ms", "--peer-timeout", "500ms",
+        "--dns-server", f"{DNS}:5353", "--dns-interval", "200ms"])
 
 
 r1 = L.Daemon(env1, args(R1), metrics_port=9466).start()

@@ -41,12 +41,7 @@ A, B = "127.0.0.11:8000", "127.0.0.12:8000"
 P1, P2 = "127.0.0.1:9481", "127.0.0.1:9482"  # R1's and R2's --peer-listen
 REQUESTS = 10
 t = Tap()
-env1 = L.Env("push1")
-env2 = L.Env("push2")
-control = os.path.join(env1.tmp, "control")
-os.mkdir(control)
-
-loads = P.start_workers(env1, control, TP, {"a": A, "b": B})
+env1, env2, control, loads = P.two_routers("push", TP, {"a": A, "b": B})
 
 
 CFG2 = os.path.join(env2.tmp, "steer.yaml")  # R2's push and phase: a reload changes them
@@ -59,11 +54,9 @@ def write_cfg2(push, phase):
 
 
 def start(env, listen, peer, port, extra):
-    a = ["--vip", VIP, "--load-check-interval", "10m", "--bytes-per-token", str(BPT),
-         "--peer", peer, "--peer-listen", listen, "--peer-interval", "10s",
-         "--peer-timeout", "60s"] + extra
-    for addr, w in loads.items():
-        a += ["--backend", f"{addr},loads=grpc://{w.grpc}"]
+    a = P.router_args(VIP, BPT, loads, ["--peer", peer, "--peer-listen", listen,
+                                         "--peer-interval", "10s", "--peer-timeout", "60s"]
+                      + extra)
     return L.Daemon(env, a, metrics_port=port).start()
 
 

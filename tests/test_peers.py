@@ -51,21 +51,13 @@ A, B = "127.0.0.11:8000", "127.0.0.12:8000"
 P1, P2 = "127.0.0.1:9471", "127.0.0.1:9472"  # R1's and R2's --peer-listen
 TIMEOUT_S = 0.5
 t = Tap()
-env1 = L.Env("peer1")
-env2 = L.Env("peer2")
-control = os.path.join(env1.tmp, "control")
-os.mkdir(control)
-
-loads = P.start_workers(env1, control, TP, {"a": A, "b": B})
+env1, env2, control, loads = P.two_routers("peer", TP, {"a": A, "b": B})
 
 
 def args(listen, peer, timeout_s):
-    a = ["--vip", VIP, "--load-check-interval", "10m", "--bytes-per-token", str(BPT),
-         "--keep-pinned", "--peer", peer, "--peer-listen", listen, "--peer-interval", "1ms",
-         "--peer-timeout", f"{int(timeout_s * 1000)}ms"]
-    for addr, w in loads.items():
-        a += ["--backend", f"{addr},loads=grpc://{w.grpc}"]
-    return a
+    return P.router_args(VIP, BPT, loads, [
+        "--keep-pinned", "--peer", peer, "--peer-listen", listen, "--peer-interval", "1ms",
+        "--peer-timeout", f"{int(timeout_s * 1000)}ms"])
 
 
 def start(env, listen, peer, port, timeout_s=TIMEOUT_S):

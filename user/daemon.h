@@ -112,12 +112,9 @@ struct daemon {
 	struct steer_xdp_stats *xdp_ctr; /* its counters, for /metrics; NULL without */
 	struct steer_loads *loads;
 	struct steer_metrics *metrics;
-	struct steer_reload *reload;  /* SIGHUP's parse, on its own thread */
-	struct steer_discovery *disc; /* --backend-dns names (discovery.c) */
-	struct steer_peer *peer;      /* --peer (peer.c), or NULL */
-	/* The routers the peer thread was last given (--peer, then --peer-dns). */
-	struct steer_addr peers_now[STEER_PEERS_MAX];
-	size_t n_peers_now;
+	struct steer_reload *reload;	       /* SIGHUP's parse, on its own thread */
+	struct steer_discovery *disc;	       /* --backend-dns names (discovery.c) */
+	struct steer_peer *peer;	       /* --peer (peer.c), or NULL */
 	struct steer_probe *probe;	       /* --step-probe (probe.c), or NULL */
 	struct steer_probe_stats *probe_stats; /* as /metrics last read them */
 	uint64_t peer_metrics_ns;	       /* when peers_tick last refreshed /metrics */

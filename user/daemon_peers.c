@@ -23,29 +23,20 @@ int peers_open(struct daemon *d, char *err, size_t errlen)
 
 	if (!steer_config_peers_on(&d->cfg))
 		return 0;
-	d->n_peers_now = d->cfg.n_peers;
-	memcpy(d->peers_now, d->cfg.peers, d->cfg.n_peers * sizeof(d->cfg.peers[0]));
 	return steer_peer_open(&o, &d->peer, err, errlen);
 }
 
 /* Hands the peer thread cfg's routers (its --peer addresses and what its
- * --peer-dns names resolve to now) when they differ from what it has, and
- * logs the change. */
+ * --peer-dns names resolve to now), interval and timeout; logs a change of
+ * routers. */
 static void peers_set(struct daemon *d, const struct steer_config *cfg)
 {
 	struct steer_addr now[STEER_PEERS_MAX];
 	size_t n = steer_discovery_peers(d->disc, cfg, now);
 
-	if (n == d->n_peers_now && !memcmp(now, d->peers_now, n * sizeof(now[0])) &&
-	    cfg->peer_interval_ns == d->cfg.peer_interval_ns &&
-	    cfg->peer_timeout_ns == d->cfg.peer_timeout_ns)
-		return;
-	if (n != d->n_peers_now || memcmp(now, d->peers_now, n * sizeof(now[0])))
+	if (steer_peer_set_peers(d->peer, now, n, cfg->peer_interval_ns, cfg->peer_timeout_ns))
 		log_info("peer: reporting to %zu router(s)%s", n,
 			 cfg->n_peer_dns ? " (--peer and --peer-dns)" : "");
-	steer_peer_set_peers(d->peer, now, n, cfg->peer_interval_ns, cfg->peer_timeout_ns);
-	memcpy(d->peers_now, now, n * sizeof(now[0]));
-	d->n_peers_now = n;
 }
 
 /* A --peer-dns name's addresses changed (discovery_apply). */

@@ -633,15 +633,20 @@ static void *peer_main(void *arg)
 
 /* ---- API ------------------------------------------------------------------------- */
 
-static void set_peers_locked(struct steer_peer *p, const struct steer_addr *peers, size_t n,
+/* Whether the list of peers changed. */
+static bool set_peers_locked(struct steer_peer *p, const struct steer_addr *peers, size_t n,
 			     uint64_t interval_ns, uint64_t timeout_ns)
 {
+	bool changed;
+
 	if (n > STEER_PEERS_MAX)
 		n = STEER_PEERS_MAX;
+	changed = n != p->n_peers || memcmp(p->peers, peers, n * sizeof(peers[0]));
 	memcpy(p->peers, peers, n * sizeof(peers[0]));
 	p->n_peers = n;
 	p->interval_ns = interval_ns;
 	p->timeout_ns = timeout_ns;
+	return changed;
 }
 
 int steer_peer_open(const struct steer_peer_opts *o, struct steer_peer **out, char *err,
@@ -710,12 +715,15 @@ int steer_peer_set_targets(struct steer_peer *p, const struct steer_peer_target 
 	return 0;
 }
 
-void steer_peer_set_peers(struct steer_peer *p, const struct steer_addr *peers, size_t n,
+bool steer_peer_set_peers(struct steer_peer *p, const struct steer_addr *peers, size_t n,
 			  uint64_t interval_ns, uint64_t timeout_ns)
 {
+	bool changed;
+
 	pthread_mutex_lock(&p->mu);
-	set_peers_locked(p, peers, n, interval_ns, timeout_ns);
+	changed = set_peers_locked(p, peers, n, interval_ns, timeout_ns);
 	pthread_mutex_unlock(&p->mu);
+	return changed;
 }
 
 void steer_peer_stats(struct steer_peer *p, struct steer_peer_stats *out)

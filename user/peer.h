@@ -101,8 +101,9 @@ int steer_peer_open(const struct steer_peer_opts *o, struct steer_peer **out, ch
 int steer_peer_start(struct steer_peer *p, char *err, size_t errlen);
 /* The backends now (copied); the thread takes them at its next tick. */
 int steer_peer_set_targets(struct steer_peer *p, const struct steer_peer_target *t, size_t n);
-/* A reload: new peers, interval and timeout (the listen address stays). */
-void steer_peer_set_peers(struct steer_peer *p, const struct steer_addr *peers, size_t n,
+/* A reload, or a --peer-dns name that changed: new peers, interval and
+ * timeout (the listen address stays). True when the list of peers changed. */
+bool steer_peer_set_peers(struct steer_peer *p, const struct steer_addr *peers, size_t n,
 			  uint64_t interval_ns, uint64_t timeout_ns);
 void steer_peer_stats(struct steer_peer *p, struct steer_peer_stats *out);
 /* Stop the thread and free p; what was applied stays in the kernel (the
