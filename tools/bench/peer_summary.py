@@ -115,9 +115,9 @@ def prop_table(rows, every, push=False):
     print(f"Two real smg-steerd, R1 and R2, `--peer` each other on 127.0.0.1 (reports "
           f"every {every}); a keep-alive connection made in R1's cgroup sends one request "
           f"of {tokens} tokens at a time, after a random 1-3 ms pause; a reader of R2's "
-          f"pins (`steer_dp_open`, not the owner) spins on `peer_pending_tokens` (summed "
-          f"over the 2 backends) through the mmap of steer_wire, yielding the CPU between "
-          f"reads. **send -> seen**: from just before `send()` until R2's value rises; "
+          f"pins (`steer_dp_open`, not the owner) watches `peer_pending_tokens` (summed "
+          f"over the 2 backends) through the mmap of steer_wire ({reader_words(ok)}). "
+          f"**send -> seen**: from just before `send()` until R2's value rises; "
           f"after another random 1-3 ms pause the backend is let answer; **answer -> "
           f"seen**: from the client's receipt of the answer until R2's value is back at 0. "
           + ("With `--peer-push on` R1 reports each request as its bytes leave (the "
@@ -128,13 +128,35 @@ def prop_table(rows, every, push=False):
           f"count at R2 than sent.\n")
     print("| ms | p50 | p90 | p99 | max | mean |")
     print("|---|---:|---:|---:|---:|---:|")
-    for name, xs in (("send -> seen at R2", up), ("answer -> seen at R2", down),
-                     ("(release -> client has the answer)", rel)):
+    lines = [("send -> seen at R2", up), ("answer -> seen at R2", down),
+             ("(release -> client has the answer)", rel)]
+    for gap in sorted({r.get("reader_gap_us") or "0" for r in ok}, key=int):
+        if len({r.get("reader_gap_us") or "0" for r in ok}) < 2:
+            break
+        sub = [r for r in ok if (r.get("reader_gap_us") or "0") == gap]
+        lines.append((f"send -> seen, {reader_name(gap)} ({len(sub)})",
+                      [num(r["send_to_seen_us"]) / 1e3 for r in sub]))
+    for name, xs in lines:
         mean = statistics.mean(xs) if xs else float("nan")
         print(f"| {name} | {fmt(quantile(xs, 0.5), 3)} | {fmt(quantile(xs, 0.9), 3)} | "
               f"{fmt(quantile(xs, 0.99), 3)} | {fmt(max(xs) if xs else float('nan'), 3)} | "
               f"{fmt(mean, 3)} |")
     print()
+
+
+def reader_name(gap):
+    return "tight reader" if gap == "0" else f"a read every {gap} us"
+
+
+def reader_words(ok):
+    """How the samples' reader watched R2 (--reader-gap-us), in words."""
+    gaps = sorted({r.get("reader_gap_us") or "0" for r in ok}, key=int)
+    if gaps == ["0"] or not gaps:
+        return "a tight loop, yielding the CPU between reads"
+    return ("the samples take turns between " + " and ".join(
+        "a tight loop yielding the CPU" if g == "0" else f"a read every {g} us"
+        for g in gaps) + ": a tight reader on these 2 vCPUs competes with the routers "
+            "whose exchange it times")
 
 
 def rtt_line(res, sfx):

@@ -43,7 +43,10 @@
  * seen, from the client's receipt of the whole answer until R2's value is
  * back at 0. A random pause of 1-3 ms precedes the send and another the
  * answer (their phase against R1's report tick is then uniform, not locked
- * to it). One CSV row per sample on stdout.
+ * to it). One CSV row per sample on stdout. With --reader-gap-us 0,20 the
+ * samples take turns between the tight reader and one that reads every
+ * 20 us, side by side: on two vCPUs the tight one takes CPU time from the
+ * routers whose exchange it times.
  * With --cpu-csv, the CPU time of R1 and R2 (/proc: utime + stime of the
  * process; of the peer thread, the thread besides main named smg-steerd
  * (or smg-peer*), also its schedstat run time) over phases: idle (nothing sent),
@@ -477,6 +480,13 @@ struct prop {
 	int n_backends, samples, warmup;
 	long request, bpt;
 	double idle_s, busy_s, busy_rate;
+	/* --reader-gap-us: how R2's value is watched, per sample in turn: 0 is a
+	 * tight loop with sched_yield, N > 0 a read every N us (nanosleep, 1 ns
+	 * timer slack). On two vCPUs a tight reader competes with the routers'
+	 * threads for the CPUs whose delay it measures. */
+	long gaps_us[8];
+	int n_gaps;
+	long gap_us;		/* this sample's */
 	struct steer_dp *rd[2]; /* readers of R1's and R2's pins */
 	uint32_t slot[2][MAX_BACKENDS];
 	int ctl;      /* write end: one byte lets the held answer go */
@@ -715,7 +725,13 @@ static uint64_t spin_until(const struct prop *p, bool rise, uint64_t deadline, u
 		}
 		if (now > deadline || stopping)
 			return 0;
-		sched_yield();
+		if (p->gap_us > 0) {
+			struct timespec ts = { 0, p->gap_us * 1000L };
+
+			nanosleep(&ts, NULL);
+		} else {
+			sched_yield();
+		}
 	}
 }
 
@@ -735,6 +751,7 @@ static int one_sample(struct prop *p, int fd, int n, bool count, bool first)
 	char resp[RESP_BYTES];
 
 	wait = first ? WAIT_FIRST_NS : WAIT_NS;
+	p->gap_us = p->n_gaps ? p->gaps_us[(n < 0 ? -n : n) % p->n_gaps] : 0;
 	/* Nothing of R1's left at R2 (a previous sample's drop not yet seen). */
 	if (!spin_until(p, false, bench_now_ns() + wait, &v)) {
 		fprintf(stderr, "peerbench: R2 holds %llu tokens before sample %d\n",
@@ -755,11 +772,11 @@ static int one_sample(struct prop *p, int fd, int n, bool count, bool first)
 	t_ans = bench_now_ns();
 	t_down = spin_until(p, false, bench_now_ns() + wait, &v);
 	if (count)
-		printf("%d,%llu,%llu,%.3f,%.3f,%.3f,%.3f,%d\n", n, (unsigned long long)up_val,
+		printf("%d,%llu,%llu,%.3f,%.3f,%.3f,%.3f,%d,%ld\n", n, (unsigned long long)up_val,
 		       (unsigned long long)(p->request / p->bpt),
 		       t_up ? (double)(t_up - t_send) / 1e3 : -1.0, (double)(t_ans - t_rel) / 1e3,
 		       t_down ? ((double)t_down - (double)t_ans) / 1e3 : -1.0,
-		       t_down ? (double)(t_down - t_rel) / 1e3 : -1.0, !t_up || !t_down);
+		       t_down ? (double)(t_down - t_rel) / 1e3 : -1.0, !t_up || !t_down, p->gap_us);
 	if (!t_up || !t_down)
 		fprintf(stderr, "peerbench: sample %d: R2 did not see the %s within %.1f s\n", n,
 			!t_up ? "request" : "answer", (double)wait / 1e9);
@@ -1043,6 +1060,7 @@ static int part_prop(struct prop *p, bool header)
 			     "pct,peer_threads,reports_sent,reports_received,applied,requests\n");
 	}
 	srandom((unsigned)bench_now_ns());
+	prctl(PR_SET_TIMERSLACK, 1UL); /* a gapped reader's sleeps end on time */
 	if (start_server(p) != 0 || open_routers(p) != 0)
 		goto out;
 	fd = connect_via(p, 0);
@@ -1050,7 +1068,7 @@ static int part_prop(struct prop *p, bool header)
 		goto out;
 	if (header)
 		printf("sample,tokens_seen,tokens_sent,send_to_seen_us,release_to_answer_us,"
-		       "answer_to_seen_us,release_to_seen_us,timeout\n");
+		       "answer_to_seen_us,release_to_seen_us,timeout,reader_gap_us\n");
 	fprintf(stderr, "peerbench: %d warm-up samples\n", p->warmup);
 	for (i = 0; i < p->warmup && !stopping; i++)
 		if (one_sample(p, fd, -1 - i, false, i == 0) != 0)
@@ -1095,6 +1113,24 @@ out:
 
 /* ---- main ----------------------------------------------------------------------------- */
 
+/* --reader-gap-us N[,N...]: up to 8 gaps, 0 to 1000 us each. */
+static int parse_gaps(struct prop *p, const char *arg)
+{
+	const char *s = arg;
+	char *end;
+
+	p->n_gaps = 0;
+	while (*s) {
+		long v = strtol(s, &end, 10);
+
+		if (end == s || v < 0 || v > 1000 || p->n_gaps == 8 || (*end && *end != ','))
+			return -1;
+		p->gaps_us[p->n_gaps++] = v;
+		s = *end ? end + 1 : end;
+	}
+	return p->n_gaps ? 0 : -1;
+}
+
 static void usage(void)
 {
 	fprintf(stderr,
@@ -1105,40 +1141,27 @@ static void usage(void)
 		"[--r2-metrics ADDR:PORT] [--vip ADDR:PORT] [--first ADDR:PORT] [--backends N] "
 		"[--request-bytes B] [--bytes-per-token N] [--samples N] [--warmup N] "
 		"[--idle-seconds S] [--busy-seconds S] [--busy-rate R] [--cpu-csv FILE] "
-		"[--header]\n");
+		"[--reader-gap-us N[,N...]] [--header]\n");
 	exit(2);
 }
 
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{ "part", 1, 0, 'P' },
-		{ "pin", 1, 0, 'p' },
-		{ "cgroup", 1, 0, 'g' },
-		{ "cost-obj", 1, 0, 'C' },
-		{ "first", 1, 0, 'f' },
-		{ "backends", 1, 0, 'n' },
-		{ "rounds", 1, 0, 'r' },
-		{ "runs", 1, 0, 'k' },
-		{ "header", 0, 0, 'H' },
-		{ "r1-pin", 1, 0, '1' },
-		{ "r2-pin", 1, 0, '2' },
-		{ "r1-cgroup", 1, 0, '3' },
-		{ "r2-cgroup", 1, 0, '4' },
-		{ "r1-pid", 1, 0, '5' },
-		{ "r2-pid", 1, 0, '6' },
-		{ "r1-metrics", 1, 0, '7' },
-		{ "r2-metrics", 1, 0, '8' },
-		{ "vip", 1, 0, 'v' },
-		{ "request-bytes", 1, 0, 'b' },
-		{ "bytes-per-token", 1, 0, 't' },
-		{ "samples", 1, 0, 's' },
-		{ "warmup", 1, 0, 'w' },
-		{ "idle-seconds", 1, 0, 'i' },
-		{ "busy-seconds", 1, 0, 'B' },
-		{ "busy-rate", 1, 0, 'R' },
-		{ "cpu-csv", 1, 0, 'c' },
-		{ 0, 0, 0, 0 },
+		{ "part", 1, 0, 'P' },		{ "pin", 1, 0, 'p' },
+		{ "cgroup", 1, 0, 'g' },	{ "cost-obj", 1, 0, 'C' },
+		{ "first", 1, 0, 'f' },		{ "backends", 1, 0, 'n' },
+		{ "rounds", 1, 0, 'r' },	{ "runs", 1, 0, 'k' },
+		{ "header", 0, 0, 'H' },	{ "r1-pin", 1, 0, '1' },
+		{ "r2-pin", 1, 0, '2' },	{ "r1-cgroup", 1, 0, '3' },
+		{ "r2-cgroup", 1, 0, '4' },	{ "r1-pid", 1, 0, '5' },
+		{ "r2-pid", 1, 0, '6' },	{ "r1-metrics", 1, 0, '7' },
+		{ "r2-metrics", 1, 0, '8' },	{ "vip", 1, 0, 'v' },
+		{ "request-bytes", 1, 0, 'b' }, { "bytes-per-token", 1, 0, 't' },
+		{ "samples", 1, 0, 's' },	{ "warmup", 1, 0, 'w' },
+		{ "idle-seconds", 1, 0, 'i' },	{ "busy-seconds", 1, 0, 'B' },
+		{ "busy-rate", 1, 0, 'R' },	{ "cpu-csv", 1, 0, 'c' },
+		{ "reader-gap-us", 1, 0, 'G' }, { 0, 0, 0, 0 },
 	};
 	static struct bpfb b = { .n_backends = 64, .rounds = 8, .runs = 20000 };
 	static struct prop p = { .n_backends = 2,
@@ -1225,6 +1248,10 @@ int main(int argc, char **argv)
 			break;
 		case 'c':
 			p.cpu_csv = optarg;
+			break;
+		case 'G':
+			if (parse_gaps(&p, optarg) != 0)
+				usage();
 			break;
 		default:
 			usage();

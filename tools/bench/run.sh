@@ -103,6 +103,8 @@
 # --bytes-per-token 4: 1,000 tokens), BENCH_PEER_INTERVAL (1ms: both routers'
 # --peer-interval), BENCH_PEER_IDLE_SECONDS (10), BENCH_PEER_BUSY_SECONDS (10),
 # BENCH_PEER_BUSY_RATE (2000 requests/s through each router in the busy phase),
+# BENCH_PEER_READER_GAPS (0,20: the samples take turns between a tight reader of
+# R2's value and one that reads every 20 us; column reader_gap_us),
 # BENCH_PROBE_BACKENDS (16), BENCH_PROBE_STEP (0.02 s), BENCH_PROBE_SECONDS (20),
 # BENCH_PARTS ("conn wrk dec ctl src norel wire ingress off peer probe"). The machine is shared and noisy: many
 # short interleaved rounds and their medians beat a few long ones.
@@ -146,6 +148,7 @@ PEER_INTERVAL=${BENCH_PEER_INTERVAL:-1ms}
 PEER_IDLE=${BENCH_PEER_IDLE_SECONDS:-10}
 PEER_BUSY=${BENCH_PEER_BUSY_SECONDS:-10}
 PEER_BUSY_RATE=${BENCH_PEER_BUSY_RATE:-2000}
+PEER_READER_GAPS=${BENCH_PEER_READER_GAPS:-0,20}
 PEER_MODES=${BENCH_PEER_MODES:-tick push}
 PROBE_N=${BENCH_PROBE_BACKENDS:-16}
 PROBE_STEP=${BENCH_PROBE_STEP:-0.02}
@@ -787,7 +790,8 @@ peer_prop_mode() {
 		--first "$PEER_BE:8000" --backends 2 --request-bytes "$PEER_REQUEST" \
 		--bytes-per-token 4 --samples "$PEER_SAMPLES" --warmup 20 \
 		--idle-seconds "$PEER_IDLE" --busy-seconds "$PEER_BUSY" --busy-rate "$PEER_BUSY_RATE" \
-		--cpu-csv "$RES/peer_cpu$sfx.csv" --header >"$RES/peer_prop$sfx.csv"
+		--cpu-csv "$RES/peer_cpu$sfx.csv" --reader-gap-us "$PEER_READER_GAPS" \
+		--header >"$RES/peer_prop$sfx.csv"
 	# The routers' own measure of the exchange: R2's round trips to R1.
 	"$PY" -c 'import sys, urllib.request; sys.stdout.write(urllib.request.urlopen(sys.argv[1], timeout=5).read().decode())' \
 		http://127.0.0.1:9482/metrics | grep '^smg_steer_peer_rtt_seconds' >"$RES/peer_rtt$sfx.txt" || true

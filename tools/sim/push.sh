@@ -4,7 +4,8 @@
 # routers with the step cadence". Per engine, response mode and seed: one
 # router, and 16 routers sharing their wire counters (--share-wire) 0.1 to
 # 1 ms late and with the delays measured between two real daemons
-# (docs/sim/push_delays.txt, docs/benchmarks.md run 19, drawn per event),
+# (docs/sim/push_delays.txt, docs/benchmarks.md run 19, drawn per event;
+# docs/sim/push_delays_run21.txt, run 21, in a column of its own),
 # without the phase, and with it (--steer-jitter). fluid everywhere; on the
 # batching engine also the step cadence (max), with plain JSON answers with
 # the step probe: one per router per worker (--step-probe, what smg-steerd
@@ -22,7 +23,8 @@ export LC_ALL=C
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
 sim_setup push "$@"
-samples="$top/docs/sim/push_delays.txt"
+samples="$top/docs/sim/push_delays.txt"             # run 19
+samples21="$top/docs/sim/push_delays_run21.txt"     # run 21
 
 if [ "$quick" = 1 ]; then n=3000; nf=3000; else n=500000; nf=1000000; fi
 
@@ -50,6 +52,7 @@ for s in 1 2 3; do
 					job "$tag-nophase$dl" "$b --share-delay $dl"
 				done
 				job "$tag-nophase-samples" "$b --share-delay-samples $samples"
+				job "$tag-nophase-samples21" "$(echo "$b" | sed 's/--scenario r16/--scenario r16b/') --share-delay-samples $samples21"
 				job "$tag-phase-samples" "$b --share-delay-samples $samples --steer-jitter"
 				job "$tag-phase0.001" "$b --share-delay 0.001 --steer-jitter"
 			done
@@ -83,12 +86,12 @@ NR > 1 {
 		next
 	}
 	d = "0"
-	if (v ~ /shared~samples/) d = "measured"
+	if (v ~ /shared~samples/) d = ($1 == "r16b") ? "measured 21" : "measured"
 	else if (match(v, /shared[0-9.e-]+/)) d = substr(v, RSTART + 6, RLENGTH - 6)
 	r16[key "|" ((v ~ /jitter/) ? "phase " : "no phase ") d "|" $12] = $16
 }
 END {
-	ncol = split("no phase 0.0001|no phase 0.0002|no phase 0.0003|no phase 0.0005|no phase 0.001|no phase measured|phase measured|phase 0.001", cols, "|")
+	ncol = split("no phase 0.0001|no phase 0.0002|no phase 0.0003|no phase 0.0005|no phase 0.001|no phase measured|no phase measured 21|phase measured|phase 0.001", cols, "|")
 	nrow = split("fifo|stream|fluid|- ;fifo|full|fluid|- ;batch|stream|fluid|- ;batch|stream|fluid-step (max)|- ;batch|full|fluid|per router;batch|full|fluid-step (max)|per router;batch|full|fluid|one per worker, at once;batch|full|fluid-step (max)|one per worker, at once;batch|full|fluid|one per worker, pushed;batch|full|fluid-step (max)|one per worker, pushed;batch|stream|fluid-step (periodic)|- ;batch|full|fluid-step (periodic)|per router;batch|full|fluid-step (periodic)|one per worker, pushed;batch|full|fluid-step (max)|one per worker, pushed, dated;batch|full|fluid-step (periodic)|one per worker, pushed, dated", rows, ";")
 	printf "| engine | response | estimator | step probe | 1 router p99 (ms) |"
 	for (i = 1; i <= ncol; i++) printf " 16: %s |", cols[i]
