@@ -17,6 +17,16 @@ encoding, as SGLang and vLLM send them), one event per engine "step".
   the streams that start.
 - DIR/NAME.open holds the number of streams being sent now; a stream ends
   when the client goes away.
+- While the file DIR/NAME.token exists, each of its lines is a bearer token
+  the worker takes (two during a rotation): a POST without
+  `Authorization: Bearer` one of them is answered 401, as smg's workers
+  answer a request without their API key. Each POST checked is counted in
+  DIR/NAME.stats ({"auth_ok": N, "auth_bad": M}, as tests/fake_engines.py
+  counts its polls), and DIR/NAME.auth gets a line: "ok I" (I: the line
+  of the token it carried, from 0) or "bad".
+- When the number in DIR/NAME.gen differs from what it was when a stream
+  started, the stream ends at its next event (an engine finishing the
+  request): a test ends the stream under way without a new one ending too.
 
 "READY <name>" goes to stdout once listening.
 """
@@ -36,6 +46,7 @@ class State:
         self.args = args
         self.lock = threading.Lock()
         self.open = 0
+        self.counts = {"auth_ok": 0, "auth_bad": 0}
         self.write_open()
 
     def path(self, suffix):
@@ -63,6 +74,39 @@ class State:
         except (OSError, ValueError):
             return self.args.tokens
 
+    def read_file(self, suffix):
+        try:
+            with open(self.path(suffix)) as f:
+                return f.read()
+        except OSError:
+            return None
+
+    def gen(self):
+        return (self.read_file("gen") or "").strip()
+
+    def bump(self, what):
+        with self.lock:
+            self.counts[what] += 1
+            tmp = self.path("stats.tmp")
+            with open(tmp, "w") as f:
+                json.dump(self.counts, f)
+            os.rename(tmp, self.path("stats"))
+
+    def authorized(self, header):
+        """True when no token is required or the header carries one of them."""
+        text = self.read_file("token")
+        if text is None:
+            return True
+        tokens = [line.strip() for line in text.splitlines() if line.strip()]
+        for i, token in enumerate(tokens):
+            if header == f"Bearer {token}":
+                self.bump("auth_ok")
+                self.log("auth", f"ok {i}")
+                return True
+        self.bump("auth_bad")
+        self.log("auth", "bad")
+        return False
+
     def status(self):
         try:
             with open(self.path("status")) as f:
@@ -88,6 +132,15 @@ def handler(state):
             self.end_headers()
             self.wfile.write(body)
 
+        def refuse(self, status, err, headers=()):
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(err)))
+            for k, v in headers:
+                self.send_header(k, v)
+            self.end_headers()
+            self.wfile.write(err)
+
         def chunk(self, data):
             self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
             self.wfile.flush()
@@ -101,14 +154,12 @@ def handler(state):
                 body = raw.decode(errors="replace")
             state.log("probes", json.dumps({"path": self.path, "body": body}))
             state.log("probe_times", repr(time.monotonic()))
+            if not state.authorized(self.headers.get("Authorization")):
+                self.refuse(401, b'{"error": "Unauthorized"}', [("WWW-Authenticate", "Bearer")])
+                return
             status = state.status()
             if status != 200:
-                err = b'{"error": "refused"}'
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(err)))
-                self.end_headers()
-                self.wfile.write(err)
+                self.refuse(status, b'{"error": "refused"}')
                 return
             self.send_response(200)
             self.send_header("Content-Type", "text/event-stream")
@@ -116,9 +167,12 @@ def handler(state):
             self.end_headers()
             self.wfile.flush()
             state.streams(1)
+            gen = state.gen()
             try:
                 for i in range(state.tokens()):
                     time.sleep(args.step)  # never shorter than a step, however late
+                    if state.gen() != gen:
+                        break
                     ev = {"object": "text_completion", "choices": [{"index": 0, "text": "0"}]}
                     self.chunk(b"data: " + json.dumps(ev).encode() + b"\n\n")
                 self.chunk(b"data: [DONE]\n\n")

@@ -21,12 +21,28 @@ completion stream with one event per "engine step", A's every 2 s, B's every
   with the back-off, not in a tight loop;
 - a reload with a new body restarts the probes with it; a reload without
   --step-probe ends every stream.
+
+Then auth=bearer:FILE: a third worker, C (a 50 ms step, 2 s streams), in two
+more services, requires a bearer token as smg's workers require their API
+key (401 without it):
+
+- with the first service's token the probe streams and C's steps reach the
+  kernel; the second service lists C with another token: warned once, never
+  sent;
+- a token the worker does not take: 401s counted as failures, retried with
+  the back-off, the other probes go on;
+- SIGHUP after the token file is rewritten: the stream under way goes on,
+  and the next POST carries the new token (the only one the worker then
+  takes);
+- no token in the log, /metrics or smg-steerctl's output.
 """
 import json
 import os
+import secrets
 import signal
 import socket
 import subprocess
+import urllib.request
 
 import e2e_lib as L
 from taplib import Tap
@@ -36,8 +52,10 @@ L.enter_private_netns()
 VIP = "127.0.0.100:8000"
 VIP2 = "127.0.0.101:8000"  # the same two backends: one probe stream each, both slots fed
 A, B = "127.0.0.11:8000", "127.0.0.12:8000"
-STEP = {A: 2.0, B: 0.02}
-TOKENS = {A: 1000, B: 60}
+C = "127.0.0.13:8000"  # requires a bearer token (the auth cases)
+VIP3, VIP4 = "127.0.0.102:8000", "127.0.0.103:8000"  # C, with its token; C, with another
+STEP = {A: 2.0, B: 0.02, C: 0.05}
+TOKENS = {A: 1000, B: 60, C: 40}
 TP = 1000000.0  # tokens/s: a connect's flat credit is 1 ms, far below A's step
 DEFAULT_BODY = {"prompt": "0", "max_tokens": 1024, "stream": True, "ignore_eos": True,
                 "temperature": 0}
@@ -46,13 +64,23 @@ env = L.Env("probe")
 control = os.path.join(env.tmp, "control")
 os.mkdir(control)
 CTL = os.path.join(L.BUILD, "smg-steerctl")
-NAME = {A: "a", B: "b"}
+NAME = {A: "a", B: "b", C: "c"}
+TOKEN1 = "probe-tok1-" + secrets.token_hex(16)
+TOKEN2 = "probe-tok2-" + secrets.token_hex(16)
+TOKEN_OTHER = "probe-other-" + secrets.token_hex(16)  # VIP4's, never sent
+TOKEN_WRONG = "probe-wrong-" + secrets.token_hex(16)  # the worker's only, never the daemon's
+TOKEN_FILE = os.path.join(env.tmp, "worker-api-key")
+OTHER_FILE = os.path.join(env.tmp, "other-api-key")
+CONFLICT = "step probe of 127.0.0.13:8000: services list it with different auth= tokens"
+ROTATED = "step probe of 127.0.0.13:8000: its backend's auth= token changed"
 
 loads = {A: L.Worker(env, "la", "127.0.0.11:7999", "127.0.0.11:30000",
                      {"mode": "ok", "loads": [L.rank(0, 0.0, TP)]}).start(),
          B: L.Worker(env, "lb", "127.0.0.12:7999", "127.0.0.12:30000",
+                     {"mode": "ok", "loads": [L.rank(0, 0.0, TP)]}).start(),
+         C: L.Worker(env, "lc", "127.0.0.13:7999", "127.0.0.13:30000",
                      {"mode": "ok", "loads": [L.rank(0, 0.0, TP)]}).start()}
-for addr in (A, B):
+for addr in (A, B, C):
     p = env.spawn([L.PY, os.path.join(L.TOP, "tests", "probe_worker.py"), "--name", NAME[addr],
                    "--traffic", addr, "--control", control, "--step", str(STEP[addr]),
                    "--tokens", str(TOKENS[addr])], stdout=subprocess.PIPE, text=True)
@@ -62,12 +90,17 @@ env.enter_cgroup()
 CFG = os.path.join(env.tmp, "steer.yaml")
 
 
-def write_config(probe="step-probe: /v1/completions\n"):
+def write_config(probe="step-probe: /v1/completions\n", auth=False):
+    """A and B in VIP and VIP2; with auth, C too: in VIP3 with TOKEN_FILE's
+    token, then in VIP4 with OTHER_FILE's."""
     text = f"load-check-interval: 500ms\nwire-estimator: fluid-step\n{probe}services:\n"
     for vip in (VIP, VIP2):
         text += f"  - vip: {vip}\n    backends:\n"
-        for addr, w in loads.items():
-            text += f"      - {addr},loads=grpc://{w.grpc}\n"
+        for addr in (A, B):
+            text += f"      - {addr},loads=grpc://{loads[addr].grpc}\n"
+    for vip, key in ((VIP3, TOKEN_FILE), (VIP4, OTHER_FILE)) if auth else ():
+        text += (f"  - vip: {vip}\n    backends:\n"
+                 f"      - {C},loads=grpc://{loads[C].grpc},auth=bearer:{key}\n")
     with open(CFG + ".tmp", "w") as f:
         f.write(text)
     os.rename(CFG + ".tmp", CFG)
@@ -108,6 +141,26 @@ def probe_times(addr):
 
 def gets(addr):
     return worker_file(addr, "gets").count("\n")
+
+
+def write_file(path, text):
+    with open(path + ".tmp", "w") as f:
+        f.write(text)
+    os.rename(path + ".tmp", path)
+
+
+def worker_takes(*tokens):
+    """The bearer tokens C's worker answers (probe_worker.py's NAME.token)."""
+    write_file(os.path.join(control, "c.token"), "".join(tok + "\n" for tok in tokens))
+
+
+def auths():
+    """C's worker's verdict on each POST: "ok I" (the I-th token it takes) or "bad"."""
+    return worker_file(C, "auth").split("\n")[:-1]
+
+
+def auth_stats():
+    return json.loads(worker_file(C, "stats") or "{}")
 
 
 def open_streams(addr):
@@ -223,8 +276,81 @@ with t.case("a reload without --step-probe ends every stream; its families are g
     L.wait_for(lambda: not any(k[0].startswith("smg_steer_probe_") for k in d.metrics()), 30,
                "no probe family in /metrics")
 
+# ---- auth=bearer:FILE ----------------------------------------------------------------
+
+with t.case("auth: with its backend's token the probe streams; its steps reach the kernel"):
+    write_file(TOKEN_FILE, TOKEN1 + "\n")
+    write_file(OTHER_FILE, TOKEN_OTHER + "\n")
+    worker_takes(TOKEN1)
+    write_config(auth=True)
+    d.send(signal.SIGHUP)
+    L.wait_for(lambda: metric("smg_steer_probe_streaming", C, VIP3) == 1, 30,
+               "C's probe streaming")
+    for vip in (VIP3, VIP4):  # one stream: both slots fed
+        L.wait_for(lambda: 0 < (steps(vip).get(C) or 0) <= 0.3e9, 30,
+                   f"C's step a few tens of ms in {vip} (explain)")
+    t.check(auths() and set(auths()) == {"ok 0"}, f"C's worker: {auths()}")
+    t.check(auth_stats().get("auth_bad", 0) == 0, f"C's worker: {auth_stats()}")
+    t.check(metric("smg_steer_probe_failures_total", C, VIP3) == 0, "C's failures")
+    # VIP4 lists C with another token: the first service's is sent, and that is said.
+    L.wait_for(lambda: CONFLICT in d.log_text(), 30, "the log names the two tokens' backend")
+
+with t.case("auth: a wrong token: refused, counted, retried with the back-off"):
+    before = metric("smg_steer_probe_failures_total", C, VIP3)
+    bad0 = auth_stats().get("auth_bad", 0)
+    worker_takes(TOKEN_WRONG)
+    n0 = len(probe_times(C))  # every POST from here on is refused (see probe_worker.py)
+    L.wait_for(lambda: metric("smg_steer_probe_failures_total", C, VIP3) >= before + 3 and
+               metric("smg_steer_probe_streaming", C, VIP3) == 0, 60, "C's probe failing")
+    L.wait_for(lambda: len(probe_times(C)) >= n0 + 4, 60, "four refused POSTs on C")
+    ts = probe_times(C)[n0:n0 + 4]
+    gaps = [b - a for a, b in zip(ts, ts[1:])]
+    t.check(min(gaps) >= 0.2, f"probes {gaps} s apart: a tight loop")
+    t.check(auth_stats().get("auth_bad", 0) >= bad0 + 4, f"C's worker: {auth_stats()}")
+    L.wait_for(lambda: "HTTP status 401" in d.log_text(), 30, "the log names the status")
+    t.check(d.proc.poll() is None, "the daemon is running")
+    t.check(metric("smg_steer_probe_streaming", A) == 1, "A's probe stopped")
+
+with t.case("auth: SIGHUP after the token file is rewritten: the next POST has the new token"):
+    # Long streams now, so that the one under way is still running at the reload.
+    write_file(os.path.join(control, "c.tokens"), "100000")
+    worker_takes(TOKEN1)
+    n0 = len(auths())
+    L.wait_for(lambda: "ok 0" in auths()[n0:] and
+               metric("smg_steer_probe_streaming", C, VIP3) == 1, 60, "C streaming again")
+    n1 = len(auths())
+    write_file(TOKEN_FILE, TOKEN2 + "\n")
+    d.send(signal.SIGHUP)
+    L.wait_for(lambda: ROTATED in d.log_text(), 30, "the probe thread has the new token")
+    # The stream under way goes on with the token it was started with.
+    t.check(len(auths()) == n1 and open_streams(C) == 1,
+            f"C: POSTs {auths()[n1:]}, {open_streams(C)} streams open")
+    worker_takes(TOKEN2)  # the old key revoked
+    write_file(os.path.join(control, "c.gen"), "1")  # the stream under way ends
+    L.wait_for(lambda: len(auths()) > n1, 30, "a new POST on C")
+    t.check(auths()[n1] == "ok 0", f"C's next POST: {auths()[n1]} (the old token?)")
+    L.wait_for(lambda: metric("smg_steer_probe_streaming", C, VIP3) == 1, 30,
+               "C streaming with the new token")
+    os.unlink(os.path.join(control, "c.tokens"))
+
+with t.case("auth: no token in the log, /metrics or smg-steerctl's output; warned once"):
+    with urllib.request.urlopen(f"http://127.0.0.1:{d.metrics_port}/metrics", timeout=5) as r:
+        outputs = {"daemon log": d.log_text(), "/metrics": r.read().decode()}
+    for args in (["status"], ["explain", VIP3], ["explain", VIP4]):
+        for fmt in ("json", "text"):
+            p = subprocess.run([CTL, "--pin-path", env.pin, "-o", fmt, *args],
+                               capture_output=True, text=True, timeout=30)
+            outputs[f"smg-steerctl -o {fmt} {' '.join(args)}"] = p.stdout + p.stderr
+    for what, text in outputs.items():
+        for token in (TOKEN1, TOKEN2, TOKEN_OTHER, TOKEN_WRONG):
+            t.check(token not in text, f"a token appears in the {what}")
+    n = outputs["daemon log"].count(CONFLICT)
+    t.check(n == 1, f"the two tokens of C warned about {n} times")
+
 rc, _ = d.stop()
 with t.case("daemon exits cleanly"):
     t.check(rc == 0, f"exit {rc}")
+    for needle in ("AddressSanitizer", "LeakSanitizer", "runtime error:"):
+        t.check(needle not in d.log_text(), f"{needle} in the daemon's log")
 env.cleanup()
 t.done()

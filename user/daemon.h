@@ -141,6 +141,9 @@ struct daemon {
  * added, keeping the state of every backend that is unchanged. */
 int services_build_dns(struct daemon *d, const struct steer_config *cfg, struct service **out);
 void services_free(struct daemon *d, struct service *svcs, size_t n);
+/* The bearer token of a backend's auth= file in cfg, or NULL: borrowed from
+ * cfg (a secret: never logged). */
+const char *backend_token(const struct steer_config *cfg, const struct steer_backend_cfg *b);
 /* A backend with a slot, as the peer and probe threads know it. */
 struct slotted_backend {
 	const struct service *s;

@@ -15,8 +15,7 @@
 
 /* ---- services and backends ------------------------------------------------------- */
 
-/* The bearer token of a backend's auth= file, or NULL. */
-static const char *backend_token(const struct steer_config *cfg, const struct steer_backend_cfg *b)
+const char *backend_token(const struct steer_config *cfg, const struct steer_backend_cfg *b)
 {
 	return b->auth && b->auth <= cfg->n_auths ? cfg->auths[b->auth - 1].token : NULL;
 }

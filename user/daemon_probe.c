@@ -29,6 +29,18 @@ int probes_start(struct daemon *d, char *err, size_t errlen)
 	return probe_start(d, &d->cfg, err, errlen);
 }
 
+/* A backend's probe: where its stream's packets go, and its bearer token
+ * (borrowed from d->cfg; the probe thread copies it). */
+static struct steer_probe_target probe_target(const struct daemon *d,
+					      const struct slotted_backend *sb)
+{
+	return (struct steer_probe_target){ .addr = sb->b->cfg.addr,
+					    .svc_id = sb->svc_id,
+					    .slot = sb->b->slot,
+					    .slot_gen = sb->slot_gen,
+					    .token = backend_token(&d->cfg, &sb->b->cfg) };
+}
+
 /* Every backend with a slot: each gets a probe. */
 void probes_update_targets(struct daemon *d)
 {
@@ -41,14 +53,11 @@ void probes_update_targets(struct daemon *d)
 	sb = slotted_backends(d, &n);
 	t = calloc(n ? n : 1, sizeof(*t));
 	for (i = 0; sb && t && i < n; i++)
-		t[i] = (struct steer_probe_target){ .addr = sb[i].b->cfg.addr,
-						    .svc_id = sb[i].svc_id,
-						    .slot = sb[i].b->slot,
-						    .slot_gen = sb[i].slot_gen };
+		t[i] = probe_target(d, &sb[i]);
 	if (!sb || !t || steer_probe_set_targets(d->probe, t, n) != 0)
 		log_error("step probe: out of memory; the backends it probes stay as they were");
 	free(sb);
-	free(t);
+	free(t); /* only borrowed pointers to the tokens: nothing to wipe */
 }
 
 /* A reload turns the probe on or off, or changes what it sends. */

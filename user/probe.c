@@ -9,6 +9,12 @@
  * mutex while it works and lets go only while it waits in curl_multi_poll,
  * so the main thread's calls (new backends, a reload, statistics) see
  * consistent state and wake it with curl_multi_wakeup.
+ *
+ * A backend with auth=bearer:FILE gets its token on the probe as on the load
+ * polls ("Authorization: Bearer TOKEN"): each probe keeps its own copy and
+ * builds its own header list for each transfer. The token is a secret: no
+ * message, statistic or error string here quotes it, and every copy (the
+ * targets', the probe's, the header line's) is wiped before it is freed.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -53,7 +59,13 @@ struct probe {
 	struct probe_slot slots[PROBE_SLOTS_MAX];
 	uint32_t n_slots;
 	char url[STEER_ADDR_STRLEN + 264];
-	CURL *easy;	      /* the transfer under way, or NULL */
+	CURL *easy; /* the transfer under way, or NULL */
+	/* The transfer under way's headers (libcurl reads them to its end): the
+	 * shared ones and its own Authorization line. */
+	struct curl_slist *headers;
+	char *token;	      /* its backend's bearer token, for the next transfer; or NULL */
+	bool token_differs;   /* take_targets: another service gives it another token */
+	bool token_warned;    /* that was logged (once while it lasts) */
 	bool status_ok;	      /* its response status was 2xx */
 	uint64_t last_ns;     /* CLOCK_MONOTONIC_COARSE of its stream's last packet, 0: none */
 	uint64_t started_ns;  /* when the transfer under way started */
@@ -144,6 +156,61 @@ static void queue_step(struct probe *pr, uint64_t last, uint64_t at)
 	}
 }
 
+/* ---- The bearer token -------------------------------------------------------------- */
+
+static void wipe_free(char *s)
+{
+	if (!s)
+		return;
+	explicit_bzero(s, strlen(s));
+	free(s);
+}
+
+/* curl_slist_append copies each line: the copy of the Authorization line is
+ * wiped too. */
+static void headers_free(struct curl_slist *h)
+{
+	struct curl_slist *l;
+
+	for (l = h; l; l = l->next)
+		explicit_bzero(l->data, strlen(l->data));
+	curl_slist_free_all(h);
+}
+
+static bool same_token(const char *a, const char *b)
+{
+	return a == b || (a && b && !strcmp(a, b));
+}
+
+/* The header list of a probe's next transfer: the shared lines, and its
+ * backend's Authorization line when it has a token. NULL: out of memory. */
+static struct curl_slist *probe_headers(const struct steer_probe *p, const struct probe *pr)
+{
+	struct curl_slist *h = NULL, *grown;
+	const struct curl_slist *l;
+	char *line = NULL;
+
+	for (l = p->headers; l; l = l->next) {
+		grown = curl_slist_append(h, l->data);
+		if (!grown) {
+			headers_free(h);
+			return NULL;
+		}
+		h = grown;
+	}
+	if (!pr->token)
+		return h;
+	if (asprintf(&line, "Authorization: Bearer %s", pr->token) < 0) {
+		headers_free(h);
+		return NULL;
+	}
+	grown = curl_slist_append(h, line);
+	wipe_free(line);
+	if (!grown)
+		headers_free(h);
+	return grown;
+}
+
 /* ---- One probe's transfer ------------------------------------------------------- */
 
 /* Bytes of the stream: a packet, and so a step end, unless they came in the
@@ -183,6 +250,8 @@ static void transfer_end(struct steer_probe *p, struct probe *pr)
 	curl_multi_remove_handle(p->multi, pr->easy);
 	curl_easy_cleanup(pr->easy);
 	pr->easy = NULL;
+	headers_free(pr->headers); /* after the handle: it used them to the end */
+	pr->headers = NULL;
 	pr->last_ns = 0; /* the next stream's first packet starts no gap */
 	pr->st.streaming = false;
 }
@@ -190,15 +259,18 @@ static void transfer_end(struct steer_probe *p, struct probe *pr)
 static void transfer_start(struct steer_probe *p, struct probe *pr)
 {
 	CURL *e = curl_easy_init();
+	struct curl_slist *headers = e ? probe_headers(p, pr) : NULL;
 
-	if (!e) {
+	if (!headers) {
+		if (e)
+			curl_easy_cleanup(e);
 		pr->retry_at_ns = steer_monotonic_ns() + BACKOFF_MAX_MS * NS_PER_MS;
 		return;
 	}
 	curl_easy_setopt(e, CURLOPT_URL, pr->url);
 	curl_easy_setopt(e, CURLOPT_POSTFIELDS, p->body);
 	curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE, (long)strlen(p->body));
-	curl_easy_setopt(e, CURLOPT_HTTPHEADER, p->headers);
+	curl_easy_setopt(e, CURLOPT_HTTPHEADER, headers);
 	curl_easy_setopt(e, CURLOPT_USERAGENT, "smg-steerd step probe");
 	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_data);
 	curl_easy_setopt(e, CURLOPT_WRITEDATA, pr);
@@ -214,6 +286,7 @@ static void transfer_start(struct steer_probe *p, struct probe *pr)
 	curl_easy_setopt(e, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
 	if (curl_multi_add_handle(p->multi, e) != CURLM_OK) {
 		curl_easy_cleanup(e);
+		headers_free(headers);
 		pr->retry_at_ns = steer_monotonic_ns() + BACKOFF_MAX_MS * NS_PER_MS;
 		return;
 	}
@@ -221,6 +294,7 @@ static void transfer_start(struct steer_probe *p, struct probe *pr)
 	pr->st.error[0] = 0;
 	pr->started_ns = steer_monotonic_ns();
 	pr->easy = e;
+	pr->headers = headers;
 	pr->status_ok = false;
 	pr->last_ns = 0;
 	pr->st.starts++;
@@ -312,6 +386,72 @@ static struct probe *probe_new(struct steer_probe *p, const struct steer_addr *a
 	return pr;
 }
 
+/* A probe that ends: its transfer, and its copy of the token. */
+static void probe_del(struct steer_probe *p, struct probe *pr)
+{
+	transfer_end(p, pr);
+	wipe_free(pr->token);
+	free(pr);
+}
+
+/* steer_probe_set_targets' copies, tokens wiped. */
+static void targets_free(struct steer_probe_target *t, size_t n)
+{
+	size_t i;
+
+	for (i = 0; t && i < n; i++)
+		wipe_free((char *)t[i].token); /* our own strdup (steer_probe_set_targets) */
+	free(t);
+}
+
+/* The token the probe's next transfer sends. A stream under way goes on
+ * with the one it was started with: libcurl sent that with the request, and
+ * ending the stream would cost the engine a new prefill for nothing. A probe
+ * waiting out a back-off (refused for the old token, perhaps) tries the new
+ * one at once. Out of memory, the old token stays until the next call (the
+ * next publish). */
+static void probe_set_token(struct probe *pr, const char *token, bool kept)
+{
+	char addr[STEER_ADDR_STRLEN], *copy = NULL;
+
+	if (same_token(pr->token, token) || (token && !(copy = strdup(token))))
+		return;
+	wipe_free(pr->token);
+	pr->token = copy;
+	if (!kept)
+		return; /* a new probe: its first transfer is yet to start */
+	steer_addr_format(&pr->addr, addr, sizeof(addr));
+	log_info("step probe of %s: its backend's auth= token changed; the next request sends "
+		 "the new one",
+		 addr);
+	if (!pr->easy) {
+		pr->retry_at_ns = 0;
+		pr->backoff_ms = BACKOFF_MIN_MS;
+	}
+}
+
+/* One stream per address sends one token: the first service's. Another
+ * service listing the address with another token (or none) is logged once
+ * while it lasts, quoting neither. */
+static void warn_token_conflicts(struct probe **list, size_t n)
+{
+	char addr[STEER_ADDR_STRLEN];
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		struct probe *pr = list[i];
+
+		if (pr->token_differs && !pr->token_warned) {
+			steer_addr_format(&pr->addr, addr, sizeof(addr));
+			log_warn("step probe of %s: services list it with different auth= tokens; "
+				 "the probe sends the first service's",
+				 addr);
+		}
+		pr->token_warned = pr->token_differs;
+		pr->token_differs = false;
+	}
+}
+
 /* The probe of addr in list[0..n), or NULL. */
 static struct probe *probe_of(struct probe **list, size_t n, const struct steer_addr *addr)
 {
@@ -345,27 +485,33 @@ static void take_targets(struct steer_probe *p)
 		struct probe *pr = probe_of(next, n, &t->addr);
 
 		if (!pr) {
-			pr = probe_of(p->pr, p->n_pr, &t->addr);
-			pr = pr ? pr : probe_new(p, &t->addr);
+			struct probe *old = probe_of(p->pr, p->n_pr, &t->addr);
+
+			pr = old ? old : probe_new(p, &t->addr);
 			if (!pr)
 				continue;
 			pr->keep = true;
 			pr->n_slots = 0;
+			probe_set_token(pr, t->token, old != NULL);
 			next[n++] = pr;
+		} else if (!same_token(pr->token, t->token)) {
+			pr->token_differs = true;
 		}
 		if (pr->n_slots < PROBE_SLOTS_MAX)
 			pr->slots[pr->n_slots++] =
 				(struct probe_slot){ t->svc_id, t->slot, t->slot_gen };
 	}
-	for (j = 0; j < p->n_pr; j++) {
-		if (p->pr[j]->keep)
-			continue;
-		transfer_end(p, p->pr[j]);
-		free(p->pr[j]);
-	}
+	for (j = 0; j < p->n_pr; j++)
+		if (!p->pr[j]->keep)
+			probe_del(p, p->pr[j]);
 	free(p->pr);
 	p->pr = next;
 	p->n_pr = n;
+	warn_token_conflicts(p->pr, p->n_pr);
+	/* Taken: the tokens now live in the probes only. */
+	targets_free(p->next_t, p->next_n);
+	p->next_t = NULL;
+	p->next_n = 0;
 }
 
 /* A reload's path or body: every probe restarts with it. */
@@ -457,12 +603,10 @@ static void probe_free(struct steer_probe *p)
 {
 	size_t i;
 
-	for (i = 0; i < p->n_pr; i++) {
-		transfer_end(p, p->pr[i]);
-		free(p->pr[i]);
-	}
+	for (i = 0; i < p->n_pr; i++)
+		probe_del(p, p->pr[i]);
 	free(p->pr);
-	free(p->next_t);
+	targets_free(p->next_t, p->next_n);
 	free(p->path);
 	free(p->body);
 	free(p->next_path);
@@ -514,12 +658,20 @@ int steer_probe_start(struct steer_dp *dp, const char *path, const char *body,
 int steer_probe_set_targets(struct steer_probe *p, const struct steer_probe_target *t, size_t n)
 {
 	struct steer_probe_target *copy = calloc(n ? n : 1, sizeof(*copy));
+	size_t i;
 
 	if (!copy)
 		return -ENOMEM;
-	memcpy(copy, t, n * sizeof(*t));
+	for (i = 0; i < n; i++) {
+		copy[i] = t[i];
+		copy[i].token = t[i].token ? strdup(t[i].token) : NULL;
+		if (t[i].token && !copy[i].token) {
+			targets_free(copy, i);
+			return -ENOMEM;
+		}
+	}
 	pthread_mutex_lock(&p->mu);
-	free(p->next_t);
+	targets_free(p->next_t, p->next_n); /* not taken yet: replaced */
 	p->next_t = copy;
 	p->next_n = n;
 	p->next_targets = true;

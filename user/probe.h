@@ -35,6 +35,10 @@ struct steer_probe_target {
 	uint32_t svc_id;	/* the service's id (steer_dp_service_id) */
 	uint32_t slot;		/* its slot */
 	uint32_t slot_gen;	/* steer_slot.gen when mapped */
+	/* Its backend's auth=bearer token, or NULL: sent as "Authorization:
+	 * Bearer TOKEN", as the load polls send it. A secret: copied by
+	 * steer_probe_set_targets, never logged, wiped before it is freed. */
+	const char *token;
 };
 
 /* What the thread counts, per backend address it probes (one stream for
@@ -65,9 +69,12 @@ struct steer_probe;
  * with err set. */
 int steer_probe_start(struct steer_dp *dp, const char *path, const char *body,
 		      struct steer_probe **out, char *err, size_t errlen);
-/* The backends now (copied); the thread takes them at once. One stream per
- * address, whose packets go to every slot of it; an address that stays keeps
- * its stream, one that leaves has it closed. */
+/* The backends now (copied, tokens too); the thread takes them at once. One
+ * stream per address, whose packets go to every slot of it; an address that
+ * stays keeps its stream, one that leaves has it closed. The token is the
+ * first target's of the address (a different one in a later target is
+ * warned about once, never quoted); a new token is sent from the address's
+ * next request on: a stream under way goes on with the one it started with. */
 int steer_probe_set_targets(struct steer_probe *p, const struct steer_probe_target *t, size_t n);
 /* A reload: a new path or body (copied); running probes restart with it. */
 int steer_probe_set_request(struct steer_probe *p, const char *path, const char *body);
