@@ -30,7 +30,7 @@ FROM debian:bookworm-slim
 RUN apt-get update \
     && apt-get install -y --no-install-recommends \
         libbpf1 libelf1 zlib1g libgrpc29 libprotobuf-c1 libyaml-0-2 libmicrohttpd12 \
-        libjson-c5 libcurl4 libc-ares2 libseccomp2 libcap2 mount \
+        libjson-c5 libcurl4 libc-ares2 libseccomp2 libcap2 libssl3 mount \
     && rm -rf /var/lib/apt/lists/*
 COPY --from=build --chmod=0755 /src/build/smg-steerd /src/build/smg-steerctl /usr/local/sbin/
 COPY --chmod=0644 docs/deploy/steer.yaml /etc/smg-steer/steer.yaml.example

@@ -39,7 +39,9 @@ CFLAGS ?=
 CFLAGS_ALL := $(CFLAGS_BASE) $(CFLAGS)
 LDLIBS_BPF := -lbpf -lelf -lz
 LDLIBS_GRPC := -lgrpc -lgpr -lprotobuf-c
-LDLIBS_ALL := $(LDLIBS_BPF) $(LDLIBS_GRPC) -lyaml -lmicrohttpd -ljson-c -lcurl -lcares -lseccomp -lcap -lpthread -lm
+# --peer-key's HMAC-SHA256 (user/peer_auth.c): OpenSSL's libcrypto, libssl-dev.
+LDLIBS_CRYPTO := $(or $(shell pkg-config --libs libcrypto 2>/dev/null),-lcrypto)
+LDLIBS_ALL := $(LDLIBS_BPF) $(LDLIBS_GRPC) -lyaml -lmicrohttpd -ljson-c -lcurl -lcares -lseccomp -lcap $(LDLIBS_CRYPTO) -lpthread -lm
 
 BPF_OBJ := $(O)/steer.bpf.o
 # Ablation only (issue 10): the data plane without the release hook, loaded by

@@ -15,6 +15,13 @@
  * refused with a literal address, without a port, twice, or beyond 8 names;
  * it turns sharing on by itself (peer-listen needed, peers_report on) and
  * the summary names it.
+ * --peer-key FILE (the file's peer-key): refused with a relative path, a
+ * file that cannot be read or is not a regular file, a key under 16 or over
+ * 256 bytes (either line), an empty first line, a third line, a file over
+ * 1 KB, and without --peer; the errors name --peer-key or FILE:LINE:
+ * peer-key and never quote a key. Accepted: the key (blanks and a CR
+ * trimmed), a previous key on line 2, the file's key and the flag winning;
+ * the summary says "peer key: FILE" and --check-config prints no key.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -277,15 +284,176 @@ static void test_summary(void)
 	steer_config_free(&c);
 }
 
+/* ---- --peer-key ---------------------------------------------------------------- */
+
+#define KEY1 "k1-0123456789abcdef"	     /* 19 bytes */
+#define KEY2 "old-key-0123456789abcdefghijk" /* 29 bytes */
+
+static char key_path[PATH_MAX];
+
+static void key_cleanup(void)
+{
+	unlink(key_path);
+}
+
+/* key_path holding text; its path. */
+static const char *key_file(const char *text)
+{
+	if (write_file(key_path, text))
+		printf("# cannot write %s\n", key_path);
+	return key_path;
+}
+
+static int key_is(const struct steer_config *c, int i, const char *text)
+{
+	return c->peer_keys && c->peer_keys->len[i] == strlen(text) &&
+	       !memcmp(c->peer_keys->key[i], text, strlen(text));
+}
+
+/* A 300-byte key, a third line, more than 1 KB. */
+static void test_peer_key_refused_sizes(void)
+{
+	char big[1200], long_key[302];
+
+	memset(long_key, 'k', 300);
+	strcpy(long_key + 300, "\n");
+	CHECK(refused(ARGS(BASE, PEERS, "--peer-key", key_file(long_key)), NULL, "--peer-key: ",
+		      "the first key (line 1) has 300 bytes; a key has 16 to 256") &&
+		      !strstr(err, "kkkk"),
+	      "a 300-byte key: '%s'", err);
+	CHECK(refused(ARGS(BASE, PEERS, "--peer-key", key_file(KEY1 "\n" KEY2 "\n" KEY2 "\n")),
+		      NULL, "--peer-key: ", ": line 3 is not blank") &&
+		      !strstr(err, KEY2),
+	      "a third key: '%s'", err);
+	memset(big, ' ', sizeof(big) - 1);
+	big[sizeof(big) - 1] = 0;
+	memcpy(big, KEY1 "\n", strlen(KEY1) + 1);
+	CHECK(refused(ARGS(BASE, PEERS, "--peer-key", key_file(big)), NULL,
+		      "--peer-key: ", "is larger than 1024 bytes"),
+	      "a 1.2 KB file: '%s'", err);
+}
+
+static void test_peer_key_refused(void)
+{
+	char where[PATH_MAX + 64];
+
+	CHECK(refused(ARGS(BASE, PEERS, "--peer-key", "peer.key"), NULL,
+		      "--peer-key: FILE must be an absolute path, got 'peer.key'", NULL),
+	      "a relative path: '%s'", err);
+	CHECK(refused(ARGS(BASE, PEERS, "--peer-key", "/nonexistent/peer.key"), NULL,
+		      "--peer-key: cannot read /nonexistent/peer.key: No such file or directory",
+		      NULL),
+	      "a missing file: '%s'", err);
+	CHECK(refused(ARGS(BASE, PEERS, "--peer-key", tmpdir), NULL,
+		      "--peer-key: ", "is not a regular file"),
+	      "a directory: '%s'", err);
+	CHECK(refused(ARGS(BASE, PEERS, "--peer-key", key_file("short-key\n")), NULL,
+		      "--peer-key: ", "the first key (line 1) has 9 bytes; a key has 16 to 256") &&
+		      !strstr(err, "short-key"),
+	      "a 9-byte key: '%s'", err);
+	CHECK(refused(ARGS(BASE, PEERS, "--peer-key", key_file(KEY1 "\nold-short\n")), NULL,
+		      "--peer-key: ", "the previous key (line 2) has 9 bytes") &&
+		      !strstr(err, KEY1) && !strstr(err, "old-short"),
+	      "a 9-byte previous key: '%s'", err);
+	CHECK(refused(ARGS(BASE, PEERS, "--peer-key", key_file(" \t\r\n" KEY1 "\n")), NULL,
+		      "--peer-key: ", "the first line is empty (expected the key)"),
+	      "an empty first line: '%s'", err);
+	CHECK(refused(ARGS(BASE, PEERS, "--peer-key", key_file("")), NULL,
+		      "--peer-key: ", "the first line is empty"),
+	      "an empty file: '%s'", err);
+	test_peer_key_refused_sizes();
+	CHECK(refused(ARGS(BASE, "--peer-key", key_file(KEY1 "\n")), NULL,
+		      "--peer-key: needs --peer ADDR:PORT or --peer-dns NAME:PORT", NULL),
+	      "--peer-key without --peer: '%s'", err);
+	snprintf(where, sizeof(where), "peer-key: %s\n", key_file(KEY1 "\n"));
+	CHECK(refused(ARGS(BASE), where, ":1: peer-key: needs --peer ADDR:PORT", NULL),
+	      "the file's peer-key without peer: '%s'", err);
+	snprintf(where, sizeof(where),
+		 "peer: 127.0.0.2:9470\npeer-listen: 127.0.0.1:9470\n"
+		 "peer-key: %s\n",
+		 key_file("0123456789\n"));
+	CHECK(refused(ARGS(BASE), where, ":3: peer-key: ", "has 10 bytes"),
+	      "the file's key too short, named by its line: '%s'", err);
+}
+
+static void test_peer_key_accepted(void)
+{
+	char text[PATH_MAX + 128], out[2048];
+	struct steer_config c;
+	int rc;
+
+	rc = LOAD(&c, BASE, PEERS, "--peer-key", key_file("  " KEY1 " \r\n"));
+	CHECK(rc == STEER_CONFIG_OK && key_is(&c, 0, KEY1) && c.peer_keys->len[1] == 0 &&
+		      !strcmp(c.peer_key_file, key_path),
+	      "one key, blanks and CR trimmed: rc=%d '%s'", rc, err);
+	steer_config_free(&c);
+	CHECK(c.peer_keys == NULL, "steer_config_free left the keys");
+	rc = LOAD(&c, BASE, PEERS, "--peer-key", key_file(KEY1 "\n" KEY2 "\n\n \n"));
+	CHECK(rc == STEER_CONFIG_OK && key_is(&c, 0, KEY1) && key_is(&c, 1, KEY2),
+	      "a previous key on line 2, blank lines after: rc=%d '%s'", rc, err);
+	steer_config_free(&c);
+	rc = LOAD(&c, BASE, PEERS, "--peer-key", key_file(KEY1));
+	CHECK(rc == STEER_CONFIG_OK && key_is(&c, 0, KEY1), "no newline: rc=%d '%s'", rc, err);
+	steer_config_free(&c);
+	rc = LOAD(&c, BASE, PEERS);
+	CHECK(rc == STEER_CONFIG_OK && !c.peer_keys && !c.peer_key_file[0], "none: rc=%d", rc);
+	steer_config_free(&c);
+	snprintf(text, sizeof(text),
+		 "peer: 127.0.0.2:9470\npeer-listen: 127.0.0.1:9470\npeer-key: %s\n",
+		 key_file(KEY2 "\n"));
+	rc = load_yaml(text, ARGS(BASE), &c);
+	CHECK(rc == STEER_CONFIG_OK && key_is(&c, 0, KEY2), "the file's key: rc=%d '%s'", rc, err);
+	steer_config_free(&c);
+	/* The flag's file replaces the file's, which is not read at all. */
+	snprintf(text, sizeof(text),
+		 "peer: 127.0.0.2:9470\npeer-listen: 127.0.0.1:9470\n"
+		 "peer-key: /nonexistent/peer.key\n");
+	rc = load_yaml(text, ARGS(BASE, "--peer-key", key_file(KEY1 "\n")), &c);
+	CHECK(rc == STEER_CONFIG_OK && key_is(&c, 0, KEY1), "the flag wins: rc=%d '%s'", rc, err);
+	steer_config_free(&c);
+	rc = run_check_config(ARGS(BASE, PEERS, "--peer-key", key_file(KEY1 "\n" KEY2 "\n")), out,
+			      sizeof(out));
+	CHECK(rc == 0 && !strstr(out, KEY1) && !strstr(out, KEY2),
+	      "--check-config: exit %d, no key on stderr: '%s'", rc, out);
+}
+
+static void test_peer_key_summary(void)
+{
+	struct steer_config c;
+	char expect[PATH_MAX + 64], *text;
+	int rc = LOAD(&c, BASE, PEERS, "--peer-key", key_file(KEY1 "\n"));
+
+	text = summary_of(&c);
+	snprintf(expect, sizeof(expect), "\n  peer key: %s\n", key_path);
+	CHECK(text && rc == STEER_CONFIG_OK && strstr(text, expect) && !strstr(text, KEY1),
+	      "summary: '%s'", text);
+	free(text);
+	steer_config_free(&c);
+	rc = LOAD(&c, BASE, PEERS, "--peer-key", key_file(KEY1 "\n" KEY2 "\n"));
+	text = summary_of(&c);
+	snprintf(expect, sizeof(expect),
+		 "\n  peer key: %s (and a previous key on line 2, verifying only)\n", key_path);
+	CHECK(text && rc == STEER_CONFIG_OK && strstr(text, expect) && !strstr(text, KEY1) &&
+		      !strstr(text, KEY2),
+	      "summary with a previous key: '%s'", text);
+	free(text);
+	steer_config_free(&c);
+}
+
 int main(void)
 {
 	if (config_test_setup())
 		return tap_setup_failed();
+	snprintf(key_path, sizeof(key_path), "%s/peer.key", tmpdir);
+	atexit(key_cleanup); /* before config_test_cleanup's rmdir */
 	TAP_RUN(test_flags_refused);
 	TAP_RUN(test_peer_dns);
 	TAP_RUN(test_file_refused);
 	TAP_RUN(test_accepted);
 	TAP_RUN(test_check_config);
 	TAP_RUN(test_summary);
+	TAP_RUN(test_peer_key_refused);
+	TAP_RUN(test_peer_key_accepted);
+	TAP_RUN(test_peer_key_summary);
 	return tap_done();
 }

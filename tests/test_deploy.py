@@ -32,11 +32,12 @@ DEPLOY = os.path.join(DOCS, "deploy")
 STEERD = os.path.join(BUILD, "smg-steerd")
 CTL = os.path.join(BUILD, "smg-steerctl")
 MAN = os.path.join(DOCS, "man", "smg-steerd.8")
-# Long options of other tools that the docs show: kubectl (--dry-run, --from-file),
+# Long options of other tools that the docs show: kubectl (--dry-run, --from-file,
+# --from-literal for the --peer-key Secret),
 # setpriv (--bounding-set, --inh-caps), systemctl (--now).
 # tools/sim/run.sh takes --quick; wrk --latency.
 # kubectl delete --cascade, kubectl logs --prefix.
-FOREIGN_FLAGS = {"--dry-run", "--from-file", "--bounding-set", "--inh-caps", "--now", "--quick",
+FOREIGN_FLAGS = {"--dry-run", "--from-file", "--from-literal", "--bounding-set", "--inh-caps", "--now", "--quick",
                  "--latency", "--cascade", "--prefix",
                  "--cpu", "--cpu-load", "--runtime"}  # stress-ng's and podman's, in benchmarks/deployment
 

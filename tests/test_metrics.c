@@ -469,11 +469,16 @@ static void test_peer_families(void)
 	s.peer_own_reports_total = 8;
 	s.peer_apply_errors_total = 0;
 	s.peer_push_wakeups_total = 11;
+	s.peer_keyed = true;
+	s.peer_key_refused_total[0] = 12;
+	s.peer_key_refused_total[1] = 13;
+	s.peer_key_refused_total[2] = 14;
 	t = render(&s);
 	CHECK(t, "render returned NULL");
-	/* 2 gauges, 5 counters and a histogram per peer (13 samples), 6 counters of the node */
-	extra_families = 14;
-	CHECK(check_family_grouping(t) == 2 * 24 + 2 * 19 + 7 * 2 + 13 * 2 + 6,
+	/* 2 gauges, 5 counters and a histogram per peer (13 samples), 6 counters of the
+	 * node, and --peer-key's gauge and counter (one sample per reason) */
+	extra_families = 16;
+	CHECK(check_family_grouping(t) == 2 * 24 + 2 * 19 + 7 * 2 + 13 * 2 + 6 + 1 + 3,
 	      "samples out of their families");
 	extra_families = 0;
 	CHECK(strstr(t, "\nsmg_steer_peer_up{peer=\"127.0.0.1:9471\"} 1\n") &&
@@ -497,6 +502,11 @@ static void test_peer_families(void)
 		      strstr(t, "\nsmg_steer_peer_own_reports_total 8\n") &&
 		      strstr(t, "\nsmg_steer_peer_apply_errors_total 0\n") &&
 		      strstr(t, "\nsmg_steer_peer_push_wakeups_total 11\n") &&
+		      strstr(t, "\nsmg_steer_peer_key_enabled 1\n") &&
+		      strstr(t, "# TYPE smg_steer_peer_key_refused_total counter\n") &&
+		      strstr(t, "\nsmg_steer_peer_key_refused_total{reason=\"auth\"} 12\n") &&
+		      strstr(t, "\nsmg_steer_peer_key_refused_total{reason=\"stale\"} 13\n") &&
+		      strstr(t, "\nsmg_steer_peer_key_refused_total{reason=\"replay\"} 14\n") &&
 		      strstr(t, "# TYPE smg_steer_peer_rtt_seconds histogram\n") &&
 		      strstr(t, "\nsmg_steer_peer_rtt_seconds_bucket{peer=\"127.0.0.1:9471\",le="
 				"\"0.00025\"} "

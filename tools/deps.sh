@@ -7,7 +7,7 @@ set -eu
 
 set_build="make gcc clang llvm pkg-config libbpf-dev bpftool libelf-dev zlib1g-dev linux-libc-dev
 protobuf-c-compiler libprotobuf-c-dev libgrpc-dev libyaml-dev libmicrohttpd-dev libcmocka-dev libjson-c-dev
-protobuf-compiler libcurl4-openssl-dev libc-ares-dev libseccomp-dev libcap-dev"
+protobuf-compiler libcurl4-openssl-dev libc-ares-dev libseccomp-dev libcap-dev libssl-dev"
 set_test="python3-grpcio python3-protobuf python3-yaml python3-prometheus-client
 iproute2 util-linux procps libclang-rt-14-dev curl stress-ng dnsmasq-base"
 set_bench="haproxy nginx libnginx-mod-stream wrk gnuplot-nox nftables"

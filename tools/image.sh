@@ -29,7 +29,7 @@ store="--root $work/storage --runroot $work/run --storage-driver vfs"
 # Runtime libraries of the two binaries (the rest comes as their dependencies);
 # mount is for the DaemonSet's bpffs init container.
 runtime="libbpf1 libelf1 zlib1g libgrpc29 libprotobuf-c1 libyaml-0-2 libmicrohttpd12 libjson-c5
-libcurl4 libc-ares2 libseccomp2 libcap2 mount"
+libcurl4 libc-ares2 libseccomp2 libcap2 libssl3 mount"
 
 say() { echo "image: $*"; }
 die() {

@@ -213,6 +213,8 @@ void steer_config_free(struct steer_config *c)
 	cfg_auths_free(c->auths, c->n_auths);
 	c->auths = NULL;
 	c->n_auths = 0;
+	cfg_peer_keys_free(c->peer_keys);
+	c->peer_keys = NULL;
 }
 
 /* One line per backend: where and how its load is read, and the token file

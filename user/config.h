@@ -82,6 +82,16 @@ struct steer_dns_backend_cfg {
 #define STEER_PEERS_MAX 64   /* --peer addresses, and those --peer-dns names give */
 #define STEER_PEER_DNS_MAX 8 /* --peer-dns names */
 
+/* --peer-key FILE: its first line signs this router's reports and verifies
+ * the others'; an optional second line (the key being rotated out) only
+ * verifies. Secrets: never logged, zeroed before they are freed. */
+#define STEER_PEER_KEY_MIN 16 /* bytes of a key: HMAC-SHA256 wants entropy, not length */
+#define STEER_PEER_KEY_MAX 256
+struct steer_peer_keys {
+	size_t len[2]; /* 0: none (only [1] may be 0) */
+	unsigned char key[2][STEER_PEER_KEY_MAX];
+};
+
 /* A --peer-dns entry: every address NAME resolves to is a router, listening
  * on PORT (a Kubernetes headless Service over the DaemonSet's pods). */
 struct steer_peer_dns_cfg {
@@ -176,6 +186,9 @@ struct steer_config {
 	 * --peer-phase off: no random phase in the table (default on). */
 	bool peer_push;
 	bool peer_no_phase;
+	/* --peer-key: the file ("" none), and the keys read from it at each load. */
+	char peer_key_file[PATH_MAX];
+	struct steer_peer_keys *peer_keys; /* NULL without --peer-key */
 
 	char config_path[PATH_MAX]; /* --config, empty when none */
 	bool check_only;	    /* --check-config: validate, report, exit */
@@ -208,7 +221,7 @@ enum steer_config_rc {
  */
 enum steer_config_rc steer_config_load(int argc, char *const argv[], struct steer_config *out,
 				       char *err, size_t errlen);
-/* Frees what steer_config_load allocated; the tokens are zeroed first. */
+/* Frees what steer_config_load allocated; the tokens and keys are zeroed first. */
 void steer_config_free(struct steer_config *c);
 
 /*

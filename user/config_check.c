@@ -510,6 +510,7 @@ const struct setting cfg_settings[] = {
 	{ "peer-timeout", OPT_PEER_TIMEOUT, -1, cfg_parse_peer_timeout },
 	{ "peer-push", OPT_PEER_PUSH, -1, cfg_parse_peer_push },
 	{ "peer-phase", OPT_PEER_PHASE, -1, cfg_parse_peer_phase },
+	{ "peer-key", OPT_PEER_KEY, -1, cfg_parse_peer_key },
 	{ "step-probe", OPT_STEP_PROBE, -1, cfg_parse_step_probe },
 	{ "step-probe-body", OPT_STEP_PROBE_BODY, -1, cfg_parse_step_probe_body },
 };

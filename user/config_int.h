@@ -11,6 +11,7 @@
  *                     --dns-server
  *   config_backend.c  one backend: ADDR:PORT[,loads=...][,engine=...][,auth=...]
  *   config_auth.c     auth=bearer:FILE token files
+ *   config_peer_key.c --peer-key FILE (config_peer.c's, read like config_auth.c's)
  *   config_check.c    errors, scalars, durations, bounds, the option table
  *   config_addr.c     addresses and paths that cannot be right
  *
@@ -101,6 +102,7 @@ enum opt {
 	OPT_PEER_PUSH,
 	OPT_PEER_PHASE,
 	OPT_PEER_DNS,
+	OPT_PEER_KEY,
 	OPT_STEP_PROBE,
 	OPT_STEP_PROBE_BODY,
 	N_OPTS,
@@ -131,7 +133,7 @@ struct setting {
 };
 
 /* Every option that is both a flag and a top-level key, in --help order. */
-#define CFG_N_SETTINGS 31
+#define CFG_N_SETTINGS 32
 extern const struct setting cfg_settings[CFG_N_SETTINGS];
 
 /* ---- XDP ingress options (config_xdp.c) ---------------------------------------- */
@@ -152,6 +154,7 @@ int cfg_parse_peer_timeout(const char *v, struct steer_config *dst, char *why, s
 int cfg_parse_peer_push(const char *v, struct steer_config *dst, char *why, size_t whylen);
 int cfg_parse_peer_phase(const char *v, struct steer_config *dst, char *why, size_t whylen);
 int cfg_parse_peer_dns(const char *v, struct steer_config *dst, char *why, size_t whylen);
+int cfg_parse_peer_key(const char *v, struct steer_config *dst, char *why, size_t whylen);
 void cfg_peer_apply(struct steer_config *dst, const struct layer *l);
 void cfg_peer_defaults(struct steer_config *cfg);
 /* Between options: a listen address with peers, the timeout above the
@@ -162,6 +165,10 @@ int cfg_check_peers(struct ctx *c);
 int cfg_check_service_peers(struct ctx *c, struct steer_service_cfg *s);
 /* --check-config's line. */
 void cfg_peer_summary(FILE *f, const struct steer_config *c);
+/* config_peer_key.c: --peer-key's file, read into c->out.peer_keys (0, or
+ * STEER_CONFIG_USAGE naming the option); and the keys zeroed and freed. */
+int cfg_peer_key_load(struct ctx *c);
+void cfg_peer_keys_free(struct steer_peer_keys *k);
 
 /* ---- The step probe (config_probe.c) ------------------------------------------ */
 

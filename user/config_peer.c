@@ -4,7 +4,7 @@
  * (user/peer.c): --peer ADDR:PORT (repeatable, or a comma-separated list;
  * the file's peer key), --peer-dns NAME:PORT (the same forms), --peer-listen
  * ADDR:PORT, --peer-interval DUR, --peer-timeout DUR, --peer-push on|off,
- * --peer-phase on|off.
+ * --peer-phase on|off, --peer-key FILE (its file is read in config_peer_key.c).
  */
 #include <string.h>
 
@@ -150,6 +150,20 @@ int cfg_parse_peer_phase(const char *v, struct steer_config *dst, char *why, siz
 	return 0;
 }
 
+/* The file is read once the layers are resolved (cfg_check_peers), so that
+ * its errors name whichever layer gave it and a flag's file replaces the
+ * config file's unread. */
+int cfg_parse_peer_key(const char *v, struct steer_config *dst, char *why, size_t whylen)
+{
+	if (v[0] != '/')
+		return cfg_why(why, whylen, "FILE must be an absolute path, got '%s'", v);
+	if (strlen(v) >= sizeof(dst->peer_key_file))
+		return cfg_why(why, whylen, "the path is longer than %zu bytes",
+			       sizeof(dst->peer_key_file) - 1);
+	snprintf(dst->peer_key_file, sizeof(dst->peer_key_file), "%s", v);
+	return 0;
+}
+
 void cfg_peer_apply(struct steer_config *dst, const struct layer *l)
 {
 	const struct steer_config *v = &l->v;
@@ -176,6 +190,8 @@ void cfg_peer_apply(struct steer_config *dst, const struct layer *l)
 		dst->peer_push = v->peer_push;
 	if (l->set[OPT_PEER_PHASE])
 		dst->peer_no_phase = v->peer_no_phase;
+	if (l->set[OPT_PEER_KEY])
+		memcpy(dst->peer_key_file, v->peer_key_file, sizeof(dst->peer_key_file));
 }
 
 /* Where sharing was asked for: --peer's origin, or --peer-dns's without it. */
@@ -199,6 +215,12 @@ int cfg_check_peers(struct ctx *c)
 			return cfg_fail(c, "--peer-listen, --peer-interval, --peer-timeout, "
 					   "--peer-push and --peer-phase need --peer ADDR:PORT or "
 					   "--peer-dns NAME:PORT (the other routers)");
+		if (cfg_given(c, OPT_PEER_KEY))
+			return cfg_fail(
+				c,
+				"%s: needs --peer ADDR:PORT or --peer-dns NAME:PORT (the "
+				"routers whose reports it signs and verifies)",
+				cfg_origin(c, OPT_PEER_KEY, "peer-key", where, sizeof(where)));
 		return STEER_CONFIG_OK;
 	}
 	if (!o->peer_listen_set)
@@ -227,7 +249,7 @@ int cfg_check_peers(struct ctx *c)
 						     sizeof(where)),
 				cfg_duration_text(o->peer_interval_ns, i, sizeof(i)),
 				cfg_duration_text(o->peer_timeout_ns, t, sizeof(t)));
-	return STEER_CONFIG_OK;
+	return o->peer_key_file[0] ? cfg_peer_key_load(c) : STEER_CONFIG_OK;
 }
 
 int cfg_check_service_peers(struct ctx *c, struct steer_service_cfg *s)
@@ -261,4 +283,10 @@ void cfg_peer_summary(FILE *f, const struct steer_config *c)
 	for (k = 0; k < c->n_peer_dns; k++)
 		fprintf(f, " dns %s", c->peer_dns[k].spec);
 	fputc('\n', f);
+	/* The file, never a key. */
+	if (c->peer_key_file[0])
+		fprintf(f, "  peer key: %s%s\n", c->peer_key_file,
+			c->peer_keys && c->peer_keys->len[1]
+				? " (and a previous key on line 2, verifying only)"
+				: "");
 }

@@ -19,7 +19,8 @@ int peers_open(struct daemon *d, char *err, size_t errlen)
 				     .peers = d->cfg.peers,
 				     .n_peers = d->cfg.n_peers,
 				     .interval_ns = d->cfg.peer_interval_ns,
-				     .timeout_ns = d->cfg.peer_timeout_ns };
+				     .timeout_ns = d->cfg.peer_timeout_ns,
+				     .keys = d->cfg.peer_keys };
 
 	if (!steer_config_peers_on(&d->cfg))
 		return 0;
@@ -55,11 +56,13 @@ int peers_start(struct daemon *d, char *err, size_t errlen)
 	if (steer_peer_start(d->peer, err, errlen))
 		return -1;
 	log_info("sharing request accounting with %zu router(s)%s every %.3g ms%s; reports arrive "
-		 "at %s (UDP)",
+		 "at %s (UDP)%s%s",
 		 d->cfg.n_peers, d->cfg.n_peer_dns ? " and those --peer-dns names give" : "",
 		 (double)d->cfg.peer_interval_ns / 1e6,
 		 d->cfg.peer_push ? " and at each request (--peer-push)" : "",
-		 d->cfg.peer_listen_str);
+		 d->cfg.peer_listen_str,
+		 d->cfg.peer_keys ? ", signed and verified with the key of " : "",
+		 d->cfg.peer_keys ? d->cfg.peer_key_file : "");
 	return 0;
 }
 
@@ -93,15 +96,56 @@ void peers_update_targets(struct daemon *d)
 	free(t);
 }
 
-/* A reload: the peers, interval and timeout change at once, --peer-push and
- * --peer-phase with the next publish (they are in the tables); the listen
- * address, and turning sharing on or off, need a restart: when next asks for
- * that, it keeps the running peer options. */
+/* Whether two --peer-key loads hold different keys (none is one case). */
+static bool keys_differ(const struct steer_peer_keys *a, const struct steer_peer_keys *b)
+{
+	return !a != !b || (a && memcmp(a, b, sizeof(*a)));
+}
+
+/* A reload's --peer-key: the thread signs and checks with it from its next
+ * report on; the others' work it applied stays. Logged, never the key. */
+static void peers_rekey(struct daemon *d, struct steer_config *next)
+{
+	const char *file = next->peer_key_file;
+	struct steer_peer_keys *k = next->peer_keys;
+
+	if (!keys_differ(d->cfg.peer_keys, next->peer_keys))
+		return;
+	if (steer_peer_set_keys(d->peer, next->peer_keys) != 0) {
+		log_error("reload: libcrypto cannot use the new --peer-key; the running key stays");
+		/* next keeps the running keys, so that the configuration says what runs */
+		next->peer_keys = d->cfg.peer_keys;
+		d->cfg.peer_keys = k;
+		memcpy(next->peer_key_file, d->cfg.peer_key_file, sizeof(next->peer_key_file));
+		return;
+	}
+	if (!next->peer_keys)
+		log_warn("reload: --peer-key is gone: reports are no longer signed, and unsigned "
+			 "ones are accepted");
+	else if (!d->cfg.peer_keys)
+		log_info("reload: reports are signed, and only signed ones accepted, with the key "
+			 "of %s",
+			 file);
+	else
+		log_info("reload: the keys of %s changed; the next report is signed with its "
+			 "first line%s",
+			 file, next->peer_keys->len[1] ? ", and both lines verify" : "");
+}
+
+/* A reload: the peers, interval, timeout and key change at once, --peer-push
+ * and --peer-phase with the next publish (they are in the tables); the
+ * listen address, and turning sharing on or off, need a restart: when next
+ * asks for that, it keeps the running peer options. */
 void peers_reload(struct daemon *d, struct steer_config *next)
 {
 	bool on = d->peer != NULL, want = steer_config_peers_on(next);
 
 	if (on != want || (on && !steer_addr_equal(&next->peer_listen, &d->cfg.peer_listen))) {
+		struct steer_peer_keys *k = next->peer_keys;
+
+		next->peer_keys = d->cfg.peer_keys; /* d->cfg frees next's */
+		d->cfg.peer_keys = k;
+		memcpy(next->peer_key_file, d->cfg.peer_key_file, sizeof(next->peer_key_file));
 		log_warn("reload: turning --peer on or off, or a --peer-listen change, needs a "
 			 "restart; the running peers stay");
 		memcpy(next->peers, d->cfg.peers, sizeof(next->peers));
@@ -119,8 +163,10 @@ void peers_reload(struct daemon *d, struct steer_config *next)
 		next->peer_no_phase = d->cfg.peer_no_phase;
 		return;
 	}
-	if (on)
+	if (on) {
 		peers_set(d, next); /* names new in next follow when they resolve */
+		peers_rekey(d, next);
+	}
 }
 
 /* /metrics: the peers' rows (the caller frees snap->peers). */
@@ -141,6 +187,8 @@ void peers_metrics(struct daemon *d, struct steer_metrics_snapshot *snap)
 	snap->peer_apply_errors_total = st->apply_errors;
 	snap->peer_own_reports_total = st->own_reports;
 	snap->peer_push_wakeups_total = st->push_wakeups;
+	snap->peer_keyed = st->keyed;
+	memcpy(snap->peer_key_refused_total, st->refused, sizeof(snap->peer_key_refused_total));
 	snap->peers = calloc(st->n ? st->n : 1, sizeof(*snap->peers));
 	if (snap->peers) {
 		size_t i;

@@ -658,6 +658,9 @@ static int snapshot_copy(struct steer_metrics_snapshot *dst,
 	dst->peer_apply_errors_total = src->peer_apply_errors_total;
 	dst->peer_own_reports_total = src->peer_own_reports_total;
 	dst->peer_push_wakeups_total = src->peer_push_wakeups_total;
+	dst->peer_keyed = src->peer_keyed;
+	memcpy(dst->peer_key_refused_total, src->peer_key_refused_total,
+	       sizeof(dst->peer_key_refused_total));
 	dst->probes_on = src->probes_on;
 	dst->probe_applied_total = src->probe_applied_total;
 	dst->probe_apply_errors_total = src->probe_apply_errors_total;

@@ -59,6 +59,8 @@ struct steer_metrics_backend {
 #define STEER_PEER_RTT_BUCKETS 10
 extern const double steer_peer_rtt_bounds[STEER_PEER_RTT_BUCKETS];
 
+#define STEER_PEER_REFUSAL_REASONS 3 /* peer.h's enum steer_peer_refusal */
+
 struct steer_metrics_peer {
 	char peer[64]; /* label peer: its address */
 	bool up;       /* its last report came within --peer-timeout */
@@ -125,6 +127,10 @@ struct steer_metrics_snapshot {
 	size_t n_peers;
 	uint64_t peer_rejected_total, peer_unknown_backends_total, peer_applied_total,
 		peer_apply_errors_total, peer_own_reports_total, peer_push_wakeups_total;
+	/* --peer-key: on, and the reports it dropped by reason (enum
+	 * steer_peer_refusal: auth, stale, replay). */
+	bool peer_keyed;
+	uint64_t peer_key_refused_total[STEER_PEER_REFUSAL_REASONS];
 	/* --step-probe: its families are rendered only when on. */
 	bool probes_on;
 	uint64_t probe_applied_total, probe_apply_errors_total;

@@ -80,6 +80,30 @@ static void write_rtt_histogram(FILE *f, const struct steer_metrics_snapshot *sn
 	}
 }
 
+/* --peer-key: whether it is on, and what it dropped, by reason (the label
+ * is one of three words: an unsigned sender cannot make up a series). */
+static void write_key_families(FILE *f, const struct steer_metrics_snapshot *snap)
+{
+	static const char *const reasons[STEER_PEER_REFUSAL_REASONS] = { "auth", "stale",
+									 "replay" };
+	const char *name = "smg_steer_peer_key_refused_total";
+	int i;
+
+	steer_metrics_family_header(f, "smg_steer_peer_key_enabled", "gauge",
+				    "1 when this router signs its reports and accepts only signed "
+				    "ones (--peer-key).");
+	fprintf(f, "smg_steer_peer_key_enabled %d\n", snap->peer_keyed ? 1 : 0);
+	steer_metrics_family_header(
+		f, name, "counter",
+		"Reports dropped by --peer-key before any of it was used: auth (no tag, or one no "
+		"key of this router made), stale (sent 30 s or more from this router's clock, or "
+		"older than the report of the router that replaced its sender), replay (a "
+		"router's report from a second address, or from before it fell silent).");
+	for (i = 0; i < STEER_PEER_REFUSAL_REASONS; i++)
+		fprintf(f, "%s{reason=\"%s\"} %" PRIu64 "\n", name, reasons[i],
+			snap->peer_key_refused_total[i]);
+}
+
 void steer_metrics_write_peers(FILE *f, const struct steer_metrics_snapshot *snap)
 {
 	size_t i, k;
@@ -129,6 +153,7 @@ void steer_metrics_write_peers(FILE *f, const struct steer_metrics_snapshot *sna
 	write_node_counter(f, "smg_steer_peer_apply_errors_total",
 			   "Runs of steer_peer_apply that failed (their changes are lost).",
 			   snap->peer_apply_errors_total);
+	write_key_families(f, snap);
 	write_node_counter(f, "smg_steer_peer_push_wakeups_total",
 			   "Times the kernel woke the peer thread to report a request at once "
 			   "(--peer-push).",

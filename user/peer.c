@@ -482,11 +482,15 @@ static void count_rejected(struct steer_peer *p)
 static void handle_report(struct steer_peer *p, const struct steer_addr *from, const uint8_t *buf,
 			  size_t len, uint64_t now)
 {
-	SmgSteer__Peer__Report *m = smg_steer__peer__report__unpack(NULL, len, buf);
 	uint64_t unknown = 0, lost = 0, late = 0;
+	SmgSteer__Peer__Report *m;
 	struct remote *r;
 	size_t i;
 
+	/* --peer-key: nothing of a datagram is read before its tag is checked. */
+	if (!peer_auth_verify(p, from, buf, &len))
+		return;
+	m = smg_steer__peer__report__unpack(NULL, len, buf);
 	if (m && m->router == p->router) {
 		/* This router's own report (a --peer list or a listen address
 		 * that reaches itself): its work is in its kernel already. */
@@ -496,8 +500,9 @@ static void handle_report(struct steer_peer *p, const struct steer_addr *from, c
 		smg_steer__peer__report__free_unpacked(m, NULL);
 		return;
 	}
-	if (!m || !report_valid(m) || !(r = remote_of(p, from))) {
-		count_rejected(p);
+	if (!m || !report_valid(m) || !peer_auth_admit(p, from, m) || !(r = remote_of(p, from))) {
+		if (!m || !report_valid(m))
+			count_rejected(p); /* peer_auth_admit counts its own */
 		if (m)
 			smg_steer__peer__report__free_unpacked(m, NULL);
 		return;
@@ -513,6 +518,7 @@ static void handle_report(struct steer_peer *p, const struct steer_addr *from, c
 		r->next_seq = m->seq + 1;
 	r->last_ns = now;
 	r->sent_ns = m->sent_ns;
+	r->unix_ns = m->sent_unix_ns;
 	r->live = true;
 	count_rtt(p, r, m, now);
 	for (i = 0; i < m->n_backends; i++) {
@@ -598,6 +604,7 @@ static void *peer_main(void *arg)
 		timeout = p->timeout_ns;
 		pthread_mutex_unlock(&p->mu);
 		take_targets(p);
+		peer_auth_take(p);
 		now = peer_mono_ns();
 		if (now >= next_send) {
 			/* Every backend again a few times per timeout: the others see
@@ -622,6 +629,7 @@ static void *peer_main(void *arg)
 			ts.tv_nsec = 100 * (long)NS_PER_MS;
 		if (ppoll(pf, p->kick_rb ? 2 : 1, &ts, NULL) <= 0)
 			continue;
+		peer_auth_take(p); /* a key handed over during the wait: for these */
 		if (pf[1].revents & POLLIN)
 			peer_push_reports(p, buf, (uint32_t)(interval / 1000));
 		if (pf[0].revents & POLLIN)
@@ -678,7 +686,10 @@ int steer_peer_open(const struct steer_peer_opts *o, struct steer_peer **out, ch
 		return rc;
 	}
 	rc = peer_kick_open(p, err, errlen);
+	if (!rc)
+		rc = peer_auth_open(p, o->keys, err, errlen);
 	if (rc) {
+		ring_buffer__free(p->kick_rb);
 		close(p->fd);
 		pthread_mutex_destroy(&p->mu);
 		free(p);
@@ -759,6 +770,8 @@ void steer_peer_stop(struct steer_peer *p)
 	view_free(&p->v);
 	free(p->next_t);
 	free(p->deltas);
+	peer_auth_free(p->auth);
+	peer_auth_free(p->next_auth);
 	pthread_mutex_destroy(&p->mu);
 	free(p);
 }

@@ -26,6 +26,12 @@
  * at once: 0.2 ms from a send to the other router's kernel on this test VM
  * instead of half an interval and more (docs/benchmarks.md, run 19).
  *
+ * With --peer-key each report ends in an HMAC-SHA256 tag of the rest of it
+ * and carries the sender's wall clock: a receiver with the key drops, before
+ * it unpacks anything, a report no key of its own made, and then one 30 s
+ * off its clock, or one that replays a router's earlier report or its report
+ * from another address (peer_auth.c; docs/algorithm.md 6.7).
+ *
  * One thread owns the socket, the timer and every per-sender table; the main
  * thread hands it the backends after each publish (steer_peer_set_targets)
  * and reads its statistics for /metrics.
@@ -50,8 +56,12 @@ struct steer_peer_target {
 	uint64_t ns_per_token;	  /* as published; 0: not in the table */
 };
 
+struct steer_peer_keys; /* config.h: --peer-key's keys */
+
 struct steer_peer_opts {
 	struct steer_dp *dp; /* the owner's: steer_dp_peer_apply */
+	/* --peer-key (copied; NULL: reports are neither signed nor verified). */
+	const struct steer_peer_keys *keys;
 	struct steer_addr listen;
 	const struct steer_addr *peers; /* where reports go */
 	size_t n_peers;
@@ -81,6 +91,17 @@ struct steer_peer_stat {
 
 #define STEER_PEER_STATS_MAX 128 /* addresses tracked; more senders are refused */
 
+/* Why a keyed router dropped a report before using any of it (peer_auth.c). */
+enum steer_peer_refusal {
+	STEER_PEER_REFUSED_AUTH,   /* no tag, or none of its keys made it */
+	STEER_PEER_REFUSED_STALE,  /* sent_unix_ns 30 s or more away, or older than the
+				    * live router's it would replace */
+	STEER_PEER_REFUSED_REPLAY, /* a router's earlier report, or its report from a
+				    * second address */
+	STEER_PEER_REFUSALS,
+};
+_Static_assert(STEER_PEER_REFUSALS == STEER_PEER_REFUSAL_REASONS, "metrics.h's reasons");
+
 struct steer_peer_stats {
 	size_t n;
 	struct steer_peer_stat p[STEER_PEER_STATS_MAX];
@@ -90,6 +111,8 @@ struct steer_peer_stats {
 	uint64_t own_reports;	   /* this router's own reports that came back (ignored) */
 	uint64_t apply_errors;	   /* runs of steer_peer_apply that failed */
 	uint64_t push_wakeups;	   /* --peer-push: the kernel woke the thread to report */
+	bool keyed;		   /* --peer-key: reports are signed and verified */
+	uint64_t refused[STEER_PEER_REFUSALS]; /* --peer-key: dropped, by reason */
 };
 
 struct steer_peer;
@@ -105,6 +128,10 @@ int steer_peer_set_targets(struct steer_peer *p, const struct steer_peer_target 
  * timeout (the listen address stays). True when the list of peers changed. */
 bool steer_peer_set_peers(struct steer_peer *p, const struct steer_addr *peers, size_t n,
 			  uint64_t interval_ns, uint64_t timeout_ns);
+/* A reload's --peer-key (copied; NULL: none): the thread signs its next
+ * report and checks the next it receives with it; what the others' reports
+ * applied stays. 0, or -ENOMEM (the running key stays). */
+int steer_peer_set_keys(struct steer_peer *p, const struct steer_peer_keys *k);
 void steer_peer_stats(struct steer_peer *p, struct steer_peer_stats *out);
 /* Stop the thread and free p; what was applied stays in the kernel (the
  * next daemon clears it). NULL is fine. */

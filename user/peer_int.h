@@ -19,6 +19,7 @@
 #include "steer_peer.pb-c.h"
 
 struct ring_buffer;
+struct peer_auth;
 
 /* What this router applied for one sender at one backend. */
 struct applied {
@@ -42,6 +43,7 @@ struct remote {
 	uint64_t router; /* 0: none yet */
 	uint64_t last_ns, next_seq;
 	uint64_t sent_ns; /* its last report's sent_ns, echoed back to it (0: none) */
+	uint64_t unix_ns; /* --peer-key: its last report's sent_unix_ns */
 	bool live;
 	struct applied_table applied;
 };
@@ -67,6 +69,12 @@ struct steer_peer {
 	atomic_bool stop;
 	struct steer_dp *dp;
 	uint64_t router, seq;
+	/* --peer-key: the thread's keys (NULL: none); per reason, when it last
+	 * warned of a dropped report and how many it dropped since; the reports
+	 * it could not sign. */
+	struct peer_auth *auth;
+	uint64_t auth_warned_ns[STEER_PEER_REFUSALS], auth_unwarned[STEER_PEER_REFUSALS];
+	uint64_t auth_sign_failed;
 
 	pthread_mutex_t mu; /* guards everything below */
 	struct steer_addr peers[STEER_PEERS_MAX];
@@ -75,6 +83,8 @@ struct steer_peer {
 	struct steer_peer_target *next_t; /* handed over by set_targets */
 	size_t next_n;
 	bool next_ready;
+	struct peer_auth *next_auth; /* handed over by set_keys */
+	bool next_auth_ready;
 	struct steer_peer_stats st;
 
 	/* The thread's own. */
@@ -133,5 +143,27 @@ struct steer_peer_stat *peer_stat_of(struct steer_peer *p, const struct steer_ad
 void peer_send_reports(struct steer_peer *p, bool full, uint8_t *buf, uint32_t interval_us);
 void peer_push_reports(struct steer_peer *p, uint8_t *buf, uint32_t interval_us);
 int peer_kick_open(struct steer_peer *p, char *err, size_t errlen);
+
+/* peer_auth.c (--peer-key): the keys as the thread uses them, or NULL for
+ * k NULL; 0, or -errno. */
+int peer_auth_new(const struct steer_peer_keys *k, struct peer_auth **out);
+/* steer_peer_open's: the keys of opts. Before privileges are dropped:
+ * libcrypto loads its provider here, with a key or without. */
+int peer_auth_open(struct steer_peer *p, const struct steer_peer_keys *k, char *err, size_t errlen);
+void peer_auth_free(struct peer_auth *a);
+/* The thread takes the keys set_keys handed over, if any. */
+void peer_auth_take(struct steer_peer *p);
+/* Before a report is packed: its sent_unix_ns. After: the tag appended to
+ * the len bytes at buf; the datagram's length, 0 when it could not be made. */
+void peer_auth_stamp(const struct steer_peer *p, SmgSteer__Peer__Report *m);
+size_t peer_auth_sign(struct steer_peer *p, uint8_t *buf, size_t len);
+/* A datagram from `from`: its tag made by one of the keys (*len is then the
+ * report's length, the tag left out), or false, counted and warned of. */
+bool peer_auth_verify(struct steer_peer *p, const struct steer_addr *from, const uint8_t *buf,
+		      size_t *len);
+/* Its report, verified and valid: fresh, and not a replay (false: counted
+ * and warned of). */
+bool peer_auth_admit(struct steer_peer *p, const struct steer_addr *from,
+		     const SmgSteer__Peer__Report *m);
 
 #endif /* STEER_PEER_INT_H */

@@ -46,12 +46,14 @@ static void send_datagram(struct steer_peer *p, SmgSteer__Peer__Report *m, uint8
 
 	m->seq = ++p->seq;
 	m->sent_ns = peer_mono_ns();
-	len = smg_steer__peer__report__pack(m, buf);
+	peer_auth_stamp(p, m);
+	/* --peer-key: the tag follows the packed report (0: none made). */
+	len = peer_auth_sign(p, buf, smg_steer__peer__report__pack(m, buf));
 	for (i = 0; i < n_peers; i++) {
 		struct sockaddr_storage ss;
 		socklen_t sl = peer_to_sockaddr(&peers[i], &ss);
-		bool ok = sendto(p->fd, buf, len, MSG_DONTWAIT, (struct sockaddr *)&ss, sl) ==
-			  (ssize_t)len;
+		bool ok = len && sendto(p->fd, buf, len, MSG_DONTWAIT, (struct sockaddr *)&ss,
+					sl) == (ssize_t)len;
 		struct steer_peer_stat *s;
 
 		pthread_mutex_lock(&p->mu);
