@@ -18,8 +18,8 @@
  * --peer-key FILE (the file's peer-key): refused with a relative path, a
  * file that cannot be read or is not a regular file, a key under 16 or over
  * 256 bytes (either line), an empty first line, a third line, a file over
- * 1 KB, and without --peer; the errors name --peer-key or FILE:LINE:
- * peer-key and never quote a key. Accepted: the key (blanks and a CR
+ * 1 KB, a control byte in a key, and without --peer; the errors name
+ * --peer-key or FILE:LINE: peer-key and never quote a key. Accepted: the key (blanks and a CR
  * trimmed), a previous key on line 2, the file's key and the flag winning;
  * the summary says "peer key: FILE" and --check-config prints no key.
  */
@@ -310,7 +310,7 @@ static int key_is(const struct steer_config *c, int i, const char *text)
 	       !memcmp(c->peer_keys->key[i], text, strlen(text));
 }
 
-/* A 300-byte key, a third line, more than 1 KB. */
+/* A 300-byte key, a third line, a control byte, more than 1 KB. */
 static void test_peer_key_refused_sizes(void)
 {
 	char big[1200], long_key[302];
@@ -325,6 +325,17 @@ static void test_peer_key_refused_sizes(void)
 		      NULL, "--peer-key: ", ": line 3 is not blank") &&
 		      !strstr(err, KEY2),
 	      "a third key: '%s'", err);
+	CHECK(refused(ARGS(BASE, PEERS, "--peer-key",
+			   key_file("0123456789\x01"
+				    "abcdefghij\n")),
+		      NULL, "--peer-key: ",
+		      "the first key (line 1) has a control byte at column 11: a key is one "
+		      "line of text") &&
+		      !strstr(err, "0123456789"),
+	      "a control byte in the key: '%s'", err);
+	CHECK(refused(ARGS(BASE, PEERS, "--peer-key", key_file(KEY1 "\n\x1b" KEY2 "\n")), NULL,
+		      "--peer-key: ", "the previous key (line 2) has a control byte at column 1"),
+	      "a control byte in the previous key: '%s'", err);
 	memset(big, ' ', sizeof(big) - 1);
 	big[sizeof(big) - 1] = 0;
 	memcpy(big, KEY1 "\n", strlen(KEY1) + 1);

@@ -30,6 +30,10 @@ nothing with user/peer_auth.c. Asserted, with exact numbers:
   signed reports and an unsigned one, and R1 refuses R2's unsigned reports
   (auth, warned of with R2's address) and applies none; R2 reloaded with the
   key again: the exchange is whole again;
+- a reload of R2 that changes its --peer-listen (which waits for a restart)
+  and its key together still applies the key: R1 then refuses R2's reports;
+- reports from more senders than R2 tracks (130 signed fake routers) are
+  counted in smg_steer_peer_reports_rejected_total, and apply nothing;
 - no key appears in either daemon's log, /metrics, or smg-steerctl explain;
 - both exit cleanly.
 """
@@ -83,25 +87,27 @@ cap.bind(CAP)
 
 def start(env, listen, peers, extra, port):
     # A long timeout: the fake router stays heard between its reports however
-    # slow the machine is.
-    a = P.router_args(VIP, BPT, loads, ["--peer", peers, "--peer-listen", listen,
-                                         "--peer-interval", "1ms", "--peer-timeout", "60s"]
-                      + extra)
+    # slow the machine is. listen None: the config file's.
+    a = P.router_args(VIP, BPT, loads, ["--peer", peers] +
+                      (["--peer-listen", listen] if listen else []) +
+                      ["--peer-interval", "1ms", "--peer-timeout", "60s"] + extra)
     return L.Daemon(env, a, metrics_port=port).start()
 
 
 CFG2 = os.path.join(env2.tmp, "r2.yaml")  # R2's key is the file's: a reload can remove it
 
 
-def write_cfg2(key):
+def write_cfg2(key, listen=P2):
+    """R2's file: its --peer-listen (a reload that changes it needs a restart)
+    and its key (None: none)."""
     with open(CFG2 + ".tmp", "w") as f:
-        f.write(f"peer-key: {key}\n" if key else "log-level: info\n")
+        f.write(f"peer-listen: {listen}\n" + (f"peer-key: {key}\n" if key else ""))
     os.rename(CFG2 + ".tmp", CFG2)
 
 
 write_cfg2(K2)
 r1 = start(env1, P1, f"{P2},{CAP[0]}:{CAP[1]}", ["--peer-key", K1], 9464)
-r2 = start(env2, P2, P1, ["--config", CFG2], 9465)
+r2 = start(env2, None, P1, ["--config", CFG2], 9465)
 rig = P.Rig(VIP, control, {"a": A, "b": B})
 explain, backend, send_held = rig.explain, rig.backend, rig.send_held
 connect_via, release, request, read_answer = rig.connect_via, rig.release, P.request, P.read_answer
@@ -406,6 +412,36 @@ with t.case("R2 without the key (reload): it takes R1's signed reports, R1 refus
     L.wait_for(lambda: r2.log_text().count("reload: reports are signed") > n, 30,
                "R2's reload with the key again")
     exchange("R2 keyed again", KEY_B)
+
+with t.case("a reload that also changes --peer-listen still rotates the key"):
+    # The listen address waits for a restart; the key must not, or R2 would
+    # drop out when the fleet takes the old key off. R2 now signs with A,
+    # which R1 (B alone) refuses: that shows the new key is in use.
+    before = refused(r1, "auth")
+    n = r2.log_text().count("(a --peer-key change is applied)")
+    write_key(K2, KEY_A + b"\n" + KEY_B + b"\n")
+    write_cfg2(K2, listen="127.0.0.1:9474")
+    r2.send(signal.SIGHUP)
+    L.wait_for(lambda: r2.log_text().count("(a --peer-key change is applied)") > n, 30,
+               "R2's reload names the listen change and applies the key")
+    L.wait_for(lambda: refused(r1, "auth") > before, 30,
+               "R1 refuses R2's reports signed with A (R2 took the new key)")
+    write_key(K2, KEY_B + b"\n")
+    write_cfg2(K2)
+    reload_key(r2, K2, KEY_B + b"\n")
+    exchange("after the listen change", KEY_B)
+
+with t.case("reports from more senders than R2 tracks are counted rejected"):
+    REJ = "smg_steer_peer_reports_rejected_total"
+    before = r2.metric(REJ) or 0
+    senders = [Fake(0x7000 + i, f"127.0.2.{i + 1}:9480") for i in range(130)]
+    for f in senders:
+        f.send({A: (0, 0)}, key=KEY_B)  # nothing pending: only a place in the table
+    L.wait_for(lambda: (r2.metric(REJ) or 0) >= before + 1, 30,
+               "R2 counts the reports it has no room for as rejected")
+    marked(19, key=KEY_B)
+    t.check(peer_pending(env2, A) == 0, f"the senders applied {peer_pending(env2, A)} at A")
+    unmark(key=KEY_B)
 
 with t.case("no key in the logs, /metrics or explain"):
     ctl = os.path.join(L.BUILD, "smg-steerctl")

@@ -27,21 +27,30 @@ struct token_buf {
 	size_t len;
 };
 
-static int file_head(const char *file, struct token_buf *t, char *why, size_t whylen)
+/*
+ * Up to cap bytes of a secret file into buf (NUL-terminated: buf has cap + 1
+ * bytes), stopping early at the first newline when first_line: the rest of a
+ * token file is never read. Refuses what is not a regular file: a FIFO or a
+ * device would block the reload, or never end. Shared by auth=bearer:FILE and
+ * --peer-key (config_peer_key.c); the caller wipes buf.
+ */
+int cfg_secret_read(const char *file, char *buf, size_t cap, bool first_line, size_t *len,
+		    char *why, size_t whylen)
 {
 	int fd = open(file, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
 	struct stat st;
 	ssize_t n;
 
-	t->len = 0;
+	*len = 0;
+	buf[0] = 0;
 	if (fd < 0)
 		return cfg_why(why, whylen, "cannot read %s: %s", file, strerror(errno));
 	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
 		close(fd);
 		return cfg_why(why, whylen, "%s is not a regular file", file);
 	}
-	while (t->len < sizeof(t->b) - 1 && !memchr(t->b, '\n', t->len)) {
-		n = read(fd, t->b + t->len, sizeof(t->b) - 1 - t->len);
+	while (*len < cap && !(first_line && memchr(buf, '\n', *len))) {
+		n = read(fd, buf + *len, cap - *len);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0) {
@@ -50,11 +59,16 @@ static int file_head(const char *file, struct token_buf *t, char *why, size_t wh
 		}
 		if (n == 0)
 			break;
-		t->len += (size_t)n;
+		*len += (size_t)n;
 	}
 	close(fd);
-	t->b[t->len] = 0;
+	buf[*len] = 0;
 	return 0;
+}
+
+static int file_head(const char *file, struct token_buf *t, char *why, size_t whylen)
+{
+	return cfg_secret_read(file, t->b, sizeof(t->b) - 1, true, &t->len, why, whylen);
 }
 
 /* The first line without surrounding blanks: [*start, *start + *len). */

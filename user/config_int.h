@@ -240,6 +240,9 @@ int cfg_services_check(struct ctx *c);
 int cfg_fail(struct ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Writes the reason into why and returns -1. */
 int cfg_why(char *why, size_t whylen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* Up to cap bytes of a secret file into buf[cap + 1] (config_auth.c). */
+int cfg_secret_read(const char *file, char *buf, size_t cap, bool first_line, size_t *len,
+		    char *why, size_t whylen);
 
 /* true/yes/on or false/no/off, any case: 0, else -1. */
 int cfg_parse_bool(const char *s, bool *out);

@@ -14,12 +14,8 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
-#include <errno.h>
-#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "config_int.h"
 
@@ -28,46 +24,29 @@
 #define KEY_FILE_MAX 1024
 
 struct key_file {
-	char b[KEY_FILE_MAX + 1]; /* one byte more: a longer file is seen */
+	char b[KEY_FILE_MAX + 2]; /* one byte more: a longer file is seen; and a NUL */
 	size_t len;
 };
 
 static int key_file_read(const char *file, struct key_file *kf, char *why, size_t whylen)
 {
-	int fd = open(file, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-	struct stat st;
-	ssize_t n;
+	int rc = cfg_secret_read(file, kf->b, sizeof(kf->b) - 1, false, &kf->len, why, whylen);
 
-	kf->len = 0;
-	if (fd < 0)
-		return cfg_why(why, whylen, "cannot read %s: %s", file, strerror(errno));
-	/* A FIFO or a device would block the reload, or never end. */
-	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
-		close(fd);
-		return cfg_why(why, whylen, "%s is not a regular file", file);
-	}
-	while (kf->len < sizeof(kf->b)) {
-		n = read(fd, kf->b + kf->len, sizeof(kf->b) - kf->len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			close(fd);
-			return cfg_why(why, whylen, "cannot read %s: %s", file, strerror(errno));
-		}
-		if (n == 0)
-			break;
-		kf->len += (size_t)n;
-	}
-	close(fd);
-	if (kf->len > KEY_FILE_MAX)
+	if (rc == 0 && kf->len > KEY_FILE_MAX)
 		return cfg_why(why, whylen,
 			       "%s is larger than %d bytes: expected the key on the first line "
 			       "and, optionally, the previous key on the second",
 			       file, KEY_FILE_MAX);
-	return 0;
+	return rc;
 }
 
 /* Line *pos of kf without surrounding blanks, [*a, *b); *pos moves past it. */
+/* Blanks around a key (not strchr: it would match the NUL byte too). */
+static bool blank(char c)
+{
+	return c == ' ' || c == '\t' || c == '\r';
+}
+
 static void next_line(const struct key_file *kf, size_t *pos, size_t *a, size_t *b)
 {
 	const char *nl = memchr(kf->b + *pos, '\n', kf->len - *pos);
@@ -76,17 +55,25 @@ static void next_line(const struct key_file *kf, size_t *pos, size_t *a, size_t 
 	*a = *pos;
 	*b = end;
 	*pos = nl ? end + 1 : end;
-	while (*a < *b && strchr(" \t\r", kf->b[*a]))
+	while (*a < *b && blank(kf->b[*a]))
 		(*a)++;
-	while (*b > *a && strchr(" \t\r", kf->b[*b - 1]))
+	while (*b > *a && blank(kf->b[*b - 1]))
 		(*b)--;
 }
 
 static int key_put(const char *file, const struct key_file *kf, size_t a, size_t b, int line,
 		   struct steer_peer_keys *k, char *why, size_t whylen)
 {
-	size_t n = b - a;
+	size_t n = b - a, i;
 
+	/* A key is a line of text (openssl rand -base64 32): a control byte in
+	 * it is a binary file cut at its newlines, weaker than it looks. */
+	for (i = a; i < b; i++)
+		if ((unsigned char)kf->b[i] < 0x20 && kf->b[i] != '\t')
+			return cfg_why(why, whylen,
+				       "%s: the %s key (line %d) has a control byte at column %zu: "
+				       "a key is one line of text",
+				       file, line == 1 ? "first" : "previous", line, i - a + 1);
 	if (n < STEER_PEER_KEY_MIN || n > STEER_PEER_KEY_MAX)
 		return cfg_why(why, whylen,
 			       "%s: the %s key (line %d) has %zu bytes; a key has %d to %d (e.g. "

@@ -141,13 +141,22 @@ void peers_reload(struct daemon *d, struct steer_config *next)
 	bool on = d->peer != NULL, want = steer_config_peers_on(next);
 
 	if (on != want || (on && !steer_addr_equal(&next->peer_listen, &d->cfg.peer_listen))) {
-		struct steer_peer_keys *k = next->peer_keys;
+		if (on && want) {
+			/* Only the listen address waits for a restart: a rotated key
+			 * must not, or this router would drop out of the fleet when
+			 * the others take the old key off. */
+			peers_rekey(d, next);
+		} else {
+			struct steer_peer_keys *k = next->peer_keys;
 
-		next->peer_keys = d->cfg.peer_keys; /* d->cfg frees next's */
-		d->cfg.peer_keys = k;
-		memcpy(next->peer_key_file, d->cfg.peer_key_file, sizeof(next->peer_key_file));
+			next->peer_keys = d->cfg.peer_keys; /* d->cfg frees next's */
+			d->cfg.peer_keys = k;
+			memcpy(next->peer_key_file, d->cfg.peer_key_file,
+			       sizeof(next->peer_key_file));
+		}
 		log_warn("reload: turning --peer on or off, or a --peer-listen change, needs a "
-			 "restart; the running peers stay");
+			 "restart; the running peers stay%s",
+			 on && want ? " (a --peer-key change is applied)" : "");
 		memcpy(next->peers, d->cfg.peers, sizeof(next->peers));
 		memcpy(next->peer_strs, d->cfg.peer_strs, sizeof(next->peer_strs));
 		next->n_peers = d->cfg.n_peers;

@@ -479,6 +479,26 @@ static void count_rejected(struct steer_peer *p)
 	pthread_mutex_unlock(&p->mu);
 }
 
+/* The sender's entry for a report it may apply, or NULL. Malformed, or from
+ * more senders than the table holds: counted rejected. Refused by
+ * --peer-key's rules: peer_auth_admit counts it itself. */
+static struct remote *report_admitted(struct steer_peer *p, const struct steer_addr *from,
+				      const SmgSteer__Peer__Report *m)
+{
+	struct remote *r;
+
+	if (!m || !report_valid(m)) {
+		count_rejected(p);
+		return NULL;
+	}
+	if (!peer_auth_admit(p, from, m))
+		return NULL;
+	r = remote_of(p, from);
+	if (!r)
+		count_rejected(p);
+	return r;
+}
+
 static void handle_report(struct steer_peer *p, const struct steer_addr *from, const uint8_t *buf,
 			  size_t len, uint64_t now)
 {
@@ -500,9 +520,8 @@ static void handle_report(struct steer_peer *p, const struct steer_addr *from, c
 		smg_steer__peer__report__free_unpacked(m, NULL);
 		return;
 	}
-	if (!m || !report_valid(m) || !peer_auth_admit(p, from, m) || !(r = remote_of(p, from))) {
-		if (!m || !report_valid(m))
-			count_rejected(p); /* peer_auth_admit counts its own */
+	r = report_admitted(p, from, m);
+	if (!r) {
 		if (m)
 			smg_steer__peer__report__free_unpacked(m, NULL);
 		return;

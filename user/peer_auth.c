@@ -249,7 +249,9 @@ static bool reports_elsewhere(const struct steer_peer *p, const struct steer_add
  * router's clock (an earlier instance's); one that names a router live at
  * another address; one of an earlier router from the address of its live
  * successor (older than what the successor said); and one of a router that
- * fell silent, from before it did (its sequence is behind).
+ * fell silent, sent again from its own address (its sequence is behind).
+ * From another address that last one passes: the case docs/algorithm.md 6.7
+ * leaves open, bounded by the 30 s window and --peer-timeout.
  */
 bool peer_auth_admit(struct steer_peer *p, const struct steer_addr *from,
 		     const SmgSteer__Peer__Report *m)

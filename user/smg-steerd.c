@@ -94,7 +94,6 @@ static void reload(struct daemon *d)
 	if (next.wire_off != d->cfg.wire_off)
 		log_warn("reload: switching --wire-estimator to or from off needs a restart; "
 			 "ignored");
-	peers_reload(d, &next);
 	if (strcmp(next.metrics_listen, d->cfg.metrics_listen) ||
 	    next.metrics_enabled != d->cfg.metrics_enabled)
 		log_warn("reload: a --metrics-listen change needs a restart; ignored");
@@ -106,6 +105,9 @@ static void reload(struct daemon *d)
 	services_free(d, d->svcs, d->n_svcs); /* what was not taken over */
 	d->svcs = svcs;
 	d->n_svcs = next.n_services;
+	/* After the step that can fail: the peer thread's key and list are then
+	 * always those of the configuration that runs. */
+	peers_reload(d, &next);
 	snprintf(next.pin_path, sizeof(next.pin_path), "%s", d->cfg.pin_path);
 	snprintf(next.cgroup, sizeof(next.cgroup), "%s", d->cfg.cgroup);
 	snprintf(next.wire_cgroup, sizeof(next.wire_cgroup), "%s", d->cfg.wire_cgroup);
