@@ -10,6 +10,7 @@ the same round.
 peer_prop.csv (peerbench --part prop): one row per sample, R1 -> R2 in ms.
 peer_cpu.csv: CPU time of R1 and R2 per phase (idle, samples, busy).
 peer_prop_push.csv, peer_cpu_push.csv: the same with --peer-push on.
+peer_prop_pushkey.csv, peer_cpu_pushkey.csv: push, and --peer-key.
 peer_rtt.txt, peer_rtt_push.txt: R2's smg_steer_peer_rtt_seconds lines at the end.
 
     peer_summary.py RESULTS_DIR   # prints the section alone
@@ -213,7 +214,8 @@ def section(res):
     if bpf:
         print("### The kernel half: steer_peer_apply\n")
         bpf_table(bpf)
-    for sfx, what in (("", "reports every interval"), ("_push", "--peer-push on")):
+    for sfx, what in (("", "reports every interval"), ("_push", "--peer-push on"),
+                      ("_pushkey", "--peer-push on, reports signed with --peer-key")):
         prop = read(os.path.join(res, f"peer_prop{sfx}.csv"))
         cpu = read(os.path.join(res, f"peer_cpu{sfx}.csv"))
         if prop:

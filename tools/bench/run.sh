@@ -71,9 +71,10 @@
 #      both daemons and of their peer threads idle, during the samples and
 #      with steady traffic through both. The same table has steer_probe_apply
 #      (--step-probe) with 1 and 32 packets. Each mode of BENCH_PEER_MODES
-#      ("tick push") runs the daemons and the samples once: tick, reports
-#      every interval only; push, --peer-push on --peer-phase off as well
-#      (each request reported as it is sent).
+#      ("tick push push-key") runs the daemons and the samples once: tick,
+#      reports every interval only; push, --peer-push on --peer-phase off as
+#      well (each request reported as it is sent); push-key, push with every
+#      report signed and checked (--peer-key, a random key of the run's).
 #  10. the step probe, live (probecpu.py): smg-steerd --wire-estimator
 #      fluid-step --step-probe over BENCH_PROBE_BACKENDS (16) backends that
 #      stream a completion event every BENCH_PROBE_STEP (0.02) s
@@ -149,7 +150,7 @@ PEER_IDLE=${BENCH_PEER_IDLE_SECONDS:-10}
 PEER_BUSY=${BENCH_PEER_BUSY_SECONDS:-10}
 PEER_BUSY_RATE=${BENCH_PEER_BUSY_RATE:-2000}
 PEER_READER_GAPS=${BENCH_PEER_READER_GAPS:-0,20}
-PEER_MODES=${BENCH_PEER_MODES:-tick push}
+PEER_MODES=${BENCH_PEER_MODES:-tick push push-key}
 PROBE_N=${BENCH_PROBE_BACKENDS:-16}
 PROBE_STEP=${BENCH_PROBE_STEP:-0.02}
 PROBE_SECONDS=${BENCH_PROBE_SECONDS:-20}
@@ -761,10 +762,17 @@ wait_log() {
 # also at each request (--peer-push on), with no random phase.
 peer_prop_mode() {
 	local mode=$1 i o fw r=() cg=("$CG_P1" "$CG_P2") extra=() sfx=""
-	if [ "$mode" = push ]; then
+	case "$mode" in
+	push)
 		extra=(--peer-push on --peer-phase off)
 		sfx=_push
-	fi
+		;;
+	push-key) # the same, every report signed and checked (--peer-key)
+		head -c 32 /dev/urandom | base64 >"$TMP/peer.key"
+		extra=(--peer-push on --peer-phase off --peer-key "$TMP/peer.key")
+		sfx=_pushkey
+		;;
+	esac
 	log "routers sharing request accounting ($mode): R1 -> R2 every $PEER_INTERVAL, $PEER_SAMPLES samples; CPU idle $PEER_IDLE s, busy $PEER_BUSY s"
 	bg "$BIN/fastworker" --many 2 --base "$PEER_BE" --port 30000 >"$TMP/peer-fw.out" 2>&1
 	fw=${PIDS[-1]}
