@@ -306,7 +306,9 @@ with t.case("auth: a wrong token: refused, counted, retried with the back-off"):
     ts = probe_times(C)[n0:n0 + 4]
     gaps = [b - a for a, b in zip(ts, ts[1:])]
     t.check(min(gaps) >= 0.2, f"probes {gaps} s apart: a tight loop")
-    t.check(auth_stats().get("auth_bad", 0) >= bad0 + 4, f"C's worker: {auth_stats()}")
+    # The worker notes a POST's time before its verdict: wait for the fourth.
+    L.wait_for(lambda: auth_stats().get("auth_bad", 0) >= bad0 + 4, 30,
+               "C's worker refused the four POSTs")
     L.wait_for(lambda: "HTTP status 401" in d.log_text(), 30, "the log names the status")
     t.check(d.proc.poll() is None, "the daemon is running")
     t.check(metric("smg_steer_probe_streaming", A) == 1, "A's probe stopped")
