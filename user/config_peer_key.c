@@ -40,13 +40,13 @@ static int key_file_read(const char *file, struct key_file *kf, char *why, size_
 	return rc;
 }
 
-/* Line *pos of kf without surrounding blanks, [*a, *b); *pos moves past it. */
 /* Blanks around a key (not strchr: it would match the NUL byte too). */
 static bool blank(char c)
 {
 	return c == ' ' || c == '\t' || c == '\r';
 }
 
+/* Line *pos of kf without surrounding blanks, [*a, *b); *pos moves past it. */
 static void next_line(const struct key_file *kf, size_t *pos, size_t *a, size_t *b)
 {
 	const char *nl = memchr(kf->b + *pos, '\n', kf->len - *pos);

@@ -102,21 +102,28 @@ static bool keys_differ(const struct steer_peer_keys *a, const struct steer_peer
 	return !a != !b || (a && memcmp(a, b, sizeof(*a)));
 }
 
+/* next keeps the running keys (and d->cfg, freed after the reload, next's),
+ * so that the configuration says what runs. */
+static void keep_running_keys(struct daemon *d, struct steer_config *next)
+{
+	struct steer_peer_keys *k = next->peer_keys;
+
+	next->peer_keys = d->cfg.peer_keys;
+	d->cfg.peer_keys = k;
+	memcpy(next->peer_key_file, d->cfg.peer_key_file, sizeof(next->peer_key_file));
+}
+
 /* A reload's --peer-key: the thread signs and checks with it from its next
  * report on; the others' work it applied stays. Logged, never the key. */
 static void peers_rekey(struct daemon *d, struct steer_config *next)
 {
 	const char *file = next->peer_key_file;
-	struct steer_peer_keys *k = next->peer_keys;
 
 	if (!keys_differ(d->cfg.peer_keys, next->peer_keys))
 		return;
 	if (steer_peer_set_keys(d->peer, next->peer_keys) != 0) {
 		log_error("reload: libcrypto cannot use the new --peer-key; the running key stays");
-		/* next keeps the running keys, so that the configuration says what runs */
-		next->peer_keys = d->cfg.peer_keys;
-		d->cfg.peer_keys = k;
-		memcpy(next->peer_key_file, d->cfg.peer_key_file, sizeof(next->peer_key_file));
+		keep_running_keys(d, next);
 		return;
 	}
 	if (!next->peer_keys)
@@ -141,19 +148,13 @@ void peers_reload(struct daemon *d, struct steer_config *next)
 	bool on = d->peer != NULL, want = steer_config_peers_on(next);
 
 	if (on != want || (on && !steer_addr_equal(&next->peer_listen, &d->cfg.peer_listen))) {
-		if (on && want) {
-			/* Only the listen address waits for a restart: a rotated key
-			 * must not, or this router would drop out of the fleet when
-			 * the others take the old key off. */
+		/* Only the listen address waits for a restart: a rotated key
+		 * must not, or this router would drop out of the fleet when the
+		 * others take the old key off. */
+		if (on && want)
 			peers_rekey(d, next);
-		} else {
-			struct steer_peer_keys *k = next->peer_keys;
-
-			next->peer_keys = d->cfg.peer_keys; /* d->cfg frees next's */
-			d->cfg.peer_keys = k;
-			memcpy(next->peer_key_file, d->cfg.peer_key_file,
-			       sizeof(next->peer_key_file));
-		}
+		else
+			keep_running_keys(d, next);
 		log_warn("reload: turning --peer on or off, or a --peer-listen change, needs a "
 			 "restart; the running peers stay%s",
 			 on && want ? " (a --peer-key change is applied)" : "");

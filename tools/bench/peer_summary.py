@@ -131,9 +131,8 @@ def prop_table(rows, every, push=False):
     print("|---|---:|---:|---:|---:|---:|")
     lines = [("send -> seen at R2", up), ("answer -> seen at R2", down),
              ("(release -> client has the answer)", rel)]
-    for gap in sorted({r.get("reader_gap_us") or "0" for r in ok}, key=int):
-        if len({r.get("reader_gap_us") or "0" for r in ok}) < 2:
-            break
+    gaps = sorted({r.get("reader_gap_us") or "0" for r in ok}, key=int)
+    for gap in gaps if len(gaps) > 1 else []:  # one row per reader, when they took turns
         sub = [r for r in ok if (r.get("reader_gap_us") or "0") == gap]
         lines.append((f"send -> seen, {reader_name(gap)} ({len(sub)})",
                       [num(r["send_to_seen_us"]) / 1e3 for r in sub]))
