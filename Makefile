@@ -44,25 +44,12 @@ LDLIBS_CRYPTO := $(or $(shell pkg-config --libs libcrypto 2>/dev/null),-lcrypto)
 LDLIBS_ALL := $(LDLIBS_BPF) $(LDLIBS_GRPC) -lyaml -lmicrohttpd -ljson-c -lcurl -lcares -lseccomp -lcap $(LDLIBS_CRYPTO) -lpthread -lm
 
 BPF_OBJ := $(O)/steer.bpf.o
-# Ablation only (issue 10): the data plane without the release hook, loaded by
-# bench/norelbench and tests/test_norel, never by smg-steerd.
-NOREL_OBJ := $(O)/steer_norel.bpf.o
 SKEL := $(O)/steer.skel.h
 # XDP ingress and the backends' decap: skeletons linked into the same modules.
 XDP_SKELS := $(O)/steer_xdp.skel.h $(O)/steer_decap.skel.h
 # Request accounting on steered sockets: a second object sharing the maps by pin.
 WIRE_OBJ := $(O)/steer_wire.bpf.o
 WIRE_SKEL := $(O)/steer_wire.skel.h
-# The rejected mechanism (sockops + sockhash + sk_msg/sk_skb), kept for the bench only.
-WIRE_MSG_OBJ := $(O)/steer_wire_msg.bpf.o
-# Another rejected mechanism (tp_btf sock_send_length + tcp_probe), for the bench and its test only.
-WIRE_TR_OBJ := $(O)/steer_wire_tr.bpf.o
-# The shipped egress program cut short at each step (bench only: where a request's BPF time goes).
-WIRE_COST_OBJ := $(O)/steer_wire_cost.bpf.o
-# The shipped accounting with answers that re-key only a key that fell (bench only).
-WIRE_LAZY_OBJ := $(O)/steer_wire_lazy.bpf.o
-# A per-socket congestion control as the accounting hook (bench probe only, standalone).
-CCPROBE_OBJ := $(O)/steer_ccprobe.bpf.o
 BPF_HDRS := bpf/steer_common.h bpf/steer_select.h bpf/steer_maps.bpf.h bpf/steer_choose.bpf.h bpf/steer_wire.bpf.h
 VMLINUX := $(O)/vmlinux.h
 # Every proto/*.proto: the GetLoads subsets of the engines' services.
@@ -107,7 +94,7 @@ FUZZ_RUNS ?=
 all: deps
 	@$(MAKE) --no-print-directory build-all
 
-build-all: $(SKEL) $(WIRE_SKEL) $(WIRE_MSG_OBJ) $(WIRE_TR_OBJ) $(WIRE_COST_OBJ) $(WIRE_LAZY_OBJ) $(CCPROBE_OBJ) $(XDP_SKELS) $(NOREL_OBJ) $(LIB_OBJS) $(PROGRAMS) tests $(PY_PROTO)
+build-all: $(SKEL) $(WIRE_SKEL) $(XDP_SKELS) $(LIB_OBJS) $(PROGRAMS) tests $(PY_PROTO)
 
 deps:
 	@tools/deps.sh build
@@ -129,40 +116,12 @@ $(O)/%.bpf.o: bpf/%.bpf.c $(BPF_HDRS) $(VMLINUX)
 	@mkdir -p $(@D)
 	$(CLANG) -g -O2 -target bpf -mcpu=v3 -D__TARGET_ARCH_$(ARCH) -Wall -Werror -I$(O) -Ibpf -c $< -o $@
 
-$(NOREL_OBJ): bpf/steer_norel.bpf.c bpf/steer.bpf.c $(BPF_HDRS) $(VMLINUX)
-	@mkdir -p $(@D)
-	$(CLANG) -g -O2 -target bpf -mcpu=v3 -D__TARGET_ARCH_$(ARCH) -Wall -Werror -I$(O) -Ibpf -c $< -o $@
-
-$(CCPROBE_OBJ): bpf/steer_ccprobe.bpf.c $(VMLINUX)
-	@mkdir -p $(@D)
-	$(CLANG) -g -O2 -target bpf -mcpu=v3 -D__TARGET_ARCH_$(ARCH) -Wall -Werror -I$(O) -Ibpf -c $< -o $@
-
-$(WIRE_LAZY_OBJ): bpf/steer_wire_lazy.bpf.c bpf/steer_wire.bpf.c $(BPF_HDRS) $(VMLINUX)
-	@mkdir -p $(@D)
-	$(CLANG) -g -O2 -target bpf -mcpu=v3 -D__TARGET_ARCH_$(ARCH) -Wall -Werror -I$(O) -Ibpf -c $< -o $@
-
-$(WIRE_COST_OBJ): bpf/steer_wire_cost.bpf.c bpf/steer_wire.bpf.c $(BPF_HDRS) $(VMLINUX)
-	@mkdir -p $(@D)
-	$(CLANG) -g -O2 -target bpf -mcpu=v3 -D__TARGET_ARCH_$(ARCH) -Wall -Werror -I$(O) -Ibpf -c $< -o $@
-
-# Test fixtures: the BPF object of layout 0, as an older smg-steerd pinned it
-# (tests/test_upgrade.c), with and without steer_bk_info.source.
-LAYOUT0_OBJS := $(O)/layout0/steer.bpf.o $(O)/layout0/steer_nosource.bpf.o
-
 # Test fixture: an XDP_PASS program for the peer of a veth that XDP_TX sends into.
 XDP_PASS_OBJ := $(O)/tests/xdp_pass.bpf.o
 
 $(XDP_PASS_OBJ): tests/data/xdp_pass.bpf.c
 	@mkdir -p $(@D)
 	$(CLANG) -g -O2 -target bpf -I/usr/include/$(shell uname -m)-linux-gnu -Wall -Werror -c $< -o $@
-
-$(O)/layout0/steer.bpf.o: tests/data/layout0/steer.bpf.c tests/data/layout0/steer_common.h $(VMLINUX)
-	@mkdir -p $(@D)
-	$(CLANG) -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Wall -Werror -I$(O) -Itests/data/layout0 -c $< -o $@
-
-$(O)/layout0/steer_nosource.bpf.o: tests/data/layout0/steer.bpf.c tests/data/layout0/steer_common.h $(VMLINUX)
-	@mkdir -p $(@D)
-	$(CLANG) -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -DSTEER_LAYOUT0_NO_SOURCE -Wall -Werror -I$(O) -Itests/data/layout0 -c $< -o $@
 
 $(SKEL): $(BPF_OBJ)
 	$(BPFTOOL) gen skeleton $< name steer_bpf > $@.tmp && mv $@.tmp $@
@@ -211,7 +170,7 @@ $(O)/steer-sim: $(SIM_SRCS) $(wildcard tools/sim/*.h) $(O)/obj/policy.o $(HDRS)
 
 # ---- tests ----------------------------------------------------------------------
 
-tests: $(TEST_BINS) $(LAYOUT0_OBJS) $(XDP_PASS_OBJ)
+tests: $(TEST_BINS) $(XDP_PASS_OBJ)
 
 # The simulator's test links the simulator's modules (all but its main).
 $(O)/tests/test_sim: tests/test_sim.c tests/tap.h $(SIM_LIB_SRCS) $(wildcard tools/sim/*.h) $(O)/obj/policy.o $(HDRS)
@@ -227,7 +186,7 @@ $(O)/obj/wire_lib.o: tests/wire_lib.c tests/wire_lib.h $(HDRS)
 	$(CC) $(CFLAGS_ALL) -Itests -c $< -o $@
 
 # The request-accounting tests share their responders and client.
-$(O)/tests/test_wire $(O)/tests/test_wire_fluid $(O)/tests/test_wire_cgroup $(O)/tests/test_wire_trace: $(O)/obj/wire_lib.o
+$(O)/tests/test_wire $(O)/tests/test_wire_fluid $(O)/tests/test_wire_cgroup: $(O)/obj/wire_lib.o
 
 $(O)/tests/%: tests/%.c $(wildcard tests/*.h) $(O)/obj/testenv.o $(LIB_OBJS) $(HDRS)
 	@mkdir -p $(@D)

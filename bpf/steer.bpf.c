@@ -225,14 +225,6 @@ int steer_connect6(struct bpf_sock_addr *ctx)
 	return 1;
 }
 
-static __always_inline bool legacy_sockets(void)
-{
-	__u32 zero = 0;
-	struct steer_layout *l = bpf_map_lookup_elem(&steer_layout, &zero);
-
-	return l && (l->flags & STEER_LAYOUT_LEGACY_SK);
-}
-
 /*
  * The record of a socket whose peer is reported, when it was steered to that
  * very peer: a socket whose steered connect failed and that then connected
@@ -256,15 +248,6 @@ int steer_getpeername4(struct bpf_sock_addr *ctx)
 			ctx->user_ip4 = r->vip_ip6[3];
 			ctx->user_port = r->vip_port;
 		}
-		return 1;
-	}
-	if (legacy_sockets()) {
-		struct steer_sk *st = bpf_sk_storage_get(&steer_sk, ctx->sk, 0, 0);
-
-		if (st && (st->flags & STEER_SK_STEERED)) {
-			ctx->user_ip4 = st->vip_ip6[3];
-			ctx->user_port = st->vip_port;
-		}
 	}
 	return 1;
 }
@@ -284,41 +267,8 @@ int steer_getpeername6(struct bpf_sock_addr *ctx)
 			ctx->user_ip6[3] = r->vip_ip6[3];
 			ctx->user_port = r->vip_port;
 		}
-		return 1;
-	}
-	if (legacy_sockets()) {
-		struct steer_sk *st = bpf_sk_storage_get(&steer_sk, ctx->sk, 0, 0);
-
-		if (st && (st->flags & STEER_SK_STEERED)) {
-			ctx->user_ip6[0] = st->vip_ip6[0];
-			ctx->user_ip6[1] = st->vip_ip6[1];
-			ctx->user_ip6[2] = st->vip_ip6[2];
-			ctx->user_ip6[3] = st->vip_ip6[3];
-			ctx->user_port = st->vip_port;
-		}
 	}
 	return 1;
-}
-
-/* A socket steered by layout 0 closes: off the live count it was migrated
- * into (same slot numbers), once. */
-static __always_inline void release_legacy(struct bpf_sock *ctx)
-{
-	__u32 zero = 0;
-	struct steer_layout *l = bpf_map_lookup_elem(&steer_layout, &zero);
-	struct steer_slot_array *all;
-	struct steer_sk *st;
-
-	if (!l || !(l->flags & STEER_LAYOUT_LEGACY_SK))
-		return;
-	st = bpf_sk_storage_get(&steer_sk, ctx, 0, 0);
-	if (!st || !(st->flags & STEER_SK_LIVE))
-		return;
-	st->flags &= ~STEER_SK_LIVE;
-	all = slots_all();
-	if (all && slot_in(all, st->slot)->gen == st->slot_gen)
-		__sync_fetch_and_add(&slot_in(all, st->slot)->closed, 1);
-	__sync_fetch_and_add(&l->legacy_live, -1);
 }
 
 /*
@@ -336,8 +286,6 @@ int steer_release(struct bpf_sock *ctx)
 	if (cookie && (r = sock_find(cookie))) {
 		sock_done(r, ever_established(sk));
 		r->cookie = 0; /* free for the next socket */
-		return 1;
 	}
-	release_legacy(ctx);
 	return 1;
 }

@@ -44,9 +44,10 @@
 #define STEER_SOCK_PROBES 8
 
 /*
- * Layout of the pinned maps. Bumped whenever a pinned map changes type, key,
- * value or meaning; smg-steerd migrates older pins (user/dataplane_layout.c).
- * 0 is the layout before steer_layout existed (connect-time scan, sockops).
+ * Layout of the pinned maps, stamped in steer_layout. Bumped when a pinned map
+ * keeps its shape and changes its meaning: smg-steerd and smg-steerctl refuse
+ * pins of another layout. A pinned map of another shape is replaced by the
+ * owner with a warning (user/dataplane/pins.c).
  */
 #define STEER_LAYOUT_VERSION 1
 
@@ -65,7 +66,6 @@
 #define STEER_MAP_SVCST "steer_svcst"	/* ARRAY[svc_id] of struct steer_svc_stats, mmapable */
 #define STEER_MAP_TREE "steer_tree"	/* ARRAY[svc_id] of struct steer_svc_tree (lock) */
 #define STEER_MAP_SOCKS "steer_socks"	/* ARRAY[record] of struct steer_sock, mmapable */
-#define STEER_MAP_SK "steer_sk"		/* SK_STORAGE of struct steer_sk: layout 0 sockets */
 #define STEER_MAP_LAYOUT "steer_layout" /* ARRAY[1] of struct steer_layout, mmapable */
 #define STEER_MAP_SVCID "steer_svcid"	/* HASH vip -> svc_id, the user-space registry */
 #define STEER_MAP_BKSLOT "steer_bkslot" /* HASH (vip, backend) -> slot, the registry */
@@ -80,7 +80,6 @@
 #define STEER_LINK_RELEASE "steer_lnk_rel"
 #define STEER_LINK_WIRE_OUT "steer_lnk_wout" /* cgroup_skb egress: request bytes */
 #define STEER_LINK_WIRE_IN "steer_lnk_win"   /* cgroup_skb ingress: first response byte */
-#define STEER_LINK_SOCKOPS "steer_lnk_ops"   /* layout 0 only: removed by the migration */
 
 /* ---- Keys ------------------------------------------------------------ */
 
@@ -152,10 +151,6 @@ struct steer_table {
 };
 
 #define STEER_TBL_FAIL_OPEN 0x1 /* every backend was ejected; published for spreading */
-/* Ablation (issue 11): score a backend's unanswered requests by their pending
- * tokens (until the first response byte) instead of by its busy-until time
- * (the default, "fluid"). The kernel reads it when it builds the tree. */
-#define STEER_TBL_PENDING 0x2
 /* For observability only (the kernel does not read it): the daemon runs with
  * --wire-estimator off, so no request bytes are counted and every connection
  * keeps the flat connect credit. */
@@ -274,14 +269,14 @@ struct steer_wire {
 	__u64 answered_tokens; /* tokens; answered requests' real sizes, credited to
 				* steer_slot.inflight_tokens at their first response byte
 				* (kernel, statistic) */
-	/* The fluid estimate (issue 11, docs/algorithm.md 6.6): until when the
+	/* The fluid estimate (docs/algorithm.md, busy-until): until when the
 	 * backend is busy with this router's unanswered requests, served FIFO at
 	 * peers x ns_per_token per token and never longer than the pending tokens
 	 * take (steer_busy_sent, steer_busy_cap). CLOCK_MONOTONIC, read coarse
 	 * (bpf_ktime_get_coarse_ns = CLOCK_MONOTONIC_COARSE). */
 	__u64 busy_until_ns; /* ns, CLOCK_MONOTONIC coarse (kernel) */
 	__u32 cache_peers;   /* that entry's peers, resolved >= 1 (kernel) */
-	__u32 cache_flags; /* that table's flags (STEER_TBL_PENDING, _STEP, _PEER_PUSH) (kernel) */
+	__u32 cache_flags;   /* that table's flags (STEER_TBL_STEP, _PEER_PUSH) (kernel) */
 	/* The step cadence (STEER_TBL_STEP; steer_step_next): every streamed
 	 * response packet after a response's first is one engine step after the
 	 * socket's previous packet. CLOCK_MONOTONIC, read coarse. */
@@ -406,9 +401,8 @@ struct steer_svc_stats {
 	 */
 	__u64 epoch;
 	__u64 untracked; /* steered connects that found no free socket record */
-	/* The time the service's tree keys are computed at (issue 11,
-	 * docs/algorithm.md 4.2; kernel, under the tree's lock): the 16 bytes that
-	 * were reserved. */
+	/* The time the service's tree keys are computed at (docs/algorithm.md,
+	 * selection; kernel, under the tree's lock). */
 	struct steer_tree_clock tree_clock;
 };
 
@@ -479,7 +473,7 @@ struct steer_bk_info {
 	__u8 source;	       /* enum steer_source: where the load was read */
 	__u8 reserved8[3];     /* zero */
 	/* tokens taken off the reported queue: this router's requests pending
-	 * (sent, not answered) when the poll was sent, issue 11; saturated */
+	 * (sent, not answered) when the poll was sent; saturated */
 	__u32 queued_pending;
 };
 
@@ -538,28 +532,13 @@ struct steer_svc_tree {
 	__u16 win[2 * STEER_MAX_BACKENDS]; /* node k: children 2k+1, 2k+2; the last is unused */
 };
 
-/* The pinned layout version and what the kernel must still do for sockets of
- * an older layout (steer_layout). */
+/* The pinned layout's version (steer_layout), written and read by user space
+ * only. */
 struct steer_layout {
-	__u32 version;	   /* STEER_LAYOUT_VERSION */
-	__u32 flags;	   /* STEER_LAYOUT_* */
-	__u64 legacy_live; /* layout-0 sockets still counted live; release takes them off */
-	__u64 reserved[6];
+	__u32 version; /* STEER_LAYOUT_VERSION; 0 until the first owner stamps it */
+	__u32 reserved0;
+	__u64 reserved[7];
 };
-
-#define STEER_LAYOUT_LEGACY_SK 0x1 /* sockets steered by layout 0 may still be open */
-
-/* Socket-local storage of a socket steered by layout 0 (steer_sk). */
-struct steer_sk {
-	__u32 vip_ip6[4]; /* the virtual address the application asked for, network order */
-	__u16 vip_port;	  /* network order */
-	__u16 flags;	  /* STEER_SK_* */
-	__u32 slot;	  /* backend slot the socket was steered to */
-	__u32 slot_gen;	  /* steer_slot.gen at connect time */
-};
-
-#define STEER_SK_STEERED 0x1 /* getpeername reports the virtual address */
-#define STEER_SK_LIVE 0x2    /* counted in steer_slot.live; decrement once on close */
 
 /* ---- Selection math, shared verbatim by the kernel and user space -------- */
 

@@ -72,15 +72,6 @@ struct {
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } steer_socks SEC(".maps");
 
-/* Sockets steered by layout 0 keep their storage here until they close. */
-struct {
-	__uint(type, BPF_MAP_TYPE_SK_STORAGE);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, int);
-	__type(value, struct steer_sk);
-	__uint(pinning, LIBBPF_PIN_BY_NAME);
-} steer_sk SEC(".maps");
-
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(map_flags, BPF_F_MMAPABLE);

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /*
  * steer_select.h - the selection math shared verbatim by the kernel and user
- * space: saturating scores, the reference argmins (steer_select,
- * steer_select_wire, steer_select_at), the busy-until estimate (issue 11) and
- * the kernel's selection tree. Included by steer_common.h, after every struct
+ * space: saturating scores, the reference argmins (steer_select without time,
+ * steer_select_at with it), the busy-until estimate and the kernel's selection
+ * tree. Included by steer_common.h, after every struct
  * and constant it uses; include steer_common.h, not this file.
  */
 #ifndef STEER_SELECT_H
@@ -50,30 +50,8 @@ static __always_inline __u64 steer_score(__u64 base_wait_ns, __u64 inflight_toke
 	return steer_sat_add(base_wait_ns, steer_sat_mul(inflight_tokens, ns_per_token));
 }
 
-/* Tokens of work a backend has beyond its base: the connect credits in flight
- * plus the request bytes sent and not yet answered, in tokens. */
-static __always_inline __u64 steer_work_tokens(__u64 inflight_tokens, __u64 pending_bytes,
-					       __u32 bytes_per_token)
-{
-	return steer_sat_add(inflight_tokens, pending_bytes / bytes_per_token);
-}
-
 /* Resolves a slot number to its request accounting, or NULL (no pending work). */
 typedef struct steer_wire *(*steer_wire_fn)(void *wctx, __u32 slot);
-
-/* A slot's work in tokens: its in-flight credits, plus its pending request
- * bytes when wire_at is given. */
-static __always_inline __u64 steer_slot_work(const struct steer_slot *s, steer_wire_fn wire_at,
-					     void *wctx, __u32 slot, __u32 bytes_per_token)
-{
-	const struct steer_wire *w = wire_at ? wire_at(wctx, slot) : 0;
-
-	if (!w)
-		return steer_slot_inflight(s);
-	return steer_sat_add(
-		steer_work_tokens(steer_slot_inflight(s), steer_wire_pending(w), bytes_per_token),
-		w->peer_pending_tokens);
-}
 
 /* The outcome of one selection. */
 struct steer_pick {
@@ -96,10 +74,8 @@ typedef struct steer_slot *(*steer_slot_fn)(void *ctx, __u32 slot);
 
 /*
  * Least expected wait over a table sorted by base_wait_ns ascending:
- * score_b = base_wait_ns_b + work_b * ns_per_token_b, argmin, where work_b is
- * the slot's in-flight credits plus, when wire_at is given, its pending
- * request bytes / the table's bytes_per_token (steer_slot_work),
- * ties to the earlier position. In-flight work only adds to base_wait_ns, so
+ * score_b = base_wait_ns_b + inflight_b * ns_per_token_b, argmin, where
+ * inflight_b is the slot's in-flight credits, ties to the earlier position. In-flight work only adds to base_wait_ns, so
  * once the next entry's base_wait_ns reaches the best score no later entry can
  * win, not even a tie: the scan stops there and the answer is exact.
  * Drained backends are skipped. With early_exit false the whole table is
@@ -112,12 +88,10 @@ typedef struct steer_slot *(*steer_slot_fn)(void *ctx, __u32 slot);
  * position that differs on every path would stop the verifier from pruning
  * states, and its work would grow exponentially with the table size.
  */
-static __always_inline void steer_select_wire(const struct steer_table *t, steer_slot_fn slot_at,
-					      void *ctx, steer_wire_fn wire_at, void *wctx,
-					      int early_exit, struct steer_pick *best)
+static __always_inline void steer_select(const struct steer_table *t, steer_slot_fn slot_at,
+					 void *ctx, int early_exit, struct steer_pick *best)
 {
-	__u32 n = t->n, bpt = steer_bytes_per_token(t->bytes_per_token);
-	__u32 i;
+	__u32 n = t->n, i;
 
 	best->score = STEER_U64_MAX;
 	best->found = 0;
@@ -140,9 +114,7 @@ static __always_inline void steer_select_wire(const struct steer_table *t, steer
 		s = slot_at(ctx, e->slot);
 		if (!s || !steer_slot_eligible(s))
 			continue;
-		score = steer_score(e->base_wait_ns,
-				    steer_slot_work(s, wire_at, wctx, e->slot, bpt),
-				    e->ns_per_token);
+		score = steer_score(e->base_wait_ns, steer_slot_inflight(s), e->ns_per_token);
 		if (!best->found || score < best->score) {
 			best->found = 1;
 			best->score = score;
@@ -156,15 +128,6 @@ static __always_inline void steer_select_wire(const struct steer_table *t, steer
 		}
 	}
 }
-
-/* The same without pending request bytes (credits only). */
-static __always_inline void steer_select(const struct steer_table *t, steer_slot_fn slot_at,
-					 void *ctx, int early_exit, struct steer_pick *best)
-{
-	steer_select_wire(t, slot_at, ctx, 0, 0, early_exit, best);
-}
-
-/* ---- The fluid estimate: busy-until (issue 11, docs/algorithm.md 6.6) --- */
 
 static __always_inline __u64 steer_max_u64(__u64 a, __u64 b)
 {
@@ -285,33 +248,22 @@ static __always_inline __u64 steer_step_next(struct steer_wire *w, __u64 last, _
 
 /*
  * The sort key of a backend at time now (ns, CLOCK_MONOTONIC coarse):
- *   fluid (default):  base + inflight x npt + max(until, now), until the
- *                     slot's busy_until (and step_until with STEER_TBL_STEP)
- *                     = its expected wait + now
- *   STEER_TBL_PENDING: base + (inflight + pending tokens) x npt  (no time)
- * All saturating. A fluid key only grows with now, so a key computed at an
- * earlier time is a lower bound of the key now (docs/algorithm.md 4.2).
+ *   base + inflight x npt + max(until, now), until the slot's busy_until (and
+ *   step_until with STEER_TBL_STEP) = its expected wait + now.
+ * All saturating. A key only grows with now, so a key computed at an earlier
+ * time is a lower bound of the key now (docs/algorithm.md, "Selection").
  */
 static __always_inline __u64 steer_key(__u64 base_wait_ns, __u64 ns_per_token, __u64 inflight,
-				       const struct steer_wire *w, __u32 bytes_per_token,
-				       __u32 flags, __u64 now)
+				       const struct steer_wire *w, __u32 flags, __u64 now)
 {
-	if (flags & STEER_TBL_PENDING)
-		return steer_score(
-			base_wait_ns,
-			w ? steer_sat_add(steer_work_tokens(inflight, steer_wire_pending(w),
-							    bytes_per_token),
-					  w->peer_pending_tokens)
-			  : inflight,
-			ns_per_token);
 	return steer_sat_add(steer_score(base_wait_ns, inflight, ns_per_token),
 			     steer_max_u64(steer_wire_until(w, flags), now));
 }
 
 /* The expected wait a key stands for at now. */
-static __always_inline __u64 steer_key_wait(__u64 key, __u32 flags, __u64 now)
+static __always_inline __u64 steer_key_wait(__u64 key, __u64 now)
 {
-	if ((flags & STEER_TBL_PENDING) || key == STEER_U64_MAX || key < now)
+	if (key == STEER_U64_MAX || key < now)
 		return key;
 	return key - now;
 }
@@ -335,14 +287,14 @@ static __always_inline __u64 steer_entry_key(const struct steer_table *t,
 					     const struct steer_slot *s, const struct steer_wire *w,
 					     __u64 now)
 {
-	return steer_key(e->base_wait_ns, e->ns_per_token, steer_slot_inflight(s), w,
-			 steer_bytes_per_token(t->bytes_per_token), t->flags, now);
+	return steer_key(e->base_wait_ns, e->ns_per_token, steer_slot_inflight(s), w, t->flags,
+			 now);
 }
 
 /*
  * The exact reference of the kernel's pick at time now: argmin of steer_key
  * over the eligible entries, ties to the earlier position. Every key is at
- * least base_wait_ns (+ now in the fluid mode), so once that reaches the best
+ * least base_wait_ns + now, so once that reaches the best
  * key no later entry can win, not even a tie: the early exit is exact.
  * best->score is the winner's expected wait, best->key its key.
  */
@@ -351,7 +303,6 @@ static __always_inline void steer_select_at(const struct steer_table *t, steer_s
 					    int early_exit, struct steer_pick *best)
 {
 	__u32 n = t->n, i;
-	__u64 floor_add = (t->flags & STEER_TBL_PENDING) ? 0 : now;
 
 	best->score = STEER_U64_MAX;
 	best->key = STEER_U64_MAX;
@@ -366,8 +317,7 @@ static __always_inline void steer_select_at(const struct steer_table *t, steer_s
 		struct steer_slot *s;
 		__u64 key;
 
-		if (early_exit && best->found &&
-		    steer_sat_add(e->base_wait_ns, floor_add) >= best->key)
+		if (early_exit && best->found && steer_sat_add(e->base_wait_ns, now) >= best->key)
 			break;
 		best->scanned = (__u16)(i + 1);
 		s = slot_at(ctx, e->slot);
@@ -377,7 +327,7 @@ static __always_inline void steer_select_at(const struct steer_table *t, steer_s
 		if (!best->found || key < best->key) {
 			best->found = 1;
 			best->key = key;
-			best->score = steer_key_wait(key, t->flags, now);
+			best->score = steer_key_wait(key, now);
 			best->pos = i;
 			best->slot = e->slot;
 			best->ip6[0] = e->ip6[0];
@@ -464,7 +414,8 @@ static __always_inline void steer_tree_build_at(struct steer_svc_tree *tr,
 
 	/* In the clock's memory, not in a register: a register that is a
 	 * constant on some paths and not on others would keep the verifier
-	 * from pruning the loop's states. */
+	 * from pruning the loop's states. The keys below read the time from
+	 * there too, for the same reason. */
 	if (ck) {
 		ck->ref_ns = now;
 		ck->busy_min = STEER_U64_MAX;
@@ -491,7 +442,7 @@ static __always_inline void steer_tree_build_at(struct steer_svc_tree *tr,
 		}
 		if (!s || !steer_slot_eligible(s))
 			continue;
-		tr->score[i] = steer_entry_key(t, e, s, w, now);
+		tr->score[i] = steer_entry_key(t, e, s, w, ck ? ck->ref_ns : now);
 		tr->win[STEER_TREE_LEAF0 + i] = (__u16)i;
 		if (ck && steer_wire_until(w, t->flags) > now && tr->score[i] < ck->busy_min)
 			ck->busy_min = tr->score[i];
@@ -506,18 +457,12 @@ static __always_inline void steer_tree_build_at(struct steer_svc_tree *tr,
 	tr->epoch = epoch;
 }
 
-static __always_inline void steer_tree_build_wire(struct steer_svc_tree *tr,
-						  const struct steer_table *t,
-						  steer_slot_fn slot_at, void *ctx,
-						  steer_wire_fn wire_at, void *wctx, __u64 epoch)
-{
-	steer_tree_build_at(tr, t, slot_at, ctx, wire_at, wctx, epoch, 0, 0);
-}
-
+/* The tree at time 0 (lower bounds of the keys at any time), without the
+ * request accounting's caches: the tests' and the simulator's. */
 static __always_inline void steer_tree_build(struct steer_svc_tree *tr, const struct steer_table *t,
 					     steer_slot_fn slot_at, void *ctx, __u64 epoch)
 {
-	steer_tree_build_wire(tr, t, slot_at, ctx, 0, 0, epoch);
+	steer_tree_build_at(tr, t, slot_at, ctx, 0, 0, epoch, 0, 0);
 }
 
 /* The table position the tree picks, or STEER_NO_PICK. */
@@ -528,8 +473,8 @@ static __always_inline __u32 steer_tree_pick(const struct steer_svc_tree *tr)
 	return w == STEER_TREE_NONE ? STEER_NO_PICK : w;
 }
 
-/* Record that position pos's slot now has work tokens of work
- * (steer_slot_work: credits in flight, plus pending request bytes). */
+/* Record that position pos's slot now has inflight tokens in flight (the
+ * time-free tree of steer_tree_build). */
 static __always_inline void
 steer_tree_credit(struct steer_svc_tree *tr, const struct steer_table *t, __u32 pos, __u64 inflight)
 {
@@ -540,25 +485,6 @@ steer_tree_credit(struct steer_svc_tree *tr, const struct steer_table *t, __u32 
 	steer_tree_fix(tr, pos);
 }
 
-/*
- * Re-score the leaf of a slot whose work changed between connects, with a
- * time-free score (the pending ablation's; the kernel uses steer_tree_rekey):
- * w's cache says where the leaf is, valid while the tree
- * is built from the table the cache is from. A slot not in that tree (not in
- * its table, or not eligible) has no leaf to fix: the next build scores it.
- */
-static __always_inline void steer_tree_rescore(struct steer_svc_tree *tr,
-					       const struct steer_wire *w, __u64 work)
-{
-	__u32 pos = w->cache_pos & (STEER_MAX_BACKENDS - 1);
-
-	if (w->cache_tgen != tr->tgen || !tr->tgen || tr->win[STEER_TREE_LEAF0 + pos] != pos)
-		return;
-	tr->score[pos] = steer_score(w->cache_base_ns, work, w->cache_npt);
-	steer_tree_fix(tr, pos);
-}
-
-/* Leaf pos now holds key: re-play its matches. */
 static __always_inline void steer_tree_set(struct steer_svc_tree *tr, __u32 pos, __u64 key)
 {
 	tr->score[pos & (STEER_MAX_BACKENDS - 1)] = key;
@@ -578,7 +504,9 @@ static __always_inline void steer_tree_key_leaf(struct steer_svc_tree *tr, __u32
 
 /* Re-key the leaf of a slot whose work changed between connects (a request
  * answered or abandoned, a credit withdrawn), from its cache, at the tree's
- * reference time (see steer_tree_rescore for when there is a leaf). */
+ * reference time. The cache says where the leaf is, valid while the tree is
+ * built from the table the cache is from: a slot not in that tree (not in its
+ * table, or not eligible) has no leaf to fix, and the next build keys it. */
 static __always_inline void steer_tree_rekey(struct steer_svc_tree *tr, const struct steer_slot *s,
 					     const struct steer_wire *w,
 					     struct steer_tree_clock *ck)
@@ -589,8 +517,7 @@ static __always_inline void steer_tree_rekey(struct steer_svc_tree *tr, const st
 		return;
 	steer_tree_key_leaf(tr, pos,
 			    steer_key(w->cache_base_ns, w->cache_npt, steer_slot_inflight(s), w,
-				      steer_bytes_per_token(w->cache_bpt), w->cache_flags,
-				      ck->ref_ns),
+				      w->cache_flags, ck->ref_ns),
 			    steer_wire_until(w, w->cache_flags), ck);
 }
 
@@ -619,7 +546,7 @@ static __always_inline void steer_tree_rekey(struct steer_svc_tree *tr, const st
  * now (docs/algorithm.md 4.2). Every leaf's cached key is its key at the
  * reference time ref, or lower (a send raises a key lazily). The root r is
  * re-keyed at ref until its cached key is current; then it is the answer when
- *  - the key has no time in it (the pending ablation) or is saturated;
+ *  - the key is saturated;
  *  - r is keyed busy (until > ref, steer_wire_until) and still busy at now: its key is
  *    exact, and every other key can only have grown since ref;
  *  - r is keyed idle: idle leaves keep their order as time passes, and r's
@@ -656,16 +583,13 @@ static __always_inline __u32 steer_tree_pick_at(struct steer_svc_tree *tr,
 		busy = steer_wire_until(w, t->flags);
 		/* steer_key, with its time-free part kept for the idle test */
 		work = steer_score(e->base_wait_ns, steer_slot_inflight(s), e->ns_per_token);
-		if (t->flags & STEER_TBL_PENDING)
-			key = steer_entry_key(t, e, s, w, ck->ref_ns);
-		else
-			key = steer_sat_add(work, steer_max_u64(busy, ck->ref_ns));
+		key = steer_sat_add(work, steer_max_u64(busy, ck->ref_ns));
 		if (key != tr->score[pos & (STEER_MAX_BACKENDS - 1)]) {
 			steer_tree_key_leaf(tr, pos, key, busy, ck);
 			pos = steer_tree_pick(tr);
 			continue;
 		}
-		if ((t->flags & STEER_TBL_PENDING) || key == STEER_U64_MAX)
+		if (key == STEER_U64_MAX)
 			return pos;
 		if (busy > ck->ref_ns) {
 			if (busy >= at)

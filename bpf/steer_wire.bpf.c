@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /*
  * steer_wire.bpf.c - request accounting on steered sockets, from the packets
- * (the shipped mechanism; docs/algorithm.md 12.8 has the measured reasons).
+ * (docs/algorithm.md, request accounting).
  *
  * cgroup_skb/egress sees every packet a socket of the cgroup sends: the new
  * payload bytes of a steered socket's TCP segments (not retransmissions: the
@@ -10,7 +10,7 @@
  * first payload byte after a send marks what was sent as answered. Both find
  * the socket's record by cookie (steer_socks), and an unsteered socket leaves
  * after one load: it has no cookie, or no record. The accounting itself is in
- * steer_wire.bpf.h, shared with the sk_msg ablation (steer_wire_msg.bpf.c).
+ * steer_wire.bpf.h, shared with the release hook (steer.bpf.c).
  *
  * A separate object from steer.bpf.c that shares its maps by pin.
  */
@@ -231,7 +231,7 @@ struct {
  * keys change only under the service's lock, which user space cannot take;
  * this program takes it, applies each change to the slot's fluid estimate
  * (steer_busy_peer) and re-keys the slot's leaf, so that the kernel's pick
- * stays exactly steer_select_wire()'s. A slot whose owner or service changed
+ * stays exactly steer_select_at()'s. A slot whose owner or service changed
  * since the daemon mapped it is skipped (its counters started afresh).
  */
 SEC("syscall")

@@ -5,9 +5,9 @@
  * (steer_sock.unanswered) and to its backend's counters (steer_wire), and to
  * the backend's leaf in its service's tree. Everything here is written under
  * the service's lock, like a connect's credit, so that the kernel's pick stays
- * exactly steer_select_wire()'s. The hooks that call it (cgroup_skb in
- * steer_wire.bpf.c, the sk_msg ablation in steer_wire_msg.bpf.c, release in
- * steer.bpf.c) only find the record and the byte count.
+ * exactly steer_select_at()'s. The hooks that call it (cgroup_skb in
+ * steer_wire.bpf.c, release in steer.bpf.c) only find the record and the byte
+ * count.
  * Include after steer_maps.bpf.h.
  */
 #ifndef STEER_WIRE_BPF_H
@@ -16,13 +16,8 @@
 #define WIRE_U32_MAX 0xffffffffu
 
 /* The clock a send or an answer reads: the coarse one (one tick of
- * resolution, and cheaper) in the cgroup programs. Tracing programs may not
- * read it (the tracepoint ablation, steer_wire_tr.bpf.c, defines this as the
- * precise bpf_ktime_get_ns: the same CLOCK_MONOTONIC, less than a tick ahead,
- * which can only start a slot's busy time that much later). */
-#ifndef WIRE_CLOCK_NS
+ * resolution, and cheaper than the precise one). */
 #define WIRE_CLOCK_NS() bpf_ktime_get_coarse_ns()
-#endif
 
 /* What a record's accounting touches; NULL members when the maps are missing. */
 struct wire_ref {
@@ -83,35 +78,6 @@ static __always_inline void wire_rescore(struct wire_ref *ref)
 }
 
 /*
- * How an answer re-keys its slot's leaf. Shipped: always (wire_rescore). The
- * bench's ablation (steer_wire_lazy.bpf.c defines WIRE_ANSWER_LAZY) re-keys
- * only a key that fell: a key that rose may stay lower in the tree, as a
- * send's does (docs/algorithm.md 4.2), and the next connect that finds the
- * leaf at the root re-keys it.
- */
-#ifdef WIRE_ANSWER_LAZY
-static __always_inline void wire_answer_rescore(struct wire_ref *ref)
-{
-	struct steer_svc_tree *tr = ref->tr;
-	const struct steer_wire *w = ref->w;
-	__u32 pos = w->cache_pos & (STEER_MAX_BACKENDS - 1);
-	struct steer_tree_clock *ck = &ref->st->tree_clock;
-	__u64 key;
-
-	if (w->cache_tgen != tr->tgen || !tr->tgen || tr->win[STEER_TREE_LEAF0 + pos] != pos)
-		return;
-	key = steer_key(w->cache_base_ns, w->cache_npt, steer_slot_inflight(ref->s), w,
-			steer_bytes_per_token(w->cache_bpt), w->cache_flags, ck->ref_ns);
-	WIRE_ANSWER_LAZY(key >= tr->score[pos]);
-	if (key >= tr->score[pos])
-		return;
-	steer_tree_key_leaf(tr, pos, key, steer_wire_until(w, w->cache_flags), ck);
-}
-#else
-#define wire_answer_rescore wire_rescore
-#endif
-
-/*
  * Under the lock, at a socket's first send: its flat connect credit is taken
  * back (its real size is now counted), unless the daemon drained the slot's
  * credits since the connect (drain_seq moved): then that credit is gone
@@ -138,8 +104,8 @@ static __always_inline void wire_withdraw(struct steer_slot *s, struct steer_wir
 }
 
 /* What a send or an answer does once the slot's counters moved, outside the
- * lock: the shipped object wakes smg-steerd's peer thread when the table asks
- * for it (steer_wire.bpf.c, --peer-push); the ablations do nothing. */
+ * lock: steer_wire.bpf.c wakes smg-steerd's peer thread when the table asks
+ * for it (--peer-push); the release hook (steer.bpf.c) does nothing. */
 #ifndef WIRE_MOVED
 #define WIRE_MOVED(w) \
 	do {          \
@@ -231,7 +197,7 @@ static __always_inline __u64 wire_answered(struct steer_sock *r, __u64 cookie)
 			ref.w->step_until_ns = steer_step_next(ref.w, 0, now);
 			at = clock;
 		}
-		wire_answer_rescore(&ref);
+		wire_rescore(&ref);
 		moved = true;
 	}
 	bpf_spin_unlock(&ref.tr->lock);
@@ -307,9 +273,9 @@ static __always_inline __u16 wire_close(struct steer_sock *r)
 	bool same = wire_ref(r, &ref);
 	/* The clock only when there is something to settle: most sockets close
 	 * answered, and the release of every steered socket runs this. The
-	 * precise read: tracing programs (the norel ablation) may not read the
-	 * coarse one; the same CLOCK_MONOTONIC, less than a tick ahead, and it
-	 * only caps busy_until (keys are computed at the tree's reference time). */
+	 * precise read is the same CLOCK_MONOTONIC, less than a tick ahead of the
+	 * coarse one, and it only caps busy_until (keys are computed at the tree's
+	 * reference time). */
 	__u64 clock = same && r->unanswered ? bpf_ktime_get_ns() : 0;
 	__u16 flags;
 

@@ -69,10 +69,10 @@ static void test_every_flag(void)
 		      "--least-load-default-throughput=1e4", "--least-load-mean-prefill-tokens",
 		      "2048", "--peer-routers=4", "--unhealthy-after", "5", "--healthy-after=7",
 		      "--log-level", "debug", "--metrics-listen=[::1]:9999", "--wire-estimator",
-		      "pending");
+		      "fluid-step");
 
 	CHECK(rc == STEER_CONFIG_OK, "rc=%d err=%s", rc, err);
-	CHECK(c.wire_pending, "--wire-estimator pending");
+	CHECK(c.wire_step, "--wire-estimator fluid-step");
 	CHECK(!strcmp(c.cgroup, cgroup_root()) && !strcmp(c.pin_path, "/sys/fs/bpf/t"),
 	      "cgroup '%s' pin '%s'", c.cgroup, c.pin_path);
 	CHECK(c.keep_pinned, "keep_pinned");
@@ -105,18 +105,24 @@ static void test_every_flag(void)
 	CHECK(!c.metrics_enabled, "metrics off");
 	CHECK(c.log_level == STEER_LOG_WARN, "the last --log-level wins: %d", c.log_level);
 	CHECK(c.cgroup[0] == 0, "empty cgroup is the root");
-	CHECK(!c.wire_pending && !c.wire_step, "busy-until (fluid) is the default");
+	CHECK(!c.wire_step, "busy-until (fluid) is the default");
 	CHECK(!c.wire_off, "request bytes are counted by default");
 	steer_config_free(&c);
 
-	rc = LOAD(&c, BASE, "--wire-estimator", "pending", "--wire-estimator", "off");
+	rc = LOAD(&c, BASE, "--wire-estimator", "fluid-step", "--wire-estimator", "off");
 	CHECK(rc == STEER_CONFIG_OK, "rc=%d err=%s", rc, err);
-	CHECK(c.wire_off && !c.wire_pending, "the last --wire-estimator wins: off");
+	CHECK(c.wire_off && !c.wire_step, "the last --wire-estimator wins: off");
+	steer_config_free(&c);
+
+	rc = LOAD(&c, BASE, "--wire-estimator", "pending");
+	CHECK(rc == STEER_CONFIG_USAGE && strstr(err, "--wire-estimator: 'pending' is no longer") &&
+		      strstr(err, "use fluid"),
+	      "pending is refused, naming the option and what to use: rc=%d '%s'", rc, err);
 	steer_config_free(&c);
 
 	rc = LOAD(&c, BASE, "--wire-estimator", "fluid-step");
 	CHECK(rc == STEER_CONFIG_OK, "rc=%d err=%s", rc, err);
-	CHECK(c.wire_step && !c.wire_pending && !c.wire_off, "--wire-estimator fluid-step");
+	CHECK(c.wire_step && !c.wire_off, "--wire-estimator fluid-step");
 	steer_config_free(&c);
 	rc = LOAD(&c, BASE, "--wire-estimator", "fluid-step", "--wire-estimator", "fluid");
 	CHECK(rc == STEER_CONFIG_OK && !c.wire_step, "the last --wire-estimator wins: fluid");

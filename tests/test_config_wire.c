@@ -125,8 +125,8 @@ static void test_accepted(void)
 	CHECK(rc == STEER_CONFIG_OK && !strcmp(c.wire_cgroup, parent), "equal: rc=%d '%s'", rc,
 	      err);
 	steer_config_free(&c);
-	rc = LOAD(&c, BASE, "--wire-cgroup", child, "--wire-estimator", "pending");
-	CHECK(rc == STEER_CONFIG_OK && !strcmp(c.wire_cgroup, child) && c.wire_pending,
+	rc = LOAD(&c, BASE, "--wire-cgroup", child, "--wire-estimator", "fluid-step");
+	CHECK(rc == STEER_CONFIG_OK && !strcmp(c.wire_cgroup, child) && c.wire_step,
 	      "under the root: rc=%d '%s'", rc, err);
 	steer_config_free(&c);
 	rc = LOAD(&c, BASE, "--cgroup", cgroup_root(), "--wire-cgroup", cgroup_root());

@@ -19,6 +19,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <bpf/bpf.h>
+
 #include "dataplane.h"
 #include "tap.h"
 #include "testenv.h"
@@ -670,9 +672,9 @@ static void test_pins_names_permissions_and_bpftool(void)
 		}
 	}
 	closedir(d);
-	if (n != 21)
+	if (n != 20)
 		test_system("ls -la %s >&2", dir);
-	CHECK(n == 21, "%d pins, want 14 maps (steer_wire too) + 7 links (2 wire)", n);
+	CHECK(n == 20, "%d pins, want 13 maps (steer_wire too) + 7 links (2 wire)", n);
 	snprintf(cmd, sizeof(cmd),
 		 "bpftool map dump pinned %s/steer_tables | grep -q '\"base_wait_ns\"'", dir);
 	CHECK(test_system("%s", cmd) == 0, "bpftool dump of steer_tables lacks named fields");
@@ -681,6 +683,44 @@ static void test_pins_names_permissions_and_bpftool(void)
 		 "'\"inflight_tokens\"'",
 		 dir);
 	CHECK(test_system("%s", cmd) == 0, "bpftool lookup of steer_slots lacks named fields");
+}
+
+/* Writes version into the pinned steer_layout; 0 or -errno. */
+static int stamp_layout(__u32 version)
+{
+	struct steer_layout l = { .version = version };
+	char path[512];
+	__u32 zero = 0;
+	int fd, rc;
+
+	snprintf(path, sizeof(path), "%s/%s", testenv_pin_dir(), STEER_MAP_LAYOUT);
+	fd = bpf_obj_get(path);
+	if (fd < 0)
+		return -errno;
+	rc = bpf_map_update_elem(fd, &zero, &l, BPF_ANY) ? -errno : 0;
+	close(fd);
+	return rc;
+}
+
+/* Pins of another layout version are refused, by a reader and by an owner,
+ * with the command that clears them; the running data plane is untouched. */
+static void test_pins_of_another_layout_are_refused(void)
+{
+	struct steer_dp_opts o = { .pin_dir = testenv_pin_dir(), .cgroup = testenv_cgroup() };
+	struct steer_dp *other = NULL;
+	char name[32];
+	int rc;
+
+	CHECK(stamp_layout(STEER_LAYOUT_VERSION + 1) == 0, "stamp: %s", strerror(errno));
+	rc = steer_dp_open(&o, &other, err, sizeof(err));
+	CHECK(rc == -EPROTO && !other && strstr(err, "smg-steerctl") && strstr(err, "uninstall"),
+	      "reader: rc=%d '%s'", rc, err);
+	CHECK(stamp_layout(STEER_LAYOUT_VERSION) == 0, "stamp back: %s", strerror(errno));
+	rc = steer_dp_open(&o, &other, err, sizeof(err));
+	CHECK(rc == 0 && other, "this layout opens again: rc=%d '%s'", rc, err);
+	steer_dp_close(other);
+	CHECK(connect_name(VIP4, name, sizeof(name)) == 0 && backend_index(name) >= 0,
+	      "still steered: %s", name);
 }
 
 static void test_second_owner_is_refused(void)
@@ -927,6 +967,7 @@ int main(void)
 	TAP_RUN(test_failed_steered_connect_leaves_no_trace);
 	TAP_RUN(test_invalid_input_publishes_nothing);
 	TAP_RUN(test_pins_names_permissions_and_bpftool);
+	TAP_RUN(test_pins_of_another_layout_are_refused);
 	TAP_RUN(test_second_owner_is_refused);
 	TAP_RUN(test_second_process_adopts_without_a_gap);
 	TAP_RUN(test_changing_a_vip_many_times_leaks_nothing);

@@ -877,8 +877,8 @@ static void test_wire_bytes_per_token(void)
 	      "1025: '%s'", why);
 }
 
-/* max(0, queued - pending at the poll), whatever the queue's source. */
-static void test_wire_pending_leaves_the_snapshot_queue(void)
+/* max(0, queued - busy at the poll), whatever the queue's source. */
+static void test_busy_at_poll_leaves_the_snapshot_queue(void)
 {
 	double sub = -1;
 	struct fleet f;
@@ -891,14 +891,14 @@ static void test_wire_pending_leaves_the_snapshot_queue(void)
 
 	fleet_init(&f, 3);
 	CHECK(set_snapshot(&f.in[0], 8000, 0, 100.0) == 0, "a");
-	f.in[0].wire_pending_at_poll = 3000;
+	f.in[0].busy_at_poll = 3000;
 	/* An engine without the uncached field: 4 waiting x 1024 = 4096, less 1000. */
 	CHECK(set_snapshot(&f.in[1], 0, 0, 100.0) == 0, "b");
 	f.in[1].load.waiting_reqs = 4;
-	f.in[1].wire_pending_at_poll = 1000;
+	f.in[1].busy_at_poll = 1000;
 	/* No snapshot: the live estimate stands, the pending figure is not used. */
 	f.in[2].live_conns = 2;
-	f.in[2].wire_pending_at_poll = 999999;
+	f.in[2].busy_at_poll = 999999;
 	fleet_score(&f);
 	CHECK(f.sc[0].queued_reported == 8000 && f.sc[0].wire_subtracted == 3000 &&
 		      f.sc[0].queued_tokens == 5000,
@@ -932,7 +932,7 @@ static void test_wire_nothing_counted_twice(void)
 	f.p.bytes_per_token = 3;
 	CHECK(set_snapshot(&f.in[0], (int32_t)(other + ours_at_poll), 0, 1000.0) == 0, "a");
 	/* The daemon reads the bytes at the poll's send: 9000 B / 3 = 3000 tokens. */
-	f.in[0].wire_pending_at_poll = steer_policy_wire_tokens(&f.p, 9000);
+	f.in[0].busy_at_poll = steer_policy_wire_tokens(&f.p, 9000);
 	fleet_score(&f);
 	pending_now = ours_at_poll - 1000 + 500;
 	truth = other + (ours_at_poll - 1000) + 500;
@@ -945,7 +945,7 @@ static void test_wire_nothing_counted_twice(void)
 	      (ull)kernel_score(&f, 0));
 	/* ... and the next poll sees the engine's queue as it is: */
 	CHECK(set_snapshot(&f.in[0], (int32_t)other, 0, 1000.0) == 0, "a again");
-	f.in[0].wire_pending_at_poll = 0;
+	f.in[0].busy_at_poll = 0;
 	fleet_score(&f);
 	CHECK(kernel_score(&f, 0) == other * 1000000ULL, "next poll: %llu",
 	      (ull)kernel_score(&f, 0));
@@ -983,7 +983,7 @@ int main(void)
 	TAP_RUN(test_total_s_is_the_upstream_score);
 	/* Issue 11. */
 	TAP_RUN(test_wire_bytes_per_token);
-	TAP_RUN(test_wire_pending_leaves_the_snapshot_queue);
+	TAP_RUN(test_busy_at_poll_leaves_the_snapshot_queue);
 	TAP_RUN(test_wire_nothing_counted_twice);
 	return tap_done();
 }

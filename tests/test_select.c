@@ -379,94 +379,6 @@ static struct steer_wire *wire_at(void *ctx, __u32 slot)
 	return slot < STEER_MAX_SLOTS ? &wires[slot] : NULL;
 }
 
-/*
- * The same with request bytes (issue 11): between connects, messages add to a
- * slot's pending bytes and answers take them away, and the kernel re-scores
- * that slot's leaf from its cache (steer_tree_rescore), without the table. At
- * every step the tree's pick must be steer_select_wire's, full scan and early
- * exit alike, whatever the bytes per token.
- */
-static void test_tree_with_request_bytes_picks_what_steer_select_wire_picks(void)
-{
-	static struct steer_table t;
-	static struct steer_svc_tree tr;
-	int round, step, bad = 0;
-
-	for (round = 0; round < 300 && !bad; round++) {
-		__u32 n = round % 50 == 0 ? STEER_MAX_BACKENDS
-					  : 1 + (__u32)(rnd() % STEER_MAX_BACKENDS);
-		__u32 bpt;
-
-		random_table(&t, n, round % 5 == 0);
-		t.credit_tokens = 1024;
-		t.flags = STEER_TBL_PENDING; /* the pending ablation: no time */
-		t.bytes_per_token = (__u16)(round % 3 == 0 ? 0 : 1 + rnd() % 8);
-		bpt = steer_bytes_per_token(t.bytes_per_token);
-		t.generation = (__u64)round + 1;
-		memset(&tr, 0xa5, sizeof(tr));
-		steer_tree_build_wire(&tr, &t, slot_at, NULL, wire_at, NULL, 7);
-		for (step = 0; step < 400 && !bad; step++) {
-			struct steer_pick want, early;
-			__u32 got = steer_tree_pick(&tr), k = (__u32)(rnd() % n);
-			struct steer_wire *w = &wires[t.e[k].slot];
-			struct steer_slot *sl = &slots[t.e[k].slot];
-
-			steer_select_wire(&t, slot_at, NULL, wire_at, NULL, 0, &want);
-			steer_select_wire(&t, slot_at, NULL, wire_at, NULL, 1, &early);
-			if ((want.found ? want.pos : STEER_NO_PICK) != got ||
-			    early.found != want.found || early.pos != want.pos) {
-				bad = 1;
-				CHECK(0, "round %d step %d n=%u: tree %u, full %u, early %u", round,
-				      step, n, got, want.found ? want.pos : STEER_NO_PICK,
-				      early.found ? early.pos : STEER_NO_PICK);
-			}
-			switch (rnd() % 4) {
-			case 0: /* a connect: credit the root */
-				if (got == STEER_NO_PICK) {
-					slots[t.e[k].slot].flags = 0;
-					steer_tree_build_wire(&tr, &t, slot_at, NULL, wire_at, NULL,
-							      7);
-					break;
-				}
-				slots[t.e[got].slot].inflight_tokens += t.credit_tokens;
-				steer_tree_credit(
-					&tr, &t, got,
-					steer_work_tokens(
-						steer_slot_inflight(&slots[t.e[got].slot]),
-						steer_wire_pending(&wires[t.e[got].slot]), bpt));
-				break;
-			case 1: /* a message: bytes sent, sometimes huge */
-				w->sent_bytes += rnd() % 4 ? rnd() % 100000 : edgy();
-				steer_tree_rescore(
-					&tr, w,
-					steer_work_tokens(steer_slot_inflight(sl),
-							  steer_wire_pending(w),
-							  steer_bytes_per_token(w->cache_bpt)));
-				break;
-			case 2: /* the first response byte */
-				w->answered_bytes = w->sent_bytes;
-				steer_tree_rescore(
-					&tr, w,
-					steer_work_tokens(steer_slot_inflight(sl),
-							  steer_wire_pending(w),
-							  steer_bytes_per_token(w->cache_bpt)));
-				break;
-			default: /* a first send withdraws a credit */
-				if (steer_slot_inflight(sl) >= t.credit_tokens)
-					sl->drained_tokens += t.credit_tokens;
-				steer_tree_rescore(
-					&tr, w,
-					steer_work_tokens(steer_slot_inflight(sl),
-							  steer_wire_pending(w),
-							  steer_bytes_per_token(w->cache_bpt)));
-			}
-		}
-		memset(slots, 0, sizeof(slots));
-		memset(wires, 0, sizeof(wires));
-	}
-	CHECK(!bad, "see above");
-}
-
 /* ---- The fluid estimate: busy-until (issue 11) ------------------------------ */
 
 /* An independent reference: argmin over eligible entries of
@@ -571,10 +483,9 @@ static void test_busy_until_rule(void)
 	CHECK(w.busy_until_ns == t0 + 10000000 + 2000, "5 bytes = 1 token: %llu",
 	      (unsigned long long)(w.busy_until_ns - t0 - 10000000));
 	/* The score's key: base + credits x npt + max(busy, now). */
-	CHECK(steer_key(7, 3, 2, &w, 4, 0, t0 + 10000000) == 7 + 6 + t0 + 10002000, "key busy");
-	CHECK(steer_key(7, 3, 2, &w, 4, 0, t0 + 20000000) == 7 + 6 + t0 + 20000000, "key idle");
-	CHECK(steer_key(7, 3, 2, &w, 4, STEER_TBL_PENDING, t0) == 7 + (2 + 1) * 3, "key pending");
-	CHECK(steer_key_wait(7 + 6 + t0 + 10002000, 0, t0 + 10000000) == 7 + 6 + 2000, "wait");
+	CHECK(steer_key(7, 3, 2, &w, 0, t0 + 10000000) == 7 + 6 + t0 + 10002000, "key busy");
+	CHECK(steer_key(7, 3, 2, &w, 0, t0 + 20000000) == 7 + 6 + t0 + 20000000, "key idle");
+	CHECK(steer_key_wait(7 + 6 + t0 + 10002000, t0 + 10000000) == 7 + 6 + 2000, "wait");
 }
 
 /*
@@ -787,7 +698,6 @@ int main(void)
 	TAP_RUN(test_round_robin_cycles_and_skips_drained);
 	TAP_RUN(test_water_filling_matches_reference);
 	TAP_RUN(test_tree_picks_what_steer_select_picks);
-	TAP_RUN(test_tree_with_request_bytes_picks_what_steer_select_wire_picks);
 	TAP_RUN(test_busy_until_rule);
 	TAP_RUN(test_tree_with_busy_until_picks_what_steer_select_at_picks);
 	TAP_RUN(test_idle_backends_cost_no_rebuild_as_time_passes);

@@ -79,7 +79,7 @@ int send_request(int fd, struct responder *r, size_t size);
 ssize_t read_some(int fd);
 /* Publish one service over the responders, base 0, NPT ns per token. */
 int publish(const struct steer_addr *vip, struct responder **be, int n, uint32_t bpt);
-/* The same with table flags (STEER_TBL_PENDING) and ns per token. */
+/* The same with table flags (STEER_TBL_*) and ns per token. */
 int publish_flags(const struct steer_addr *vip, struct responder **be, int n, uint32_t bpt,
 		  uint32_t flags, double npt);
 uint32_t slot_of(const struct steer_addr *vip, const struct responder *be);

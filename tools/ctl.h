@@ -68,9 +68,6 @@ double snapshot_age_s(const struct steer_bk_info *info);
 /* Request bytes sent and not answered, in tokens, as the kernel converts them. */
 uint64_t backend_pending_tokens(const struct steer_view_service *s,
 				const struct steer_view_backend *b);
-/* What the kernel multiplies by ns per token: in-flight credits + pending tokens. */
-uint64_t backend_work_tokens(const struct steer_view_service *s,
-			     const struct steer_view_backend *b);
 
 /* ---- JSON helpers (smg-steerctl.c) ---- */
 

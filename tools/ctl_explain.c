@@ -63,19 +63,11 @@ static struct steer_wire *view_wire_at(void *ctx, __u32 slot)
  * (CLOCK_MONOTONIC_COARSE), read once when the view is read. */
 static uint64_t explain_now;
 
-static bool svc_fluid(const struct steer_view_service *s)
-{
-	return !(s->table_flags & STEER_TBL_PENDING);
-}
-
 /* The backend's work term in ns at explain_now, as the kernel scores it:
- * credits x ns/token plus the remaining busy time (fluid), or (credits +
- * pending tokens) x ns/token (the pending ablation). */
+ * credits x ns/token plus the remaining busy time. */
 static uint64_t backend_term_ns(const struct steer_view_service *s,
 				const struct steer_view_backend *b)
 {
-	if (!svc_fluid(s))
-		return steer_sat_mul(backend_work_tokens(s, b), b->ns_per_token);
 	return steer_sat_add(steer_sat_mul(b->ctr.inflight_tokens, b->ns_per_token),
 			     steer_busy_left(&b->wire, s->table_flags, explain_now));
 }
@@ -127,7 +119,7 @@ static uint64_t entry_score(struct steer_view_service *s, const struct steer_tab
 {
 	return steer_key_wait(
 		steer_entry_key(t, &t->e[pos], ctr, view_wire_at(s, t->e[pos].slot), explain_now),
-		t->flags, explain_now);
+		explain_now);
 }
 
 /* The runner-up over the whole table (the kernel may not have looked). */
@@ -257,8 +249,8 @@ static void explain_inputs_text(const struct steer_bk_info *info)
 	       queued_note(info));
 	if (info->queued_pending)
 		printf("                    (reported %llu, less %u: this node's own unserved "
-		       "request tokens when the poll left, which the kernel's busy term (pending "
-		       "term, with the ablation) counts)\n",
+		       "request tokens when the poll left, which the kernel's busy term "
+		       "counts)\n",
 		       (unsigned long long)info->queued_tokens + info->queued_pending,
 		       info->queued_pending);
 	printf("    throughput:     %.1f tokens/s\n", (double)info->throughput_mtps / 1000.0);
@@ -271,7 +263,7 @@ static void explain_inputs_text(const struct steer_bk_info *info)
 		       fmt_ms(info->phase_ns, t, sizeof(t)));
 }
 
-/* The request bytes on this node's steered sockets to the backend (issue 11). */
+/* The request bytes on this node's steered sockets to the backend. */
 static void explain_wire_text(const struct steer_view_service *s,
 			      const struct steer_view_backend *b)
 {
@@ -285,13 +277,9 @@ static void explain_wire_text(const struct steer_view_service *s,
 		printf("    other routers:  %llu tokens sent by them and not answered yet "
 		       "(--peer; in the busy term)\n",
 		       (unsigned long long)b->wire.peer_pending_tokens);
-	if (svc_fluid(s))
-		printf("    busy until:     %.3f ms left (this node's unanswered requests at the "
-		       "backend's rate; the score's busy term)\n",
-		       (double)steer_busy_left(&b->wire, s->table_flags, explain_now) / 1e6);
-	else
-		printf("    busy until:     %.3f ms left (not scored: the pending ablation)\n",
-		       (double)steer_busy_left(&b->wire, s->table_flags, explain_now) / 1e6);
+	printf("    busy until:     %.3f ms left (this node's unanswered requests at the "
+	       "backend's rate; the score's busy term)\n",
+	       (double)steer_busy_left(&b->wire, s->table_flags, explain_now) / 1e6);
 	if (s->table_flags & STEER_TBL_STEP)
 		printf("    engine step:    %.3f ms a step (streamed packets' gap); the step under "
 		       "way ends in %.3f ms (in the busy term)\n",
@@ -303,7 +291,7 @@ static void explain_backend_text(const struct steer_dp *dp, const struct steer_v
 {
 	const struct steer_bk_info *info = bk_info(dp, b);
 	char a[STEER_ADDR_STRLEN], h[32], t1[32], t2[32], t3[32];
-	uint64_t inflight_ns, score, work = backend_work_tokens(s, b);
+	uint64_t inflight_ns, score;
 	uint64_t busy_ns = steer_busy_left(&b->wire, s->table_flags, explain_now);
 
 	health_text(b, info, h, sizeof(h));
@@ -318,17 +306,9 @@ static void explain_backend_text(const struct steer_dp *dp, const struct steer_v
 	       fmt_ms(b->base_wait_ns, t1, sizeof(t1)));
 	explain_wire_text(s, b);
 	inflight_ns = backend_term_ns(s, b);
-	if (svc_fluid(s))
-		printf("    in-flight term: %llu credited x %llu ns/token + %.3f ms busy = %s\n",
-		       (unsigned long long)b->ctr.inflight_tokens,
-		       (unsigned long long)b->ns_per_token, (double)busy_ns / 1e6,
-		       fmt_ms(inflight_ns, t2, sizeof(t2)));
-	else
-		printf("    in-flight term: %llu credited + %llu pending = %llu tokens x %llu "
-		       "ns/token = %s\n",
-		       (unsigned long long)b->ctr.inflight_tokens,
-		       (unsigned long long)backend_pending_tokens(s, b), (unsigned long long)work,
-		       (unsigned long long)b->ns_per_token, fmt_ms(inflight_ns, t2, sizeof(t2)));
+	printf("    in-flight term: %llu credited x %llu ns/token + %.3f ms busy = %s\n",
+	       (unsigned long long)b->ctr.inflight_tokens, (unsigned long long)b->ns_per_token,
+	       (double)busy_ns / 1e6, fmt_ms(inflight_ns, t2, sizeof(t2)));
 	score = steer_sat_add(b->base_wait_ns, inflight_ns);
 	printf("    score:          %s (= %s + %s)\n", fmt_ms(score, t3, sizeof(t3)),
 	       fmt_ms(b->base_wait_ns, t1, sizeof(t1)), fmt_ms(inflight_ns, t2, sizeof(t2)));
@@ -407,17 +387,13 @@ static void explain_text(const struct steer_dp *dp, const struct steer_view *v,
 	if (s->table_flags & STEER_TBL_PEER_PUSH)
 		printf("  peer push: on (each request sent or answered is reported to the other "
 		       "routers at once)\n");
-	if (svc_fluid(s) && (s->table_flags & STEER_TBL_STEP))
+	if (s->table_flags & STEER_TBL_STEP)
 		printf("  score = base wait (queued work + KV barrier) + credited tokens x ns per "
 		       "token + busy time left (the later of busy-until and the engine step's "
 		       "end)\n\n");
-	else if (svc_fluid(s))
+	else
 		printf("  score = base wait (queued work + KV barrier) + credited tokens x ns per "
 		       "token + busy time left (busy-until estimate)\n\n");
-	else
-		printf("  score = base wait (queued work + KV barrier) + (credited + pending "
-		       "tokens) "
-		       "x ns per token (pending ablation)\n\n");
 	for (i = 0; i < s->n_backends; i++)
 		explain_backend_text(dp, s, &s->backends[i]);
 	if (s->n_backends == 0)
@@ -435,7 +411,7 @@ static struct json_object *json_backend_explain(const struct steer_dp *dp,
 	const struct steer_bk_info *info = bk_info(dp, b);
 	struct json_object *o = json_backend_status(dp, s, b);
 	bool ranked = b->rank >= 0;
-	uint64_t work = svc_fluid(s) ? b->ctr.inflight_tokens : backend_work_tokens(s, b);
+	uint64_t work = b->ctr.inflight_tokens;
 	uint64_t inflight_ns = backend_term_ns(s, b);
 
 	jadd_u64(o, "queued_tokens", info->queued_tokens);
@@ -516,8 +492,7 @@ static int explain_json(const struct steer_dp *dp, const struct steer_view *v,
 	jadd_str(root, "estimator",
 		 (s->table_flags & STEER_TBL_WIRE_OFF) ? "off"
 		 : (s->table_flags & STEER_TBL_STEP)   ? "fluid-step"
-		 : svc_fluid(s)			       ? "fluid"
-						       : "pending");
+						       : "fluid");
 	jadd(root, "peer_push", json_object_new_boolean(!!(s->table_flags & STEER_TBL_PEER_PUSH)));
 	jadd_u64(root, "now_ns", explain_now);
 	for (i = 0; i < s->n_backends; i++)

@@ -370,13 +370,6 @@ uint64_t backend_pending_tokens(const struct steer_view_service *s,
 	return b->pending_bytes / steer_bytes_per_token((__u16)s->bytes_per_token);
 }
 
-uint64_t backend_work_tokens(const struct steer_view_service *s, const struct steer_view_backend *b)
-{
-	return steer_sat_add(steer_work_tokens(b->ctr.inflight_tokens, b->pending_bytes,
-					       steer_bytes_per_token((__u16)s->bytes_per_token)),
-			     b->wire.peer_pending_tokens);
-}
-
 static void print_backend_row(const struct steer_dp *dp, const struct steer_view_service *s,
 			      const struct steer_view_backend *b, int aw)
 {

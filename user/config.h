@@ -115,9 +115,6 @@ struct steer_config {
 	char cgroup[PATH_MAX];
 	char pin_path[PATH_MAX];
 	bool keep_pinned;
-	/* --wire-estimator pending: score unanswered requests by their pending
-	 * tokens (the ablation) instead of busy-until (fluid, the default). */
-	bool wire_pending;
 	/* --wire-estimator fluid-step: fluid, and a backend is also busy until
 	 * the end of its engine step under way, as the gaps between a streamed
 	 * response's packets predict it (STEER_TBL_STEP). */

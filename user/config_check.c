@@ -423,14 +423,16 @@ static int parse_log_level(const char *v, struct steer_config *dst, char *why, s
 
 static int parse_wire_estimator(const char *v, struct steer_config *dst, char *why, size_t whylen)
 {
-	if (!strcmp(v, "fluid") || !strcmp(v, "fluid-step") || !strcmp(v, "pending") ||
-	    !strcmp(v, "off")) {
-		dst->wire_pending = !strcmp(v, "pending");
+	if (!strcmp(v, "fluid") || !strcmp(v, "fluid-step") || !strcmp(v, "off")) {
 		dst->wire_step = !strcmp(v, "fluid-step");
 		dst->wire_off = !strcmp(v, "off");
 		return 0;
 	}
-	return cfg_why(why, whylen, "must be fluid, fluid-step, pending or off, got '%s'", v);
+	if (!strcmp(v, "pending"))
+		return cfg_why(why, whylen,
+			       "'pending' is no longer offered: use fluid (the default), which "
+			       "scores unanswered requests by the time they keep the backend busy");
+	return cfg_why(why, whylen, "must be fluid, fluid-step or off, got '%s'", v);
 }
 
 /*
@@ -563,7 +565,6 @@ void cfg_layer_apply(struct steer_config *dst, const struct layer *l)
 	if (l->set[OPT_LOG_LEVEL])
 		dst->log_level = v->log_level;
 	if (l->set[OPT_WIRE_ESTIMATOR]) {
-		dst->wire_pending = v->wire_pending;
 		dst->wire_step = v->wire_step;
 		dst->wire_off = v->wire_off;
 	}

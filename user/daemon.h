@@ -64,14 +64,11 @@ struct backend {
 
 	bool call_pending;	   /* a GetLoads of this cycle is in flight */
 	uint64_t inflight_at_send; /* tokens credited when the call was sent */
-	/* Request bytes sent on steered sockets and not answered (issue 11):
-	 * when the call in flight was sent, and when the call that gave the
-	 * snapshot in use was. The snapshot's queue holds those requests; the
-	 * score takes them off it (steer_policy_wire_queue). */
-	uint64_t wire_at_send; /* bytes */
-	uint64_t wire_at_snap; /* bytes */
-	/* The busy-until estimate's tokens (steer_dp_busy_left_tokens) at the
-	 * same two moments: what the fluid score takes off the queue. */
+	/* This router's requests not yet served, in the busy-until estimate's
+	 * tokens (steer_dp_busy_left_tokens): when the call in flight was sent,
+	 * and when the call that gave the snapshot in use was. The snapshot's
+	 * queue holds those requests; the score takes them off it
+	 * (steer_policy_wire_queue). */
 	uint64_t busy_at_send;	/* tokens */
 	uint64_t busy_at_snap;	/* tokens */
 	uint64_t pending_drain; /* to subtract at the next publish */

@@ -170,7 +170,6 @@ static int services_build(struct daemon *d, const struct steer_config *cfg, stru
 		s->vip = sc->vip;
 		snprintf(s->vip_str, sizeof(s->vip_str), "%s", sc->vip_str);
 		s->policy = sc->policy;
-		s->policy.wire_pending = cfg->wire_pending;
 		s->policy.wire_step = cfg->wire_step;
 		s->b = calloc(sc->n_backends ? sc->n_backends : 1, sizeof(*s->b));
 		if (!s->b)

@@ -42,14 +42,12 @@ static void start_poll(struct daemon *d, struct backend *b)
 	/* What is credited now is in the snapshot this call returns, and so are
 	 * the requests sent and not answered yet. */
 	b->inflight_at_send = 0;
-	b->wire_at_send = 0;
 	b->busy_at_send = 0;
 	if (b->slot != NO_SLOT) {
 		b->inflight_at_send = steer_dp_inflight_read(d->dp, b->slot);
 		/* Those credits are the daemon's to drain now: their sockets no
-		 * longer take them back at their first send (issue 11). */
+		 * longer take them back at their first send. */
 		steer_dp_inflight_mark(d->dp, b->slot);
-		b->wire_at_send = steer_dp_pending_bytes(d->dp, b->slot);
 		b->busy_at_send = steer_dp_busy_left_tokens(d->dp, b->slot, steer_dp_clock_ns());
 	}
 	if (steer_loads_start(d->loads, b->handle, d->cfg.timeout_ns) == 0) {
@@ -211,7 +209,6 @@ static void handle_result(struct daemon *d, const struct steer_loads_result *r)
 		 * and the requests pending then: kept with it for every publish
 		 * that scores it. */
 		b->pending_drain = b->inflight_at_send;
-		b->wire_at_snap = b->wire_at_send;
 		b->busy_at_snap = b->busy_at_send;
 		health_success(s, b, d->cfg.healthy_after);
 		break;

@@ -116,10 +116,7 @@ static void score_service(struct daemon *d, struct service *s, struct backend **
 		in[k].has_snapshot = snapshot_fresh(d, b, now);
 		in[k].load = b->snap;
 		in[k].reports_uncached = b->reports_uncached;
-		in[k].wire_pending_at_poll =
-			s->policy.wire_pending
-				? steer_policy_wire_tokens(&s->policy, b->wire_at_snap)
-				: b->busy_at_snap;
+		in[k].busy_at_poll = b->busy_at_snap;
 		if (!in[k].has_snapshot && b->slot != NO_SLOT) {
 			/* Read the credits first: the live count read after them
 			 * already holds those connections. */
@@ -255,7 +252,6 @@ void publish(struct daemon *d)
 			.ttl_ns = d->cfg.max_age_ns,
 			.allow_empty = true, /* every backend drained: refuse */
 			.flags = (s->fail_open ? STEER_TBL_FAIL_OPEN : 0) |
-				 (s->policy.wire_pending ? STEER_TBL_PENDING : 0) |
 				 (s->policy.wire_step ? STEER_TBL_STEP : 0) |
 				 (d->cfg.peer_push ? STEER_TBL_PEER_PUSH : 0) | /* needs --peer */
 				 (d->cfg.wire_off ? STEER_TBL_WIRE_OFF : 0),
@@ -365,16 +361,11 @@ static void fill_metrics_backend(struct daemon *d, const struct service *s, cons
 	if (b->in_table) {
 		mb->queued_pending_tokens = b->score.wire_subtracted;
 		/* As the kernel scores: credits, and the remaining busy time
-		 * (with fluid-step until the later of it and the step's end; or
-		 * the pending request tokens with the ablation). */
-		mb->score_s =
-			s->policy.wire_pending
-				? steer_policy_total_s(&b->score,
-						       inflight + (double)mb->pending_tokens)
-				: steer_policy_total_s(&b->score, inflight) +
-					  (s->policy.wire_step && mb->step_left_s > mb->busy_left_s
-						   ? mb->step_left_s
-						   : mb->busy_left_s);
+		 * (with fluid-step until the later of it and the step's end). */
+		mb->score_s = steer_policy_total_s(&b->score, inflight) +
+			      (s->policy.wire_step && mb->step_left_s > mb->busy_left_s
+				       ? mb->step_left_s
+				       : mb->busy_left_s);
 		mb->queued_tokens = b->score.queued_tokens;
 		mb->throughput = b->score.throughput;
 		mb->kv_usage = b->score.kv;

@@ -328,16 +328,10 @@ static int attach_or_adopt_links(struct steer_dp *dp, char *err, size_t errlen)
 				break;
 			dp->links[i] = l;
 			dp->adopted = true;
-			if (i == DP_LINK_RELEASE)
-				rc = dp_layout_take_over(dp, err, errlen);
 			continue;
 		}
 		rc = dp_link_attach_pinned(dp->cgroup, link_prog(dp, i), cg_fd, path, &dp->links[i],
 					   err, errlen);
-		if (rc != 0)
-			break;
-		if (i == DP_LINK_RELEASE)
-			rc = dp_layout_take_over(dp, err, errlen);
 	}
 	close(cg_fd);
 	return rc;
@@ -403,12 +397,12 @@ static int open_maps(struct steer_dp *dp, char *err, size_t errlen)
 		const char *name;
 		int *fd;
 	} m[] = {
-		{ STEER_MAP_GEN, &dp->gen_fd },	    { STEER_MAP_SLOTS, &dp->slots_fd },
-		{ STEER_MAP_SVCST, &dp->svcst_fd }, { STEER_MAP_TREE, &dp->tree_fd },
-		{ STEER_MAP_SOCKS, &dp->socks_fd }, { STEER_MAP_SK, &dp->sk_fd },
-		{ STEER_MAP_SVCID, &dp->svcid_fd }, { STEER_MAP_BKSLOT, &dp->bkslot_fd },
-		{ STEER_MAP_DRAIN, &dp->drain_fd }, { STEER_MAP_BKINFO, &dp->bkinfo_fd },
-		{ STEER_MAP_PORTS, &dp->ports_fd }, { STEER_MAP_LAYOUT, &dp->layout_fd },
+		{ STEER_MAP_GEN, &dp->gen_fd },	      { STEER_MAP_SLOTS, &dp->slots_fd },
+		{ STEER_MAP_SVCST, &dp->svcst_fd },   { STEER_MAP_TREE, &dp->tree_fd },
+		{ STEER_MAP_SOCKS, &dp->socks_fd },   { STEER_MAP_SVCID, &dp->svcid_fd },
+		{ STEER_MAP_BKSLOT, &dp->bkslot_fd }, { STEER_MAP_DRAIN, &dp->drain_fd },
+		{ STEER_MAP_BKINFO, &dp->bkinfo_fd }, { STEER_MAP_PORTS, &dp->ports_fd },
+		{ STEER_MAP_LAYOUT, &dp->layout_fd },
 	};
 	struct {
 		const int *fd;
@@ -477,7 +471,7 @@ static int ensure_generation(struct steer_dp *dp, char *err, size_t errlen)
 
 static void dp_init_fds(struct steer_dp *dp)
 {
-	dp->lock_fd = dp->gen_fd = dp->slots_fd = dp->svcst_fd = dp->sk_fd = -1;
+	dp->lock_fd = dp->gen_fd = dp->slots_fd = dp->svcst_fd = -1;
 	dp->svcid_fd = dp->bkslot_fd = dp->drain_fd = dp->btf_fd = dp->bkinfo_fd = -1;
 	dp->ports_fd = dp->tree_fd = dp->socks_fd = dp->layout_fd = dp->wire_fd = -1;
 	dp->swap.map_fd = -1;
@@ -505,7 +499,7 @@ static int dp_init_paths(struct steer_dp *dp, const struct steer_dp_opts *opts, 
 	return ensure_bpffs(dp->pin_dir, err, errlen);
 }
 
-/* The owner: lock, take over older pins, load, attach. */
+/* The owner: lock, check the pinned layout, load, attach. */
 static int open_owner(struct steer_dp *dp, char *err, size_t errlen)
 {
 	int rc = ensure_pin_dir(dp->pin_dir, err, errlen);
@@ -513,7 +507,7 @@ static int open_owner(struct steer_dp *dp, char *err, size_t errlen)
 	if (rc == 0)
 		rc = take_lock(dp, err, errlen);
 	if (rc == 0)
-		rc = dp_layout_prepare(dp, err, errlen);
+		rc = dp_layout_check(dp, err, errlen);
 	if (rc == 0)
 		rc = load_programs(dp, err, errlen);
 	if (rc == 0)
@@ -522,16 +516,16 @@ static int open_owner(struct steer_dp *dp, char *err, size_t errlen)
 		rc = open_maps(dp, err, errlen);
 	if (rc == 0)
 		rc = btf_prepare(dp, err, errlen);
-	if (rc == 0)
+	if (rc == 0) {
+		dp_layout_stamp(dp);
 		rc = ensure_generation(dp, err, errlen);
+	}
 	if (rc == 0)
 		rc = dp_registry_load(dp);
 	if (rc == 0)
 		rc = attach_or_adopt_links(dp, err, errlen);
 	if (rc == 0)
 		rc = dp_wire_attach(dp, err, errlen);
-	if (rc == 0)
-		rc = dp_layout_retire(dp, err, errlen);
 	if (rc == 0)
 		dp_ports_sync(dp); /* in step with the registry it adopted */
 	return rc;
@@ -603,7 +597,6 @@ void steer_dp_close(struct steer_dp *dp)
 	if (!dp)
 		return;
 	dp_swap_join(dp);
-	dp_layout_free(dp);
 	dp_wire_close(dp);
 	for (i = 0; i < DP_LINKS; i++)
 		if (dp->links[i])
@@ -618,9 +611,9 @@ void steer_dp_close(struct steer_dp *dp)
 		munmap(dp->ports, dp->ports_len);
 	if (dp->layout)
 		munmap(dp->layout, dp->layout_len);
-	int fds[] = { dp->gen_fd,    dp->slots_fd, dp->svcst_fd,  dp->tree_fd,	dp->socks_fd,
-		      dp->sk_fd,     dp->svcid_fd, dp->bkslot_fd, dp->drain_fd, dp->btf_fd,
-		      dp->bkinfo_fd, dp->ports_fd, dp->layout_fd };
+	int fds[] = { dp->gen_fd,   dp->slots_fd,  dp->svcst_fd,  dp->tree_fd,
+		      dp->socks_fd, dp->svcid_fd,  dp->bkslot_fd, dp->drain_fd,
+		      dp->btf_fd,   dp->bkinfo_fd, dp->ports_fd,  dp->layout_fd };
 	for (i = 0; i < (int)(sizeof(fds) / sizeof(fds[0])); i++)
 		if (fds[i] >= 0)
 			close(fds[i]);
@@ -654,12 +647,13 @@ static int unpin_link(const char *path, struct bpf_link *held, char *err, size_t
 
 int steer_dp_detach(struct steer_dp *dp, char *err, size_t errlen)
 {
-	/* Every name any layout pinned: a detach also clears older leftovers. */
+	/* Every map this build pins, and the generation a publish may have
+	 * left pinned under its temporary name. */
 	static const char *const maps[] = {
-		STEER_MAP_GEN,	  STEER_MAP_TABLES, STEER_MAP_SLOTS,  STEER_MAP_SVCST,
-		STEER_MAP_TREE,	  STEER_MAP_SOCKS,  STEER_MAP_SK,     STEER_MAP_SVCID,
-		STEER_MAP_BKSLOT, STEER_MAP_DRAIN,  STEER_MAP_BKINFO, STEER_MAP_PORTS,
-		STEER_MAP_LAYOUT, "steer_tbl_next",
+		STEER_MAP_GEN,	  STEER_MAP_TABLES, STEER_MAP_SLOTS, STEER_MAP_SVCST,
+		STEER_MAP_TREE,	  STEER_MAP_SOCKS,  STEER_MAP_SVCID, STEER_MAP_BKSLOT,
+		STEER_MAP_DRAIN,  STEER_MAP_BKINFO, STEER_MAP_PORTS, STEER_MAP_LAYOUT,
+		"steer_tbl_next",
 	};
 	char path[PATH_MAX];
 	int i, rc = 0, r;
@@ -673,9 +667,6 @@ int steer_dp_detach(struct steer_dp *dp, char *err, size_t errlen)
 		r = unpin_link(path, dp->links[i], err, rc == 0 ? errlen : 0);
 		rc = rc ? rc : r;
 	}
-	dp_pin_path(dp, STEER_LINK_SOCKOPS, path, sizeof(path));
-	r = unpin_link(path, NULL, err, rc == 0 ? errlen : 0);
-	rc = rc ? rc : r;
 	for (i = 0; i < (int)(sizeof(maps) / sizeof(maps[0])); i++) {
 		dp_pin_path(dp, maps[i], path, sizeof(path));
 		if (unlink(path) != 0 && errno != ENOENT && rc == 0)

@@ -88,7 +88,7 @@ struct steer_dp_service {
 				   * at most STEER_MAX_BYTES_PER_TOKEN */
 	uint64_t ttl_ns;	  /* the table expires this long after publish */
 	bool allow_empty;	  /* n_table == 0 is legal: the kernel refuses connects */
-	uint32_t flags;		  /* STEER_TBL_* (STEER_TBL_PENDING: the pending ablation) */
+	uint32_t flags;		  /* STEER_TBL_* */
 	uint32_t peers;		  /* routers sharing the backends (busy-until drain factor);
 				   * 0: 1; at most 65535 */
 };

@@ -44,7 +44,6 @@ enum dp_wire_link {
 struct steer_bpf;
 struct steer_wire_bpf;
 struct bpf_link;
-struct dp_migration;
 struct bpf_program;
 
 struct steer_dp {
@@ -56,11 +55,10 @@ struct steer_dp {
 	int lock_fd;
 	struct steer_bpf *skel; /* owner only */
 	struct bpf_link *links[DP_LINKS];
-	bool adopted;		  /* the links were pinned already: a previous owner left them */
-	struct dp_migration *mig; /* owner, while older pins are being taken over */
+	bool adopted; /* the links were pinned already: a previous owner left them */
 
-	int gen_fd, slots_fd, svcst_fd, tree_fd, socks_fd, sk_fd, svcid_fd, bkslot_fd, drain_fd,
-		bkinfo_fd, ports_fd, layout_fd;
+	int gen_fd, slots_fd, svcst_fd, tree_fd, socks_fd, svcid_fd, bkslot_fd, drain_fd, bkinfo_fd,
+		ports_fd, layout_fd;
 	struct steer_slot *slots; /* mmap of the one value of steer_slots */
 	size_t slots_len;
 	struct steer_bk_info *bkinfo;
@@ -130,11 +128,7 @@ int dp_map_info(int fd, struct bpf_map_info *info);
 
 /* dataplane_layout.c */
 int dp_layout_check(struct steer_dp *dp, char *err, size_t errlen);
-int dp_layout_prepare(struct steer_dp *dp, char *err, size_t errlen);
-int dp_layout_take_over(struct steer_dp *dp, char *err, size_t errlen);
-int dp_layout_retire(struct steer_dp *dp, char *err, size_t errlen);
-void dp_layout_free(struct steer_dp *dp);
-void dp_layout_tidy(struct steer_dp *dp);
+void dp_layout_stamp(struct steer_dp *dp);
 
 /* dataplane_publish.c */
 uint32_t dp_slot_find(const struct steer_dp *dp, const struct steer_bk_key *k);

@@ -706,7 +706,6 @@ static int publish_plan(struct steer_dp *dp, const struct steer_dp_service *svcs
 	}
 	/* ...and the ports of removed services close after theirs are gone. */
 	ports_set(dp, NULL, false);
-	dp_layout_tidy(dp);
 	plan_free(p);
 	return rc;
 }

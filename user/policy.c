@@ -174,8 +174,8 @@ static void score_snapshot(const struct steer_policy *p, const struct steer_poli
 {
 	s->mode = STEER_MODE_SNAPSHOT;
 	s->queued_reported = queued_tokens(p, in, &s->queued_estimated);
-	s->queued_tokens = steer_policy_wire_queue(s->queued_reported, in->wire_pending_at_poll,
-						   &s->wire_subtracted);
+	s->queued_tokens =
+		steer_policy_wire_queue(s->queued_reported, in->busy_at_poll, &s->wire_subtracted);
 	s->throughput = usable_throughput(in->load.throughput) ? in->load.throughput
 							       : p->default_throughput;
 	s->kv = clamp_kv(in->load.kv_usage);

@@ -43,10 +43,6 @@ struct steer_policy {
 	 * moment from all choosing the same backend. */
 	bool peers_report;
 	uint32_t bytes_per_token; /* request bytes per token; 0: the default */
-	/* Ablation (issue 11): score unanswered requests by their pending tokens
-	 * (STEER_TBL_PENDING) and take the pending tokens at the poll off the
-	 * queue, instead of the busy-until estimate ("fluid", the default). */
-	bool wire_pending;
 	/* --wire-estimator fluid-step: the kernel also keys a backend busy until
 	 * its engine step under way ends (STEER_TBL_STEP); nothing here changes,
 	 * the step is not queued work and is not in any snapshot. */
@@ -108,13 +104,12 @@ struct steer_policy_input {
 	bool reports_uncached;
 	uint64_t live_conns; /* established connections, from the kernel's counters */
 	/* This router's own unserved request tokens when the poll that gave the
-	 * snapshot was sent: by default its busy-until estimate then,
-	 * E = max(0, busy_until - t_send) / ns_per_token (steer_dp_busy_left_tokens);
-	 * with wire_pending its pending tokens (steer_policy_wire_tokens). Those
-	 * requests are in the snapshot's queue, and the kernel counts what is left
-	 * of them in real time: the queue loses them (steer_policy_wire_queue).
-	 * Only used with a snapshot. */
-	uint64_t wire_pending_at_poll;
+	 * snapshot was sent: its busy-until estimate then,
+	 * E = max(0, busy_until - t_send) / ns_per_token (steer_dp_busy_left_tokens).
+	 * Those requests are in the snapshot's queue, and the kernel counts what
+	 * is left of them in real time: the queue loses them
+	 * (steer_policy_wire_queue). Only used with a snapshot. */
+	uint64_t busy_at_poll;
 };
 
 /* The score of one backend, every term kept for explanation. */

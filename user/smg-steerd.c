@@ -115,7 +115,6 @@ static void reload(struct daemon *d)
 	next.metrics_enabled = d->cfg.metrics_enabled;
 	if (next.wire_off != d->cfg.wire_off) { /* whether the programs are attached */
 		next.wire_off = d->cfg.wire_off;
-		next.wire_pending = d->cfg.wire_pending;
 		next.wire_step = d->cfg.wire_step;
 	}
 	memcpy(next.xdp_devs, d->cfg.xdp_devs, sizeof(next.xdp_devs));
