@@ -1,16 +1,24 @@
 # smg-steer: load-aware connection steering for LLM inference fleets.
 #
-#   make          build everything into build/ (installs missing Debian packages first)
+#   make          build smg-steerd and smg-steerctl into build/ (installs missing
+#                 Debian packages first)
+#   make check    the unit tests (no root, no package installation, a few minutes)
 #   make test     build with ASan/UBSan into build/san/ and run every test
 #   make demo     live demo, about 30 s (DEMO_SECONDS=N to change)
-#   make bench    benchmarks (see docs/benchmarks.md)
-#   make fuzz     libFuzzer targets into build/fuzz/, FUZZ_SECONDS=60 each
 #   make install  PREFIX=/usr/local DESTDIR=
+#   make bench    benchmarks (tools/bench; see docs/benchmarks.md)
+#   make sim      the routing-quality simulator, build/steer-sim (tools/sim)
+#   make fuzz     libFuzzer targets into build/fuzz/, FUZZ_SECONDS=60 each
 #   make image    OCI image with buildah from a Debian 12 root (downloads it; not in make test)
 #   make image-test  run that image with podman: --version, --check-config
 #   make image-dockerfile  build the Dockerfile with buildah and run the same checks
 #
 # O is the output directory; SAN=1 builds with AddressSanitizer and UBSan.
+#
+# The product is bpf/ (the kernel programs) and user/, one folder per module
+# with one header as its interface (user/MODULE/MODULE.h). Each module is an
+# archive; a program or a test links the archives of the modules it uses, and
+# from them only the objects it needs.
 
 O ?= build
 SAN ?= 0
@@ -37,64 +45,15 @@ LDFLAGS_SAN := -fsanitize=fuzzer,address,undefined
 endif
 CFLAGS ?=
 CFLAGS_ALL := $(CFLAGS_BASE) $(CFLAGS)
-LDLIBS_BPF := -lbpf -lelf -lz
-LDLIBS_GRPC := -lgrpc -lgpr -lprotobuf-c
-# --peer-key's HMAC-SHA256 (user/peer_auth.c): OpenSSL's libcrypto, libssl-dev.
-LDLIBS_CRYPTO := $(or $(shell pkg-config --libs libcrypto 2>/dev/null),-lcrypto)
-LDLIBS_ALL := $(LDLIBS_BPF) $(LDLIBS_GRPC) -lyaml -lmicrohttpd -ljson-c -lcurl -lcares -lseccomp -lcap $(LDLIBS_CRYPTO) -lpthread -lm
 
-BPF_OBJ := $(O)/steer.bpf.o
-SKEL := $(O)/steer.skel.h
-# XDP ingress and the backends' decap: skeletons linked into the same modules.
-XDP_SKELS := $(O)/steer_xdp.skel.h $(O)/steer_decap.skel.h
-# Request accounting on steered sockets: a second object sharing the maps by pin.
-WIRE_OBJ := $(O)/steer_wire.bpf.o
-WIRE_SKEL := $(O)/steer_wire.skel.h
-BPF_HDRS := bpf/steer_common.h bpf/steer_select.h bpf/steer_maps.bpf.h bpf/steer_choose.bpf.h bpf/steer_wire.bpf.h
-VMLINUX := $(O)/vmlinux.h
-# Every proto/*.proto: the GetLoads subsets of the engines' services.
-PROTO_NAMES := $(patsubst proto/%.proto,%,$(wildcard proto/*.proto))
-PROTO_C := $(patsubst %,$(O)/proto/%.pb-c.c,$(PROTO_NAMES))
-PROTO_H := $(patsubst %,$(O)/proto/%.pb-c.h,$(PROTO_NAMES))
-PROTO_OBJS := $(patsubst %,$(O)/obj/%.pb-c.o,$(PROTO_NAMES))
-
-# Modules shared by the daemon, the tools and the tests: every user/*.c but
-# the daemon's main, plus the generated protobuf code.
-LIB_SRCS := $(filter-out user/smg-steerd.c user/daemon_%.c,$(wildcard user/*.c))
-# The daemon's own parts (user/daemon.h): linked into smg-steerd only.
-DAEMON_OBJS := $(patsubst user/%.c,$(O)/obj/%.o,$(wildcard user/daemon_*.c))
-LIB_OBJS := $(patsubst user/%.c,$(O)/obj/%.o,$(LIB_SRCS)) $(PROTO_OBJS)
-SIM_SRCS := $(wildcard tools/sim/*.c)
-
-# Every tests/test_*.c is a test program linked with all modules.
-TEST_NAMES := $(patsubst tests/%.c,%,$(wildcard tests/test_*.c))
-TEST_BINS := $(addprefix $(O)/tests/,$(TEST_NAMES))
-PY_PROTO := $(patsubst %,$(O)/py/%_pb2.py,$(PROTO_NAMES))
-
-SIM_LIB_SRCS := $(filter-out tools/sim/main.c,$(SIM_SRCS))
-
-# Each tools/bench/*.c is a benchmark program linked with all modules.
-BENCH_BINS := $(patsubst tools/bench/%.c,$(O)/bench/%,$(wildcard tools/bench/*.c))
-
-PROGRAMS := $(if $(wildcard user/smg-steerd.c),$(O)/smg-steerd) \
-	$(if $(wildcard tools/smg-steerctl.c),$(O)/smg-steerctl) \
-	$(if $(SIM_SRCS),$(O)/steer-sim)
-
-# Each tests/fuzz/fuzz_*.c is a libFuzzer target; its seeds are tests/fuzz/<name>/.
-FUZZ_NAMES := $(patsubst tests/fuzz/fuzz_%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
-FUZZ_BINS := $(addprefix $(O)/fuzz_,$(FUZZ_NAMES))
-FUZZ_SECONDS ?= 60
-FUZZ_RUNS ?=
-
-.SECONDARY: $(PROTO_C) $(PROTO_H)
-.PHONY: all build-all deps deps-test deps-bench deps-image test tests demo bench image image-test \
-	image-dockerfile install clean format check-format fuzz fuzz-build
+.SECONDARY:
+.PHONY: all build-all deps deps-test deps-bench deps-image check check-build test tests \
+	demo bench sim image image-test image-dockerfile install clean format check-format \
+	fuzz fuzz-build
 .DEFAULT_GOAL := all
 
 all: deps
 	@$(MAKE) --no-print-directory build-all
-
-build-all: $(SKEL) $(WIRE_SKEL) $(XDP_SKELS) $(LIB_OBJS) $(PROGRAMS) tests $(PY_PROTO)
 
 deps:
 	@tools/deps.sh build
@@ -105,7 +64,15 @@ deps-test:
 deps-bench:
 	@tools/deps.sh bench
 
-# ---- BPF ------------------------------------------------------------------
+# ---- BPF: the programs smg-steerd loads -----------------------------------------
+
+BPF_HDRS := $(wildcard bpf/*.h)
+VMLINUX := $(O)/vmlinux.h
+# steer: connect4/6, getpeername4/6, release; steer_wire: request accounting;
+# steer_xdp: XDP ingress; steer_decap: the backends' tc decap.
+BPF_NAMES := steer steer_wire steer_xdp steer_decap
+SKELS := $(patsubst %,$(O)/%.skel.h,$(BPF_NAMES))
+BPF_CFLAGS := -g -O2 -target bpf -mcpu=v3 -D__TARGET_ARCH_$(ARCH) -Wall -Werror -I$(O) -Ibpf
 
 $(VMLINUX):
 	@mkdir -p $(@D)
@@ -114,94 +81,181 @@ $(VMLINUX):
 
 $(O)/%.bpf.o: bpf/%.bpf.c $(BPF_HDRS) $(VMLINUX)
 	@mkdir -p $(@D)
-	$(CLANG) -g -O2 -target bpf -mcpu=v3 -D__TARGET_ARCH_$(ARCH) -Wall -Werror -I$(O) -Ibpf -c $< -o $@
+	$(CLANG) $(BPF_CFLAGS) -c $< -o $@
 
-# Test fixture: an XDP_PASS program for the peer of a veth that XDP_TX sends into.
-XDP_PASS_OBJ := $(O)/tests/xdp_pass.bpf.o
-
-$(XDP_PASS_OBJ): tests/data/xdp_pass.bpf.c
-	@mkdir -p $(@D)
-	$(CLANG) -g -O2 -target bpf -I/usr/include/$(shell uname -m)-linux-gnu -Wall -Werror -c $< -o $@
-
-$(SKEL): $(BPF_OBJ)
+# The skeleton of steer.bpf.o is steer_bpf; the others are named after their object.
+$(O)/steer.skel.h: $(O)/steer.bpf.o
 	$(BPFTOOL) gen skeleton $< name steer_bpf > $@.tmp && mv $@.tmp $@
-
-# The other objects' skeletons (wire, XDP, decap): named after the object.
 $(O)/%.skel.h: $(O)/%.bpf.o
 	$(BPFTOOL) gen skeleton $< name $*_bpf > $@.tmp && mv $@.tmp $@
 
-# ---- protobuf ------------------------------------------------------------------
+# ---- protobuf: the GetLoads subsets of the engines' services, and the reports
+# between routers ------------------------------------------------------------------
+
+PROTO_NAMES := $(patsubst proto/%.proto,%,$(wildcard proto/*.proto))
+PROTO_H := $(patsubst %,$(O)/proto/%.pb-c.h,$(PROTO_NAMES))
 
 $(O)/proto/%.pb-c.c $(O)/proto/%.pb-c.h &: proto/%.proto
 	@mkdir -p $(O)/proto
 	$(PROTOC_C) --proto_path=proto --c_out=$(O)/proto $<
 
-# Python message classes for the fake worker (an implementation independent of ours).
+$(O)/obj/proto/%.pb-c.o: $(O)/proto/%.pb-c.c $(PROTO_H)
+	@mkdir -p $(@D)
+	$(CC) $(filter-out -Wextra,$(CFLAGS_ALL)) -c $< -o $@
+
+# Python message classes for the fake workers (an implementation independent of ours).
+PY_PROTO := $(patsubst %,$(O)/py/%_pb2.py,$(PROTO_NAMES))
 $(O)/py/%_pb2.py: proto/%.proto
 	@mkdir -p $(@D)
 	protoc --proto_path=proto --python_out=$(@D) $<
 
-# ---- user space -----------------------------------------------------------------
+# ---- user space: one archive per module --------------------------------------------
+#
+# A module's archive, its generated inputs, and the libraries its objects need.
+# Modules are listed from the top of the dependency order to the bottom: a
+# module uses only modules after it (tests/unit/test_layout.py checks it).
 
-HDRS := $(wildcard user/*.h) bpf/steer_common.h bpf/steer_select.h
+MODULES := peer probe discovery config metrics xdp dataplane loads privs policy common
 
-$(O)/obj/%.o: user/%.c $(SKEL) $(WIRE_SKEL) $(PROTO_H) $(HDRS)
+LIBS_peer := -lprotobuf-c $(or $(shell pkg-config --libs libcrypto 2>/dev/null),-lcrypto)
+LIBS_probe := -lcurl -lpthread
+LIBS_discovery := -lcares
+LIBS_config := -lyaml
+LIBS_metrics := -lmicrohttpd -lpthread
+LIBS_xdp := -lbpf -lelf -lz
+LIBS_dataplane := -lbpf -lelf -lz -lpthread
+LIBS_loads := -lgrpc -lgpr -lprotobuf-c -lcurl -ljson-c -lpthread
+LIBS_privs := -lseccomp -lcap
+LIBS_policy := -lm
+LIBS_common :=
+
+# What a module's sources need generated before they compile.
+GEN_dataplane := $(O)/steer.skel.h $(O)/steer_wire.skel.h
+GEN_xdp := $(O)/steer_xdp.skel.h $(O)/steer_decap.skel.h
+GEN_loads := $(PROTO_H)
+GEN_peer := $(PROTO_H)
+# The generated protobuf code, in the archive of the module that uses it.
+PROTO_OF_loads := sglang_scheduler tokenspeed_scheduler vllm_engine
+PROTO_OF_peer := steer_peer
+
+mod_objs = $(patsubst user/$(1)/%.c,$(O)/obj/$(1)/%.o,$(wildcard user/$(1)/*.c)) \
+	$(patsubst %,$(O)/obj/proto/%.pb-c.o,$(PROTO_OF_$(1)))
+lib_of = $(O)/lib/lib$(1).a
+# The archives and libraries of a list of modules, in link order.
+libs_of = $(foreach m,$(filter $(1),$(MODULES)),$(call lib_of,$(m)))
+ldlibs_of = $(sort $(foreach m,$(1),$(LIBS_$(m))))
+
+USER_HDRS := $(wildcard user/*/*.h) bpf/steer_common.h bpf/steer_select.h
+
+define module_rules
+$(O)/obj/$(1)/%.o: user/$(1)/%.c $(USER_HDRS) $(GEN_$(1))
+	@mkdir -p $$(@D)
+	$$(CC) $$(CFLAGS_ALL) -c $$< -o $$@
+$(call lib_of,$(1)): $(call mod_objs,$(1))
+	@mkdir -p $$(@D)
+	rm -f $$@ && ar rcs $$@ $$^
+endef
+$(foreach m,$(MODULES),$(eval $(call module_rules,$(m))))
+
+# ---- the programs -----------------------------------------------------------------
+
+DAEMON_MODS := $(MODULES)
+CTL_MODS := xdp dataplane loads privs policy common
+
+$(O)/obj/daemon/%.o: user/daemon/%.c $(USER_HDRS) $(PROTO_H)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_ALL) -c $< -o $@
+$(O)/obj/ctl/%.o: user/ctl/%.c $(USER_HDRS)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS_ALL) -c $< -o $@
 
-# The loaders of XDP ingress and of the decap include their skeletons.
-$(O)/obj/xdp.o: $(O)/steer_xdp.skel.h
-$(O)/obj/decap.o: $(O)/steer_decap.skel.h
+DAEMON_OBJS := $(patsubst user/daemon/%.c,$(O)/obj/daemon/%.o,$(wildcard user/daemon/*.c))
+CTL_OBJS := $(patsubst user/ctl/%.c,$(O)/obj/ctl/%.o,$(wildcard user/ctl/*.c))
 
-$(O)/obj/%.pb-c.o: $(O)/proto/%.pb-c.c $(PROTO_H)
+$(O)/smg-steerd: $(DAEMON_OBJS) $(call libs_of,$(DAEMON_MODS))
+	$(CC) $(CFLAGS_ALL) $^ -o $@ $(LDFLAGS_SAN) $(call ldlibs_of,$(DAEMON_MODS)) -lpthread
+
+$(O)/smg-steerctl: $(CTL_OBJS) $(call libs_of,$(CTL_MODS))
+	$(CC) $(CFLAGS_ALL) $^ -o $@ $(LDFLAGS_SAN) $(call ldlibs_of,$(CTL_MODS)) -ljson-c
+
+PROGRAMS := $(O)/smg-steerd $(O)/smg-steerctl
+
+# ---- tests ------------------------------------------------------------------------
+#
+# tests/unit: no root, no network namespace; tests/integration: root, real BPF
+# programs in a throwaway cgroup, real connections; tests/lib: the harness and
+# the fakes. Every C test links every module's archive: the linker takes only
+# the objects the test uses.
+
+TEST_CFLAGS := -Itests/lib -Itools/sim
+UNIT_TESTS := $(patsubst tests/unit/%.c,$(O)/tests/unit/%,$(filter-out tests/unit/test_sim.c,$(wildcard tests/unit/test_*.c)))
+INTEGRATION_TESTS := $(patsubst tests/integration/%.c,$(O)/tests/integration/%,$(wildcard tests/integration/test_*.c))
+# The unit tests of the pure modules: no BPF object, no skeleton.
+UNIT_MODS := config loads policy common
+
+$(O)/obj/tests/%.o: tests/lib/%.c $(wildcard tests/lib/*.h) $(USER_HDRS)
 	@mkdir -p $(@D)
-	$(CC) $(filter-out -Wextra,$(CFLAGS_ALL)) -c $< -o $@
+	$(CC) $(CFLAGS_ALL) $(TEST_CFLAGS) -c $< -o $@
 
-$(O)/smg-steerd: user/smg-steerd.c $(DAEMON_OBJS) $(LIB_OBJS) $(HDRS)
-	$(CC) $(CFLAGS_ALL) $< $(DAEMON_OBJS) $(LIB_OBJS) -o $@ $(LDFLAGS_SAN) $(LDLIBS_ALL)
-
-# smg-steerctl's parts: tools/smg-steerctl.c and tools/ctl_*.c (tools/ctl.h).
-CTL_SRCS := tools/smg-steerctl.c $(wildcard tools/ctl_*.c)
-$(O)/smg-steerctl: $(CTL_SRCS) tools/ctl.h $(LIB_OBJS) $(HDRS)
-	$(CC) $(CFLAGS_ALL) $(CTL_SRCS) $(LIB_OBJS) -o $@ $(LDFLAGS_SAN) $(LDLIBS_ALL)
-
-$(O)/steer-sim: $(SIM_SRCS) $(wildcard tools/sim/*.h) $(O)/obj/policy.o $(HDRS)
-	$(CC) $(CFLAGS_ALL) -Itools/sim $(SIM_SRCS) $(O)/obj/policy.o -o $@ $(LDFLAGS_SAN) -lm
-
-# ---- tests ----------------------------------------------------------------------
-
-tests: $(TEST_BINS) $(XDP_PASS_OBJ)
-
-# The simulator's test links the simulator's modules (all but its main).
-$(O)/tests/test_sim: tests/test_sim.c tests/tap.h $(SIM_LIB_SRCS) $(wildcard tools/sim/*.h) $(O)/obj/policy.o $(HDRS)
+$(O)/tests/unit/%: tests/unit/%.c $(wildcard tests/lib/*.h) $(call libs_of,$(UNIT_MODS)) $(USER_HDRS)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS_ALL) -Itests -Itools/sim $< $(SIM_LIB_SRCS) $(O)/obj/policy.o -o $@ $(LDFLAGS_SAN) -lm
+	$(CC) $(CFLAGS_ALL) $(TEST_CFLAGS) $< $(call libs_of,$(UNIT_MODS)) -o $@ $(LDFLAGS_SAN) \
+		$(call ldlibs_of,$(UNIT_MODS)) -lpthread
 
-$(O)/obj/testenv.o: tests/testenv.c tests/testenv.h
+# The simulator's test links the simulator (all but its main) and the policy.
+SIM_SRCS := $(wildcard tools/sim/*.c)
+SIM_LIB_SRCS := $(filter-out tools/sim/main.c,$(SIM_SRCS))
+$(O)/tests/unit/test_sim: tests/unit/test_sim.c tests/lib/tap.h $(SIM_LIB_SRCS) $(wildcard tools/sim/*.h) $(call libs_of,policy) $(USER_HDRS)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS_ALL) -Itests -c $< -o $@
+	$(CC) $(CFLAGS_ALL) $(TEST_CFLAGS) $< $(SIM_LIB_SRCS) $(call libs_of,policy) -o $@ $(LDFLAGS_SAN) -lm
 
-$(O)/obj/wire_lib.o: tests/wire_lib.c tests/wire_lib.h $(HDRS)
-	@mkdir -p $(@D)
-	$(CC) $(CFLAGS_ALL) -Itests -c $< -o $@
+UNIT_TESTS += $(O)/tests/unit/test_sim
 
 # The request-accounting tests share their responders and client.
-$(O)/tests/test_wire $(O)/tests/test_wire_fluid $(O)/tests/test_wire_cgroup: $(O)/obj/wire_lib.o
+WIRE_TESTS := $(patsubst %,$(O)/tests/integration/%,test_wire test_wire_fluid test_wire_cgroup)
+$(WIRE_TESTS): $(O)/obj/tests/wire_lib.o
 
-$(O)/tests/%: tests/%.c $(wildcard tests/*.h) $(O)/obj/testenv.o $(LIB_OBJS) $(HDRS)
+$(O)/tests/integration/%: tests/integration/%.c $(wildcard tests/lib/*.h) $(O)/obj/tests/testenv.o $(call libs_of,$(MODULES)) $(USER_HDRS)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS_ALL) -Itests -Itools/sim $< $(filter %.o,$^) -o $@ $(LDFLAGS_SAN) $(LDLIBS_ALL) -lcmocka
+	$(CC) $(CFLAGS_ALL) $(TEST_CFLAGS) $< $(filter %.o,$^) $(call libs_of,$(MODULES)) -o $@ \
+		$(LDFLAGS_SAN) $(call ldlibs_of,$(MODULES)) -lpthread -lcmocka
 
+# Test fixture: an XDP_PASS program for the peer of a veth that XDP_TX sends into.
+XDP_PASS_OBJ := $(O)/tests/xdp_pass.bpf.o
+$(XDP_PASS_OBJ): tests/data/xdp_pass.bpf.c
+	@mkdir -p $(@D)
+	$(CLANG) -g -O2 -target bpf -I/usr/include/$(shell uname -m)-linux-gnu -Wall -Werror -c $< -o $@
+
+tests: $(UNIT_TESTS) $(INTEGRATION_TESTS) $(XDP_PASS_OBJ)
+
+build-all: $(PROGRAMS) $(PY_PROTO)
+
+# make check: the unit tests, sanitized, in build/check. Nothing is installed
+# and nothing needs root; as root, the tests run as nobody all the same.
+check:
+	@$(MAKE) --no-print-directory O=build/check SAN=1 check-build
+	@tests/run.sh build/check unit
+
+check-build: $(UNIT_TESTS) $(PY_PROTO)
+
+# make test: everything, the README's test command.
 test: deps deps-test
-	@$(MAKE) --no-print-directory O=build/san SAN=1 build-all
+	@$(MAKE) --no-print-directory O=build/san SAN=1 build-all tests
 	@$(MAKE) --no-print-directory O=build/fuzz FUZZ=1 CC=$(CLANG) fuzz-build
-	@tests/run.sh build/san
+	@tests/run.sh build/san all
 
 # ---- fuzzing ----------------------------------------------------------------------
 
-$(O)/fuzz_%: tests/fuzz/fuzz_%.c $(wildcard tests/fuzz/*.h) $(LIB_OBJS) $(HDRS)
+FUZZ_NAMES := $(patsubst tests/fuzz/fuzz_%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
+FUZZ_BINS := $(addprefix $(O)/fuzz_,$(FUZZ_NAMES))
+FUZZ_SECONDS ?= 60
+FUZZ_RUNS ?=
+FUZZ_MODS := config loads policy common
+
+$(O)/fuzz_%: tests/fuzz/fuzz_%.c $(wildcard tests/fuzz/*.h) $(call libs_of,$(FUZZ_MODS)) $(USER_HDRS)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS_ALL) -Itests/fuzz $< $(LIB_OBJS) -o $@ $(LDFLAGS_SAN) $(LDLIBS_ALL)
+	$(CC) $(CFLAGS_ALL) -Itests/fuzz $< $(call libs_of,$(FUZZ_MODS)) -o $@ $(LDFLAGS_SAN) \
+		$(call ldlibs_of,$(FUZZ_MODS)) -lpthread
 
 fuzz-build: $(FUZZ_BINS)
 
@@ -210,15 +264,10 @@ fuzz: deps deps-test
 	@$(MAKE) --no-print-directory O=build/fuzz FUZZ=1 CC=$(CLANG) fuzz-build
 	FUZZ_SECONDS=$(FUZZ_SECONDS) FUZZ_RUNS=$(FUZZ_RUNS) tests/fuzz/run.sh build/fuzz
 
-# ---- benchmarks ---------------------------------------------------------------------
+# ---- the lab: benchmarks and the simulator, with their own targets -----------------
 
-$(O)/bench/%: tools/bench/%.c $(LIB_OBJS) $(HDRS) $(wildcard tools/bench/*.h)
-	@mkdir -p $(@D)
-	$(CC) $(CFLAGS_ALL) -Itools/bench $< $(LIB_OBJS) -o $@ $(LDFLAGS_SAN) $(LDLIBS_ALL)
-
-bench: deps deps-bench
-	@$(MAKE) --no-print-directory build-all $(BENCH_BINS)
-	STEER_BUILD=$(CURDIR)/build tools/bench/run.sh
+include tools/bench/bench.mk
+include tools/sim/sim.mk
 
 # ---- demo -------------------------------------------------------------------------
 
@@ -247,7 +296,8 @@ image-dockerfile: deps-image
 
 # ---- misc -----------------------------------------------------------------------
 
-FORMAT_FILES = bpf/*.c bpf/*.h user/*.c user/*.h tests/*.c tests/*.h tests/fuzz/*.c tests/fuzz/*.h tools/*.c tools/*.h $(wildcard tools/sim/*.c tools/sim/*.h tools/bench/*.c tools/bench/*.h)
+FORMAT_FILES = $(wildcard bpf/*.c bpf/*.h user/*/*.c user/*/*.h tests/*/*.c tests/*/*.h \
+	tools/sim/*.c tools/sim/*.h tools/bench/*.c tools/bench/*.h tools/bench/bpf/*.c)
 
 format:
 	clang-format -i $(FORMAT_FILES)

@@ -1,27 +1,59 @@
 #!/bin/sh
-# Run every test of smg-steer and print one summary line "N passed, N failed".
-# Usage: tests/run.sh BUILD_DIR   (BUILD_DIR holds tests/ built with SAN=1)
+# Run smg-steer's tests and print one summary line "N passed, N failed".
+#
+# Usage: tests/run.sh BUILD_DIR [unit|all]
+#   unit  tests/unit only: no root, no network namespace; run as root, they
+#         run as nobody all the same, so that none comes to depend on root
+#   all   tests/unit, then tests/integration (root: real BPF programs in
+#         throwaway cgroups and network namespaces), the default
+# TESTS may name the tests to run instead (paths, as the default lists them).
+#
 # Each test program prints TAP ("ok N - name" / "not ok N - name"); a program
 # that dies without a plan counts as one more failure. Leftovers of a crashed
 # test (pins, cgroups) are swept at the end.
 set -u
 B=${1:-build/san}
+SUITE=${2:-all}
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/.." && pwd)
-export STEER_BUILD="$top/$B" STEER_TOP="$top"
+case "$B" in /*) ;; *) B="$top/$B" ;; esac
+export STEER_BUILD="$B" STEER_TOP="$top"
+export PYTHONPATH="$here/lib${PYTHONPATH:+:$PYTHONPATH}"
 export ASAN_OPTIONS="detect_leaks=1:abort_on_error=0:${ASAN_OPTIONS:-}"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:${UBSAN_OPTIONS:-}"
-export LSAN_OPTIONS="suppressions=$here/lsan.supp:print_suppressions=0:${LSAN_OPTIONS:-}"
+export LSAN_OPTIONS="suppressions=$here/lib/lsan.supp:print_suppressions=0:${LSAN_OPTIONS:-}"
 
 passed=0
 failed=0
 logdir=$(mktemp -d /tmp/smg-steer-tests.XXXXXX)
+chmod 755 "$logdir"
 
-# C test programs first (fast, unit level), then Python and shell tests
-# (daemon, end to end, demo). TESTS may be set to run a subset.
+# The C programs of a suite, then its Python and shell tests.
+suite_tests() {
+	ls "$B/tests/$1"/test_* 2>/dev/null | sort
+	ls "$here/$1"/test_*.py "$here/$1"/test_*.sh 2>/dev/null | sort
+}
+
 if [ -z "${TESTS:-}" ]; then
-	TESTS="$(ls "$B"/tests/test_* 2>/dev/null | sort) $(ls "$here"/test_*.py 2>/dev/null | sort) $(ls "$here"/test_*.sh 2>/dev/null | sort)"
+	case "$SUITE" in
+	unit) TESTS=$(suite_tests unit) ;;
+	all) TESTS="$(suite_tests unit) $(suite_tests integration)" ;;
+	*)
+		echo "usage: $0 BUILD_DIR [unit|all]" >&2
+		exit 2
+		;;
+	esac
 fi
+
+# Unit tests never need root: as root, they run as nobody (LeakSanitizer
+# needs ptrace of its own process, which a setuid-less nobody keeps).
+as_unprivileged() {
+	if [ "$(id -u)" = 0 ] && [ "$SUITE" = unit ]; then
+		setpriv --reuid=nobody --regid=nogroup --clear-groups --inh-caps=-all -- "$@"
+	else
+		"$@"
+	fi
+}
 
 run_one() {
 	t=$1
@@ -29,9 +61,9 @@ run_one() {
 	log="$logdir/$name.log"
 	echo "== $name"
 	case "$t" in
-	*.sh) timeout 300 sh "$t" >"$log" 2>&1 ;;
-	*.py) timeout 300 /usr/bin/python3 "$t" >"$log" 2>&1 ;;
-	*) timeout 300 "$t" >"$log" 2>&1 ;;
+	*.sh) as_unprivileged timeout 300 sh "$t" >"$log" 2>&1 ;;
+	*.py) as_unprivileged timeout 300 /usr/bin/python3 "$t" >"$log" 2>&1 ;;
+	*) as_unprivileged timeout 300 "$t" >"$log" 2>&1 ;;
 	esac
 	rc=$?
 	ok=$(grep -c '^ok ' "$log")
@@ -61,16 +93,18 @@ done
 
 # Sweep what a crashed test may have left: names end in the test's pid, and
 # only those of processes that are gone are removed.
-cg=$(awk '$3 == "cgroup2" { print $2; exit }' /proc/mounts)
-for d in /sys/fs/bpf/smg-steer-test-* ${cg:+"$cg"/smg-steer-test-*}; do
-	[ -d "$d" ] || continue
-	pid=${d##*-}
-	kill -0 "$pid" 2>/dev/null && continue
-	case "$d" in
-	/sys/fs/bpf/*) rm -rf "$d" ;;
-	*) rmdir "$d" 2>/dev/null ;;
-	esac
-done
+if [ "$SUITE" != unit ]; then
+	cg=$(awk '$3 == "cgroup2" { print $2; exit }' /proc/mounts)
+	for d in /sys/fs/bpf/smg-steer-test-* ${cg:+"$cg"/smg-steer-test-*}; do
+		[ -d "$d" ] || continue
+		pid=${d##*-}
+		kill -0 "$pid" 2>/dev/null && continue
+		case "$d" in
+		/sys/fs/bpf/*) rm -rf "$d" ;;
+		*) rmdir "$d" 2>/dev/null ;;
+		esac
+	done
+fi
 rm -rf "$logdir"
 
 echo "$passed passed, $failed failed"

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """make demo: smg-steer steering live, in about 30 s (DEMO_SECONDS=N).
 
-Four simulated SGLang workers (tests/fake_worker.py) serve GetLoads and
+Four simulated SGLang workers (tests/lib/fake_worker.py) serve GetLoads and
 accept traffic on 127.0.0.11-14. Their queues follow what they are sent and
 drain at their own throughput. smg-steerd steers the virtual address
 127.0.0.100:8000; a client opens connections at a steady rate from inside
@@ -21,7 +21,7 @@ import sys
 import threading
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "lib"))
 import e2e_lib as L  # noqa: E402
 
 L.enter_private_netns()

@@ -20,7 +20,7 @@ set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
 O=${O:-build}
 case $O in /*) ;; *) O=$top/$O ;; esac
-version=$(sed -n 's/^#define STEER_VERSION "\(.*\)"$/\1/p' "$top/user/config.h")
+version=$(sed -n 's/^#define STEER_VERSION "\(.*\)"$/\1/p' "$top/user/common/common.h")
 name=${IMAGE:-localhost/smg-steer:$version}
 work=$O/image
 archive=$work/smg-steer-$version.oci.tar

@@ -2,7 +2,7 @@
 /*
  * xdp_pass.bpf.c - test fixture: an XDP program that passes everything. A
  * veth accepts frames sent into it with XDP_TX (by the program on its peer)
- * only while it runs an XDP program itself; tests/topo_lib.py attaches this
+ * only while it runs an XDP program itself; tests/lib/topo_lib.py attaches this
  * one to the switch side of the load balancer's veth.
  */
 #include <linux/bpf.h>

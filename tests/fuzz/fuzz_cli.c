@@ -4,7 +4,7 @@
  * newlines into up to 64 arguments after "smg-steerd" and handed to
  * steer_config_load, as main() does.
  */
-#include "config.h"
+#include "config/config.h"
 #include "fuzz_common.h"
 #include "fuzz_paths.h"
 

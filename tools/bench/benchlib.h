@@ -20,7 +20,7 @@
 #include <bpf/btf.h>
 #include <bpf/libbpf.h>
 
-#include "dataplane.h"
+#include "dataplane/dataplane.h"
 
 /* The i-th address after first ("127.0.1.1:9000" + 2 = 127.0.1.3:9000). */
 static inline struct steer_addr bench_addr_plus(const struct steer_addr *first, uint32_t i)

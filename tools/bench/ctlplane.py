@@ -9,7 +9,7 @@ Called by tools/bench/run.sh inside its private network namespace:
 
 One fake worker process serves GetLoads on 127.1.0.1, 127.1.0.2, ... port
 30000 for the largest scale: bench/fastworker (gRPC core in C, --worker fast,
-the default) or tests/fake_worker.py --many (--worker python, the reference
+the default) or tests/lib/fake_worker.py --many (--worker python, the reference
 implementation, which is too slow to answer thousands of calls per second
 and then sets the cycle length itself). A run at scale N
 configures the first N of them as backends (traffic address port 8000 on the
@@ -280,7 +280,7 @@ def main():
     ap.add_argument("--warmup", type=float, default=3.0)
     ap.add_argument("--cycles", type=int, default=6)
     ap.add_argument("--worker", choices=("fast", "python"), default="fast",
-                    help="bench/fastworker (C) or tests/fake_worker.py --many")
+                    help="bench/fastworker (C) or tests/lib/fake_worker.py --many")
     ap.add_argument("--worker-threads", type=int, default=16, help="python worker's threads")
     ap.add_argument("--samples-csv", required=True)
     ap.add_argument("--runs-csv", required=True)

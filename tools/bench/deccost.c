@@ -52,7 +52,7 @@
 #include <unistd.h>
 
 #include "benchlib.h"
-#include "dataplane.h"
+#include "dataplane/dataplane.h"
 
 #define MAX_SIZES 8
 #define VIP "127.0.0.200:8000"

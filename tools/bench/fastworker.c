@@ -6,7 +6,7 @@
  *
  *   fastworker --many 5000 --base 127.1.0.1 --port 30000 [--engine sglang|vllm|tokenspeed]
  *
- * tests/fake_worker.py --many does the same in Python and is the reference
+ * tests/lib/fake_worker.py --many does the same in Python and is the reference
  * (an implementation independent of smg-steer's C code); one Python process
  * answers a few thousand calls per second at most, so at 1,000 backends and
  * more it, not smg-steerd, sets the length of a poll cycle. This one answers

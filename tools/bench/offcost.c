@@ -87,7 +87,7 @@
 #include <unistd.h>
 
 #include "benchlib.h"
-#include "dataplane.h"
+#include "dataplane/dataplane.h"
 
 #define VIP "127.0.8.1:8000"	 /* + i: N_DEST services, one backend each */
 #define BACKEND "127.0.9.1:9000" /* + i: the listener's addresses, VIP + i's backend */

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /*
  * peerbench.c - what sharing the request accounting between routers costs
- * (--peer, user/peer.c), and how soon one router sees another's request.
+ * (--peer, user/peer/peer.c), and how soon one router sees another's request.
  *
  *   peerbench --part bpf --pin DIR --cgroup DIR --cost-obj build/steer_wire_cost.bpf.o
  *             [--first 127.0.4.1:9000] [--backends 64] [--rounds 8] [--runs 20000]
@@ -83,7 +83,7 @@
 #include <unistd.h>
 
 #include "benchlib.h"
-#include "dataplane.h"
+#include "dataplane/dataplane.h"
 
 #define RESP_BYTES 64
 #define MAX_BACKENDS STEER_MAX_BACKENDS

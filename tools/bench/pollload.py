@@ -7,7 +7,7 @@ its own gRPC channel, so one worker answers
     nodes / interval   GetLoads per second.
 
 This emulates that: NODES client channels (one per node) each call GetLoads on
-one fake worker (tests/fake_worker.py: Python grpcio, the server stack of
+one fake worker (tests/lib/fake_worker.py: Python grpcio, the server stack of
 SGLang's gRPC mode) once per INTERVAL, spread evenly, for a few seconds per
 rate. It reports the calls answered per second and the CPU time the worker
 process used per call (/proc/PID/stat) and in all (cores). Everything runs in
@@ -99,7 +99,7 @@ def main():
         w = L.Worker(env, "w1", "127.0.0.11:8000", "127.0.0.11:30000",
                      {"mode": "ok", "loads": [L.rank(4000, 0.4, 2000.0, waiting=3, r=r)
                                               for r in range(a.ranks)]}).start()
-        print(f"# one fake worker (tests/fake_worker.py, grpcio), {a.ranks} DP rank(s); "
+        print(f"# one fake worker (tests/lib/fake_worker.py, grpcio), {a.ranks} DP rank(s); "
               f"each node polls once per {a.interval:g} s on its own channel")
         print(f"{'nodes':>6} {'GetLoads/s':>10} {'answered/s':>10} {'failed':>6} "
               f"{'CPU us/call':>11} {'worker cores':>12}")

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """What the step probe (--step-probe) costs a running smg-steerd: the CPU of
 its probe thread and the kernel half's BPF time, while every backend streams
-a step every --step seconds (tests/probe_worker.py). Prints a Markdown table.
+a step every --step seconds (tests/lib/probe_worker.py). Prints a Markdown table.
 
     probecpu.py --pid PID --pin DIR --metrics 127.0.0.1:9483 --backends 16 \
         --step 0.02 --warmup 3 --seconds 20
@@ -106,7 +106,7 @@ def main():
     ns_pkt = (b1[0] - b0[0]) / max(m1[1] - m0[1], 1)
     th_ms = (th1 - th0) / 1e6
     print(f"smg-steerd with `--wire-estimator fluid-step --step-probe /v1/completions` over "
-          f"{a.backends} backends (tests/probe_worker.py, one completion event every "
+          f"{a.backends} backends (tests/lib/probe_worker.py, one completion event every "
           f"{a.step * 1000:g} ms per backend, streams that never end), no client traffic; "
           f"{wall:.1f} s after {a.warmup:g} s of warm-up. Packets and applies from /metrics "
           f"(refreshed once per load-check interval, 1 s), BPF time of steer_probe_apply from "

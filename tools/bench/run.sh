@@ -17,7 +17,7 @@
 #      equal and rebuild (deccost);
 #   3. the control plane: the real smg-steerd at 100, 1,000 and 5,000 backends
 #      against fake workers (ctlplane.py): bench/fastworker (C), then the Python
-#      reference tests/fake_worker.py --many at 100 and 1,000;
+#      reference tests/lib/fake_worker.py --many at 100 and 1,000;
 #   4. the load sources: smg-steerd's CPU per poll at 256 backends for each
 #      source it reads (gRPC SGLang/vLLM/TokenSpeed against bench/fastworker,
 #      HTTP /v1/loads and /metrics against nginx, TCP liveness), interleaved;
@@ -78,7 +78,7 @@
 #  10. the step probe, live (probecpu.py): smg-steerd --wire-estimator
 #      fluid-step --step-probe over BENCH_PROBE_BACKENDS (16) backends that
 #      stream a completion event every BENCH_PROBE_STEP (0.02) s
-#      (tests/probe_worker.py), for BENCH_PROBE_SECONDS (20): packets and
+#      (tests/lib/probe_worker.py), for BENCH_PROBE_SECONDS (20): packets and
 #      applies per second, steer_probe_apply's BPF ns per run and per packet
 #      (bpf_stats), and the CPU of the smg-probe thread.
 # Raw results go to $STEER_BUILD/bench/results/*.csv, the summary with medians
@@ -824,7 +824,7 @@ peer_part() {
 	loadavg "peer end"
 }
 
-PROBE_BE=127.0.8.1 # backends 127.0.8.1-N: tests/probe_worker.py on :8000
+PROBE_BE=127.0.8.1 # backends 127.0.8.1-N: tests/lib/probe_worker.py on :8000
 
 probe_part() {
 	local i d args=()
@@ -872,7 +872,7 @@ machine >"$RES/machine.md"
 	echo "wrk -t2 -c16 -d${WRK_SECONDS}s --latency -H 'Connection: close' http://ADDR:8080/"
 	echo "deccost --pin PIN --cgroup CG --first 127.0.3.1:9000 --sizes 8,64,256 --shapes passthrough,spread,equal,rebuild --connects $DEC_CONNECTS --rounds $ROUNDS"
 	echo "ctlplane.py --scales $CTL_SCALES --rounds $CTL_ROUNDS --worker fast   # smg-steerd --config ... vs fastworker --many"
-	echo "ctlplane.py --scales $CTL_PY_SCALES --rounds 1 --worker python     # vs tests/fake_worker.py --many"
+	echo "ctlplane.py --scales $CTL_PY_SCALES --rounds 1 --worker python     # vs tests/lib/fake_worker.py --many"
 	echo "sources.py --backends $SRC_BACKENDS --rounds $SRC_ROUNDS   # CPU per poll by load source (fastworker --engine, nginx)"
 	echo "norelbench --pin PIN --cgroup-a CG --cgroup-b CG --cgroup-c CG --cgroup-none CG --obj steer_norel.bpf.o --first 127.0.3.1:9000 --part walk --scales $NOREL_SCALES --polls $NOREL_POLLS --netns-check   # sysctl net.core.somaxconn=65535"
 	echo "norelbench ... --part bpf --backends 256 --connects $DEC_CONNECTS --rounds $ROUNDS"

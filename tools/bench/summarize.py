@@ -444,7 +444,7 @@ def ctl_section(res):
     res_by = ctl_table(cycles, runs)
     py_runs = read(os.path.join(res, "ctl_py_runs.csv"))
     if py_runs:
-        print("### With tests/fake_worker.py --many (Python, the reference worker)\n")
+        print("### With tests/lib/fake_worker.py --many (Python, the reference worker)\n")
         ctl_table(read(os.path.join(res, "ctl_py_cycles.csv")), py_runs)
     grpc = {int(r["backends"]): r for r in read(os.path.join(res, "ctl_grpc.csv"))}
     if grpc:

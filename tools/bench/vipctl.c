@@ -27,7 +27,7 @@
 #include <time.h>
 
 #include "benchlib.h"
-#include "dataplane.h"
+#include "dataplane/dataplane.h"
 
 #define MAX_SVCS 8
 #define TTL_NS (3600ULL * 1000000000ULL)

@@ -92,7 +92,7 @@
 #include <unistd.h>
 
 #include "benchlib.h"
-#include "dataplane.h"
+#include "dataplane/dataplane.h"
 
 #define VIP "127.0.0.210:8000"
 #define TTL_NS (3600ULL * 1000000000ULL)

@@ -3,7 +3,7 @@
 
     STEER_BUILD=$PWD/build /usr/bin/python3 tools/bench/xdpns.py [N]
 
-Builds the test topology (tests/topo_lib.py: client, LB with XDP in native
+Builds the test topology (tests/lib/topo_lib.py: client, LB with XDP in native
 mode, three backends with the decap), starts the real smg-steerd against
 three fake workers, and runs the attached programs on crafted frames with
 BPF_PROG_TEST_RUN (libbpf's bpf_prog_test_run_opts), whose duration the

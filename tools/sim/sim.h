@@ -8,7 +8,7 @@
  * The workload (arrival times, sizes, which router gets each request) comes
  * from its own random stream, so every policy sees the very same requests.
  *
- * The smg-steer policy is not re-implemented here: it links user/policy.c
+ * The smg-steer policy is not re-implemented here: it links user/policy/policy.c
  * (steer_policy_score_all, steer_policy_credit) and runs steer_select() from
  * bpf/steer_common.h, the code the kernel runs.
  */
@@ -19,7 +19,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "policy.h"
+#include "policy/policy.h"
 #include "steer_common.h"
 
 #define SIM_MAX_WORKERS 32

@@ -1,0 +1,24 @@
+# tools/bench/bench.mk - the benchmarks (included by the Makefile).
+#
+#   make bench    build the benchmark programs into build/bench and run
+#                 tools/bench/run.sh (docs/benchmarks.md has what it measures)
+#
+# Each tools/bench/*.c is a program that links the product's modules; each
+# tools/bench/bpf/*.bpf.c is a BPF object of the bench's own, loaded next to
+# the shipped programs on their pinned maps.
+
+BENCH_BINS := $(patsubst tools/bench/%.c,$(O)/bench/%,$(wildcard tools/bench/*.c))
+BENCH_BPF := $(patsubst tools/bench/bpf/%.bpf.c,$(O)/bench/%.bpf.o,$(wildcard tools/bench/bpf/*.bpf.c))
+
+$(O)/bench/%.bpf.o: tools/bench/bpf/%.bpf.c $(BPF_HDRS) $(VMLINUX)
+	@mkdir -p $(@D)
+	$(CLANG) $(BPF_CFLAGS) -c $< -o $@
+
+$(O)/bench/%: tools/bench/%.c $(wildcard tools/bench/*.h) $(call libs_of,$(MODULES)) $(PROTO_H) $(USER_HDRS)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_ALL) -Itools/bench $< $(call libs_of,$(MODULES)) -o $@ $(LDFLAGS_SAN) \
+		$(call ldlibs_of,$(MODULES)) -lpthread
+
+bench: deps deps-bench
+	@$(MAKE) --no-print-directory build-all $(BENCH_BINS) $(BENCH_BPF) $(O)/steer.bpf.o $(O)/steer_wire.bpf.o
+	STEER_BUILD=$(CURDIR)/build tools/bench/run.sh
