@@ -10,6 +10,8 @@ import signal
 import subprocess
 import time
 
+import yaml
+
 import e2e_lib as L
 from taplib import Tap
 
@@ -46,18 +48,24 @@ def threads(pid):
     return out
 
 
-def check_reduced(pid, when):
+def cap_mask(caps):
+    """The /proc status hex of a set of capability names."""
+    nums = {"net_admin": 12, "sys_admin": 21, "perfmon": 38, "bpf": 39}
+    return "%016x" % sum(1 << nums[c] for c in caps)
+
+
+def check_reduced(pid, when, bounding=KEPT):
     ts = threads(pid)
     t.check(len(ts) >= 3, f"{when}: only {len(ts)} threads (gRPC and metrics start theirs)")
     names = sorted({s["Name"] for s in ts.values()})
     for tid, s in ts.items():
         got = {k: s[k] for k in ("CapEff", "CapPrm", "CapBnd", "CapInh", "CapAmb",
                                  "NoNewPrivs", "Seccomp")}
-        want = {"CapEff": KEPT, "CapPrm": KEPT, "CapBnd": KEPT, "CapInh": "0" * 16,
+        want = {"CapEff": KEPT, "CapPrm": KEPT, "CapBnd": bounding, "CapInh": "0" * 16,
                 "CapAmb": "0" * 16, "NoNewPrivs": "1", "Seccomp": "2"}
         t.check(got == want, f"{when}: thread {tid} ({s['Name']}): {got}")
-    print(f"# {when}: {len(ts)} threads ({', '.join(names)}), each CapEff/CapPrm/CapBnd "
-          f"{KEPT}, NoNewPrivs 1, Seccomp 2")
+    print(f"# {when}: {len(ts)} threads ({', '.join(names)}), each CapEff/CapPrm {KEPT}, "
+          f"CapBnd {bounding}, NoNewPrivs 1, Seccomp 2")
 
 
 def refused_syscalls(pid):
@@ -130,6 +138,51 @@ with t.case("SMG_STEERD_NO_SANDBOX=1 keeps every capability and installs no filt
     t.check("SMG_STEERD_NO_SANDBOX is set" in d2.log_text(), "no warning logged")
     rc, _ = d2.stop()
     t.check(rc == 0, f"exit {rc}")
+
+def manifest_caps():
+    """The capabilities the DaemonSet's smg-steerd container is given (add:)."""
+    with open(os.path.join(L.TOP, "docs", "deploy", "smg-steer-daemonset.yaml")) as f:
+        docs = [x for x in yaml.safe_load_all(f) if x]
+    pod = [x for x in docs if x.get("kind") == "DaemonSet"][0]["spec"]["template"]["spec"]
+    c = [c for c in pod["containers"]
+         if "smg-steerd" in " ".join(c.get("command", []) + c.get("args", []))][0]
+    return [cap.lower() for cap in c["securityContext"]["capabilities"]["add"]]
+
+
+def unit_caps():
+    """The systemd unit's CapabilityBoundingSet."""
+    unit = os.path.join(L.TOP, "docs", "deploy", "smg-steerd.service")
+    for line in open(unit):
+        if line.startswith("CapabilityBoundingSet="):
+            return [c[len("CAP_"):].lower() for c in line.split("=", 1)[1].split()]
+    raise AssertionError(f"{unit}: no CapabilityBoundingSet")
+
+
+class Bounded(L.Daemon):
+    """smg-steerd started with only caps in its bounding set, as a container
+    runtime or systemd starts it: no CAP_SETPCAP among them."""
+
+    def __init__(self, env, args, caps):
+        L.Daemon.__init__(self, env, args)
+        self.caps = caps
+
+    def argv(self):
+        return (["setpriv", "--bounding-set=-all," + ",".join("+" + c for c in self.caps),
+                 "--inh-caps=-all", "--"] + L.Daemon.argv(self))
+
+
+for where, caps in (("the DaemonSet's", manifest_caps()), ("the systemd unit's", unit_caps())):
+    with t.case(f"started with only {where} capabilities ({', '.join(caps)}): it runs, "
+                f"steers, and keeps only CAP_BPF and CAP_NET_ADMIN"):
+        t.check("setpcap" not in caps, f"{where} capabilities include SETPCAP: {caps}")
+        write_config([(VIP1, ["127.0.0.31"])])
+        db = Bounded(env, ["--config", cfg], caps).start()
+        t.check(L.connect_name(VIP1) == "w1", "not steered")
+        # Without CAP_SETPCAP the bounding set stays as given; no_new_privs
+        # keeps an exec from raising any of it.
+        check_reduced(db.proc.pid, f"with {where} capabilities", cap_mask(caps))
+        rc, _ = db.stop()
+        t.check(rc == 0, f"exit {rc}:\n{db.log_text()[-2000:]}")
 
 # Runs argv[2:] under the system calls of the systemd unit argv[1]
 # (SystemCallFilter=, SystemCallErrorNumber=EPERM), as systemd would: a

@@ -232,6 +232,18 @@ static bool in_list(const int *caps, size_t n, int cap)
 	return false;
 }
 
+/* CAP_SETPCAP is in the effective set: the bounding set may shrink. */
+static bool have_setpcap(void)
+{
+	cap_flag_value_t v = CAP_CLEAR;
+	cap_t c = cap_get_proc();
+
+	if (c)
+		cap_get_flag(c, CAP_SETPCAP, CAP_EFFECTIVE, &v);
+	cap_free(c);
+	return v == CAP_SET;
+}
+
 int steer_privs_keep_caps(const int *caps, size_t n, char *err, size_t errlen)
 {
 	cap_value_t keep[CAP_LAST_CAP + 1];
@@ -248,8 +260,12 @@ int steer_privs_keep_caps(const int *caps, size_t n, char *err, size_t errlen)
 	if (n > CAP_LAST_CAP + 1)
 		return steer_seterr(err, errlen, EINVAL, "privileges: too many capabilities");
 	/* The bounding set first: dropping from it needs CAP_SETPCAP, which the
-	 * capset below removes. */
-	for (cap = 0; cap <= last; cap++)
+	 * capset below removes. A process started without CAP_SETPCAP (a
+	 * container's capabilities.add, systemd's CapabilityBoundingSet) cannot
+	 * shrink it and does not need to: the capset below still clears what is
+	 * not kept from the permitted set, and no_new_privs, set by the callers
+	 * next, keeps an exec from gaining any back. */
+	for (cap = 0; cap <= last && have_setpcap(); cap++)
 		if (!in_list(caps, n, cap) && cap_drop_bound((cap_value_t)cap) != 0 &&
 		    errno != EINVAL)
 			return steer_seterr(err, errlen, errno,

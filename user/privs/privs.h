@@ -40,9 +40,9 @@ int steer_privs_ctl(char *err, size_t errlen);
 
 /* ---- The pieces, exposed for tests ----------------------------------------- */
 
-/* Keep exactly these capabilities (effective and permitted; the bounding
- * set loses every other, inheritable and ambient are cleared). Only in a
- * single-threaded process (else -EBUSY). */
+/* Keep exactly these capabilities (effective and permitted; inheritable and
+ * ambient are cleared; the bounding set loses every other when the process
+ * holds CAP_SETPCAP). Only in a single-threaded process (else -EBUSY). */
 int steer_privs_keep_caps(const int *caps, size_t n, char *err, size_t errlen);
 /* no_new_privs and the daemon's filter, for every thread. */
 int steer_privs_sandbox(char *err, size_t errlen);
