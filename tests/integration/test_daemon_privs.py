@@ -110,7 +110,7 @@ with t.case("a SIGHUP adding a service and a VIP after the drop publishes and st
     wait_for(lambda: (d.metric("smg_steer_table_publishes_total", vip=VIP2) or 0) >= 1, 30,
              "a publish for the new VIP counted")
     t.check("reloaded" in d.log_text(), "reload not logged")
-    # Its backend had not been polled yet: nothing failed, so no alarm (issue 13).
+    # Its backend had not been polled yet: nothing failed, so no alarm.
     t.check("no backend is healthy" not in d.log_text(),
             "a reload's new service logged 'failing open' for a backend never polled")
     check_reduced(pid, "after the reload")

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""End to end, issue 9: smg-steerd reads load from every source upstream smg
+"""End to end: smg-steerd reads load from every source upstream smg
 reads. The real daemon, fake engines built from the upstream wire formats
 (tests/lib/fake_engines.py, self-tested by tests/integration/test_fakes.py), real steered
 connects from a throwaway cgroup, all in a private network namespace.

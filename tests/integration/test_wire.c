@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /*
- * test_wire.c - request accounting on steered sockets (issue 11), with the
+ * test_wire.c - request accounting on steered sockets, with the
  * real programs in a throwaway cgroup and network namespace: an HTTP/1.1
  * keep-alive client sends requests of known sizes over one steered
  * connection to responders that answer in one piece (JSON) or in several

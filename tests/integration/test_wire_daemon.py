@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Request bytes on the wire, end to end with the real daemon (issue 11, parts 3-4).
+"""Request bytes on the wire, end to end with the real daemon.
 
 Two fake workers: each serves GetLoads from tests/lib/fake_worker.py (its load set
 by the test) and HTTP/1.1 keep-alive traffic from tests/lib/wire_worker.py, whose

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /*
- * test_wire_fluid.c - the busy-until estimate (issue 11, "fluid", the default
+ * test_wire_fluid.c - the busy-until estimate ("fluid", the default
  * score of unanswered requests) with the real programs in a throwaway cgroup
  * and network namespace:
  *  - at every connect the kernel picks exactly what steer_select_at() picks

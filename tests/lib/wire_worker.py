@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """A fake inference worker's HTTP/1.1 traffic port, for the request-bytes tests
-(issue 11): keep-alive, with plain JSON and with streamed (SSE) answers, whose
+keep-alive, with plain JSON and with streamed (SSE) answers, whose
 timing the test controls.
 
     /usr/bin/python3 tests/lib/wire_worker.py --name a --traffic 127.0.0.11:8000 --control DIR

@@ -88,7 +88,7 @@ static void test_aggregate_rejects_bad_numbers(void)
 		{ "gen_throughput", 0, 0, 0, 0.1, NAN },
 		{ "gen_throughput", 0, 0, 0, 0.1, INFINITY },
 		{ "gen_throughput", 0, 0, 0, 0.1, -INFINITY },
-		/* Issue 14 D1: KV usage is a fraction, throughput has a sane bound. */
+		/* KV usage is a fraction, throughput has a sane bound. */
 		{ "token_usage", 0, 0, 0, 5.0, 10 },
 		{ "token_usage", 0, 0, 0, 1.0000001, 10 },
 		{ "token_usage", 0, 0, 0, 1e308, 10 },
@@ -125,7 +125,7 @@ static void test_aggregate_rejects_bad_numbers(void)
 }
 
 /*
- * Issue 14 D1, the probe's repro: two ranks of token_usage = 1e308 and
+ * A hostile probe's repro: two ranks of token_usage = 1e308 and
  * gen_throughput = 1e308 summed to infinity and were accepted with kv = inf,
  * which the score's clamp then read as 0: the fullest worker looked idle.
  */

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /*
  * test_config_limits.c - what the configuration refuses because it cannot be
- * right (issue 14, D2, D3 and D6): addresses no connection can go to, a VIP
+ * right: addresses no connection can go to, a VIP
  * that is also a backend or a load endpoint, ports written with a sign or a
  * leading zero, a --cgroup that is not a cgroup2 directory, every duration
  * and number outside its documented bounds, and YAML nested deeper than 64.
@@ -381,7 +381,7 @@ static void test_bounds_in_the_file(void)
 }
 
 /*
- * --bytes-per-token (issue 11): default 4, and the precedence of the other
+ * --bytes-per-token: default 4, and the precedence of the other
  * per-service knobs: default < file top level < service key < flag. A reload
  * parses the file again, so a changed file changes it (test_reload.py runs
  * the daemon).

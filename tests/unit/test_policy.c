@@ -850,7 +850,7 @@ static void test_total_s_is_the_upstream_score(void)
 	}
 }
 
-/* ---- Issue 11: request bytes on the wire --------------------------------------------- */
+/* ---- Request bytes on the wire -------------------------------------------------------- */
 
 /* Bytes become tokens as the kernel counts them, rounded down; 0 is the default (4). */
 static void test_wire_bytes_per_token(void)
@@ -981,7 +981,7 @@ int main(void)
 	TAP_RUN(test_phase_only_with_peer_routers);
 	TAP_RUN(test_policy_check_names_the_knob);
 	TAP_RUN(test_total_s_is_the_upstream_score);
-	/* Issue 11. */
+	/* Request bytes on the wire. */
 	TAP_RUN(test_wire_bytes_per_token);
 	TAP_RUN(test_busy_at_poll_leaves_the_snapshot_queue);
 	TAP_RUN(test_wire_nothing_counted_twice);

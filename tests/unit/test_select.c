@@ -379,7 +379,7 @@ static struct steer_wire *wire_at(void *ctx, __u32 slot)
 	return slot < STEER_MAX_SLOTS ? &wires[slot] : NULL;
 }
 
-/* ---- The fluid estimate: busy-until (issue 11) ------------------------------ */
+/* ---- The fluid estimate: busy-until ------------------------------------------ */
 
 /* An independent reference: argmin over eligible entries of
  * base + inflight x npt + max(busy_until, now) (with STEER_TBL_STEP,
@@ -489,7 +489,7 @@ static void test_busy_until_rule(void)
 }
 
 /*
- * The tree against the reference with time (issue 11): random connects
+ * The tree against the reference with time: random connects
  * (re-key the root until current, steer_tree_pick_at, then credit), request
  * bytes sent (busy_until grows, the leaf re-keyed at that time), answers and
  * abandons (busy_until capped, the real size credited), daemon drains and
@@ -620,7 +620,7 @@ static void test_tree_with_busy_until_picks_what_steer_select_at_picks(void)
 }
 
 /*
- * What busy-until costs a connect when nothing is busy (issue 11): with every
+ * What busy-until costs a connect when nothing is busy: with every
  * backend idle and equal, connects one clock tick apart must never rebuild
  * the tree (the reference time stays where the first build put it), and a
  * busy backend must cost one rebuild when it comes back to the front, not one

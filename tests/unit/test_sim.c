@@ -161,7 +161,7 @@ static struct sim_router *steer_router(uint32_t workers)
 	sim_config_defaults(&c);
 	c.workers = workers;
 	c.policy = SIM_POL_STEER;
-	c.estimator = SIM_EST_FLAT; /* one credit per connection, as before issue 11 */
+	c.estimator = SIM_EST_FLAT; /* one flat credit per connection */
 	return sim_router_new(&c, 0);
 }
 
@@ -384,7 +384,7 @@ static void test_quantiles_and_cov(void)
 	CHECK(fabs(sim_cov(two, 2) - 0.5) < 1e-12, "cov {1,3} %g", sim_cov(two, 2));
 }
 
-/* ---- Issue 11: the wire estimators, keep-alive, the batching engine ------ */
+/* ---- The wire estimators, keep-alive, the batching engine ---------------- */
 
 static struct sim_router *estimator_router(uint32_t workers, enum sim_estimator est)
 {

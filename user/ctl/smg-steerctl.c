@@ -518,7 +518,7 @@ struct json_object *json_backend_status(const struct steer_dp *dp,
 	jadd(o, "base_wait_ns", b->rank >= 0 ? json_object_new_uint64(b->base_wait_ns) : NULL);
 	jadd(o, "ns_per_token", b->rank >= 0 ? json_object_new_uint64(b->ns_per_token) : NULL);
 	jadd_u64(o, "inflight_tokens", b->ctr.inflight_tokens);
-	/* Request bytes on this node's steered sockets (issue 11). */
+	/* Request bytes on this node's steered sockets. */
 	jadd_u64(o, "pending_bytes", b->pending_bytes);
 	jadd_u64(o, "pending_tokens", backend_pending_tokens(s, b));
 	jadd_u64(o, "sent_bytes", b->wire.sent_bytes);

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /*
- * wire.c - request accounting on steered sockets (issue 11): the
+ * wire.c - request accounting on steered sockets: the
  * second BPF object (bpf/steer_wire.bpf.c, cgroup_skb egress and ingress),
  * its pinned links, the per-slot counters (steer_wire) and their readers.
  *

@@ -89,8 +89,7 @@ static const struct backend_family backend_families[] = {
 	  BK_FIELD(pending_bytes), VALUE_U64 },
 	{ "smg_steer_backend_queued_pending_tokens", "gauge",
 	  "Tokens taken off the backend's reported queue as scored: this node's own work "
-	  "when the poll was sent (its busy-until estimate, or its pending tokens with the "
-	  "pending ablation), which the kernel counts instead.",
+	  "when the poll was sent (its busy-until estimate), which the kernel counts instead.",
 	  BK_FIELD(queued_pending_tokens), VALUE_DOUBLE },
 	{ "smg_steer_backend_busy_seconds", "gauge",
 	  "Remaining busy-until time: how long the backend is still estimated busy with this "

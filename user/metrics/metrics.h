@@ -36,7 +36,7 @@ struct steer_metrics_backend {
 	int source;				/* enum steer_source: where the load is read */
 	/* XDP ingress (snapshot.xdp): the backend's counters, summed over CPUs. */
 	uint64_t xdp_packets_total, xdp_bytes_total, xdp_new_flows_total, xdp_ended_total;
-	/* Request bytes on this node's steered connections (issue 11), as read
+	/* Request bytes on this node's steered connections, as read
 	 * from the kernel's counters at the last publish. */
 	uint64_t pending_bytes;	      /* sent and not answered yet */
 	uint64_t pending_tokens;      /* pending_bytes / the service's bytes per token */

@@ -138,7 +138,7 @@ void peer_auth_take(struct steer_peer *p)
 
 /* The context is keyed once; EVP_MAC_init with no key starts a new MAC with
  * that key, with no allocation (a copy per report cost a malloc and three
- * digest contexts: 0.65-0.84 us against 0.47, docs/benchmarks.md runs 22, 23).
+ * digest contexts: 0.65-0.84 us against 0.47 on the test VM).
  * Only the peer thread uses it. */
 static bool mac(EVP_MAC_CTX *key, const uint8_t *buf, size_t len, unsigned char *out)
 {

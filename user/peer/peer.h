@@ -24,7 +24,7 @@
  * or answered on a steered socket (a record in steer_kick_ring, written only
  * when no wake-up is pending), and the thread reports the backends that moved
  * at once: 0.2 ms from a send to the other router's kernel on this test VM
- * instead of half an interval and more (docs/benchmarks.md, run 19).
+ * instead of half an interval and more (docs/benchmarks.md).
  *
  * With --peer-key each report ends in an HMAC-SHA256 tag of the rest of it
  * and carries the sender's wall clock: a receiver with the key drops, before

@@ -24,7 +24,7 @@
 #define STEER_DEFAULT_THROUGHPUT 2000.0	      /* tokens per second */
 #define STEER_DEFAULT_MEAN_PREFILL_TOKENS 1024u
 #define STEER_KV_CLAMP_MAX 0.999
-/* Request bytes on the wire per token (issue 11): about 4 for text in JSON,
+/* Request bytes on the wire per token: about 4 for text in JSON,
  * 3 for gRPC carrying token ids. Normally from bpf/steer_common.h. */
 #ifndef STEER_DEFAULT_BYTES_PER_TOKEN
 #define STEER_DEFAULT_BYTES_PER_TOKEN 4
