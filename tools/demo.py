@@ -137,10 +137,10 @@ def timeline(seconds):
         [12 * s, "w3 fills its KV cache (token_usage 0.98)",
          lambda m, w: m.kv_floor.__setitem__("w3", 0.98)],
         [18 * s, "w4 is killed. Until smg-steerd ejects it, the connects the kernel steers\n"
-         f"    to w4 fail (ECONNREFUSED): the kernel steers by the last published table,\n"
-         f"    and the daemon ejects a worker after --unhealthy-after {UNHEALTHY_AFTER} failed polls\n"
-         f"    at --load-check-interval {INTERVAL_S:g}s, about {UNHEALTHY_AFTER * INTERVAL_S:g} s. "
-         "The demo counts those failures.",
+         "    to w4 fail (ECONNREFUSED): the kernel steers by the last published table.\n"
+         "    After 4 such failures in a row the kernel stops choosing w4 (fast ejection)\n"
+         "    and smg-steerd polls it at once; a failed poll ejects it. The demo counts\n"
+         "    those failures.",
          lambda m, w: kill(m, w, "w4")],
         [24 * s, "w4 restarts; w3's KV cache frees up", lambda m, w: restart(m, w, "w4")],
     ]
