@@ -1,12 +1,13 @@
 #!/bin/sh
-# The step-cadence ablation (docs/simulator.md, "The step phase on the
-# wire"): fluid with and without the rest of the engine's current step as
-# the response packets predict it, side by side with the oracle, on both
-# engines, both response modes, 1 and 16 routers. Writes OUTDIR/cadence.csv
+# The step cadence (docs/simulator.md, "The step cadence"): fluid with and
+# without the rest of the engine's current step as the response packets
+# predict it, side by side with the oracle, on both engines, both response
+# modes, 1 and 16 routers. Writes OUTDIR/cadence.csv
 # and prints the tables. Separate from run.sh: the grid's results.csv is
 # unchanged.
 #
-# Usage: tools/sim/cadence.sh OUTDIR [--quick]
+# Usage: tools/sim/cadence.sh [OUTDIR] [--quick]
+#   OUTDIR    where cadence.csv goes (default build/sim)
 #   --quick   tiny runs (seconds): the numbers are not meaningful
 set -eu
 export LC_ALL=C

@@ -1,24 +1,31 @@
 # shellcheck shell=sh
-# tools/sim/lib.sh - what the simulator's grid scripts (run.sh, cadence.sh)
-# share, sourced by them: their arguments (OUTDIR [--quick]), the release
+# tools/sim/lib.sh - what the simulator's scripts (run.sh, cadence.sh,
+# probe.sh, push.sh) share, sourced by them: their arguments ([OUTDIR]
+# [--quick]; OUTDIR defaults to build/sim of the source tree), the release
 # binary, a work directory removed at exit, and a job list run two
 # simulations at a time into one CSV. Every run is deterministic, so the same
 # jobs give a byte-identical CSV.
 
-# sim_setup NAME OUTDIR [--quick]: sets out, quick, top, sim and work, for
+# sim_setup NAME [OUTDIR] [--quick]: sets out, quick, top, sim and work, for
 # the sourcing script, which has set here (its own directory).
 # shellcheck disable=SC2034,SC2154
 sim_setup() {
 	name=$1
 	shift
-	[ $# -ge 1 ] || sim_usage
-	out=$1
-	quick=0
-	if [ $# -ge 2 ]; then
-		[ "$2" = "--quick" ] || sim_usage
-		quick=1
-	fi
 	top=$(cd "$here/../.." && pwd)
+	out=
+	quick=0
+	for arg in "$@"; do
+		case $arg in
+		--quick) quick=1 ;;
+		-*) sim_usage ;;
+		*)
+			[ -z "$out" ] || sim_usage
+			out=$arg
+			;;
+		esac
+	done
+	[ -n "$out" ] || out="$top/build/sim"
 	sim="$top/build/steer-sim"
 	make -s -C "$top" build/steer-sim >&2
 	mkdir -p "$out"
@@ -29,7 +36,7 @@ sim_setup() {
 }
 
 sim_usage() {
-	echo "usage: $0 OUTDIR [--quick]" >&2
+	echo "usage: $0 [OUTDIR] [--quick]   (OUTDIR: default build/sim)" >&2
 	exit 2
 }
 

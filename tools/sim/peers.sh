@@ -1,8 +1,8 @@
 #!/bin/sh
-# tools/sim/peers.sh - issue 11's 16-router target with the routers sharing
-# their wire counters (smg-steerd --peer): p99 wait at 16 routers against one
+# tools/sim/peers.sh - the 16-router target with the routers sharing their
+# wire counters (smg-steerd --peer): p99 wait at 16 routers against one
 # router, both engines, both response modes, three seeds, for exchanges
-# 1, 2 and 5 ms late, and without sharing (--peer-routers 16, today's best a
+# 1, 2 and 5 ms late, and without sharing (--peer-routers 16, the best a
 # router can do alone). Prints a markdown table (docs/simulator.md).
 #
 #   tools/sim/peers.sh [BUILD_DIR]     (default build; about 10 minutes)
@@ -49,7 +49,7 @@ for eng in ("fifo", "batch"):
         print(f"| {eng} | {resp} | " + "/".join(f"{one[s]:.4f}" for s in sorted(one)) + " | "
               + " | ".join(cells) + " |")
 print()
-print("Seeds 1/2/3. Target (issue 11): 16 routers <= 1.3x one router. Worst over engines, "
+print("Seeds 1/2/3. Target: 16 routers <= 1.3x one router. Worst over engines, "
       "modes and seeds: " + ", ".join(f"{k} {v:.2f}x ({'met' if v <= 1.3 else 'missed'})"
                                       for k, v in worst.items()))
 PY

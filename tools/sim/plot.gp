@@ -1,7 +1,7 @@
 # Plots of a steer-sim results.csv (tools/sim/run.sh calls this).
-# Usage: gnuplot -e "csv='results.csv'; outdir='dir'" tools/sim/plot.gp
+# Usage: gnuplot -e "csv='build/sim/results.csv'; outdir='build/sim'" tools/sim/plot.gp
 # Columns: 1 scenario, 2 policy, 3 variant, 6 routers, 7 load, 8 poll_s, 16 p99_s,
-# 26 estimator (smg-steer's: fluid as it is, flat before issue 11; "-" for others).
+# 26 estimator (smg-steer's: fluid as it is, flat for the flat credit alone; "-" for others).
 
 if (strstrt(GPVAL_TERMINALS, "pngcairo") > 0) {
 	set terminal pngcairo size 960,640 font "sans,11"
@@ -39,7 +39,7 @@ set xlabel "offered load (% of fleet prefill capacity); the oracle p99 at 50 % i
 plot for [p in policies] series("load", p, "base", "$7*100") with linespoints \
 	lw width_of(p) lc rgb color_of(p) pt 7 ps 0.8 title title_of(p), \
 	seriese("load", "steer", "base", "flat", "$7*100") with linespoints dt 2 lw 2 \
-	lc rgb "#d62728" pt 6 title "smg-steer before issue 11 (flat credit)"
+	lc rgb "#d62728" pt 6 title "smg-steer, flat credit alone"
 
 set output outdir . "/p99_vs_poll.png"
 set title "p99 wait vs poll interval (bimodal, 80 % load, 16 workers, 1 router)"
@@ -49,7 +49,7 @@ set xrange [0.08:12]
 plot for [p in policies] series("poll", p, "base", "$8") with linespoints \
 	lw width_of(p) lc rgb color_of(p) pt 7 ps 0.8 title title_of(p), \
 	seriese("poll", "steer", "base", "flat", "$8") with linespoints dt 2 lw 2 lc rgb "#d62728" pt 6 \
-	title "smg-steer before issue 11 (flat credit)", \
+	title "smg-steer, flat credit alone", \
 	seriese("poll", "steer", "running", "flat", "$8") with linespoints dt 3 lw 2 lc rgb "#e377c2" pt 6 \
 	title "flat credit, running prefill reported", \
 	seriese("poll", "steer", "running", "credit", "$8") with linespoints dt 4 lw 2 lc rgb "#8c564b" pt 4 \
@@ -69,7 +69,7 @@ plot for [p in "jsq p2c reqcount steer steer-peers oracle"] series("routers", p,
 	series("routers", "steer", "jitter", "$6") with linespoints dt 2 lw 2 lc rgb "#d62728" pt 6 \
 	title "smg-steer, --peer-routers 1, phase forced (ablation)", \
 	seriese("routers", "steer-peers", "base", "flat", "$6") with linespoints dt 3 lw 2 \
-	lc rgb "#9467bd" pt 6 title "smg-steer before issue 11, --peer-routers = routers"
+	lc rgb "#9467bd" pt 6 title "smg-steer, flat credit alone, --peer-routers = routers"
 unset logscale x
 set autoscale x
 set xtics autofreq
@@ -83,4 +83,4 @@ set xtics (4, 8, 16, 32)
 plot for [p in policies] series("workers", p, "base", "$5") with linespoints \
 	lw width_of(p) lc rgb color_of(p) pt 7 ps 0.8 title title_of(p), \
 	seriese("workers", "steer", "base", "flat", "$5") with linespoints dt 2 lw 2 \
-	lc rgb "#d62728" pt 6 title "smg-steer before issue 11 (flat credit)"
+	lc rgb "#d62728" pt 6 title "smg-steer, flat credit alone"

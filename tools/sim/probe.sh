@@ -1,5 +1,5 @@
 #!/bin/sh
-# The step probe ablation (docs/simulator.md, "The step probe"): on the
+# The step probe (docs/simulator.md, "The step probe"): on the
 # batching engine, every router keeps one streaming request of its own
 # decoding on every worker (--step-probe), so the step cadence sees every step
 # end even when the clients' responses are full ones. Side by side, per
@@ -10,7 +10,8 @@
 # late (smg-steerd --peer) with the cadence; a 4 ms coarse clock. Writes
 # OUTDIR/probe.csv and prints the tables.
 #
-# Usage: tools/sim/probe.sh OUTDIR [--quick]
+# Usage: tools/sim/probe.sh [OUTDIR] [--quick]
+#   OUTDIR    where probe.csv goes (default build/sim)
 #   --quick   tiny runs (seconds): the numbers are not meaningful
 set -eu
 export LC_ALL=C

@@ -3,28 +3,31 @@
 # with and without the random phase (--peer-phase): docs/simulator.md, "16
 # routers with the step cadence". Per engine, response mode and seed: one
 # router, and 16 routers sharing their wire counters (--share-wire) 0.1 to
-# 1 ms late and with the delays measured between two real daemons
-# (docs/sim/push_delays.txt, docs/benchmarks.md run 19, drawn per event;
-# docs/sim/push_delays_run21.txt, run 21, in a column of its own),
-# without the phase, and with it (--steer-jitter). fluid everywhere; on the
-# batching engine also the step cadence (max), with plain JSON answers with
-# the step probe: one per router per worker (--step-probe, what smg-steerd
-# does) and one per worker for the fleet (--step-probe-one, an ablation), its
-# step ends reaching every router at once or, with --share-steps, pushed to
-# the other routers as late as the sends (--share-steps-backdated: and dated
-# when they happened, as a clock the routers share would let them); the
-# cadence that extrapolates steps (periodic) next to max.
+# 1 ms late and with the delays measured between two real daemons by `make
+# bench` part peer, drawn per event: on a quiet host
+# (data/peer_push_delays_quiet.txt) and on a loaded one
+# (data/peer_push_delays_loaded.txt), without the phase, and with it
+# (--steer-jitter). fluid everywhere; on the batching engine also the step
+# cadence (max), with plain JSON answers with the step probe: one per router
+# per worker (--step-probe, what smg-steerd does) and one per worker for the
+# fleet (--step-probe-one, not built in smg-steerd), its step ends reaching
+# every router at once or, with --share-steps, pushed to the other routers as
+# late as the sends (--share-steps-backdated: and dated when they happened,
+# as a clock the routers share would let them); the cadence that extrapolates
+# steps (periodic) next to max.
 # Writes OUTDIR/push.csv and prints the table of ratios to one router.
 #
-#   tools/sim/push.sh OUTDIR [--quick]
+# Usage: tools/sim/push.sh [OUTDIR] [--quick]
+#   OUTDIR    where push.csv goes (default build/sim)
+#   --quick   tiny runs (seconds): the numbers are not meaningful
 set -eu
 export LC_ALL=C
 
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
 sim_setup push "$@"
-samples="$top/docs/sim/push_delays.txt"             # run 19
-samples21="$top/docs/sim/push_delays_run21.txt"     # run 21
+loaded="$here/data/peer_push_delays_loaded.txt"
+quiet="$here/data/peer_push_delays_quiet.txt"
 
 if [ "$quick" = 1 ]; then n=3000; nf=3000; else n=500000; nf=1000000; fi
 
@@ -51,9 +54,9 @@ for s in 1 2 3; do
 				for dl in 0.0001 0.0002 0.0003 0.0005 0.001; do
 					job "$tag-nophase$dl" "$b --share-delay $dl"
 				done
-				job "$tag-nophase-samples" "$b --share-delay-samples $samples"
-				job "$tag-nophase-samples21" "$(echo "$b" | sed 's/--scenario r16/--scenario r16b/') --share-delay-samples $samples21"
-				job "$tag-phase-samples" "$b --share-delay-samples $samples --steer-jitter"
+				job "$tag-nophase-samples" "$b --share-delay-samples $loaded"
+				job "$tag-nophase-samplesquiet" "$(echo "$b" | sed 's/--scenario r16/--scenario r16b/') --share-delay-samples $quiet"
+				job "$tag-phase-samples" "$b --share-delay-samples $loaded --steer-jitter"
 				job "$tag-phase0.001" "$b --share-delay 0.001 --steer-jitter"
 			done
 		done
@@ -86,12 +89,12 @@ NR > 1 {
 		next
 	}
 	d = "0"
-	if (v ~ /shared~samples/) d = ($1 == "r16b") ? "measured 21" : "measured"
+	if (v ~ /shared~samples/) d = ($1 == "r16b") ? "measured, quiet" : "measured, loaded"
 	else if (match(v, /shared[0-9.e-]+/)) d = substr(v, RSTART + 6, RLENGTH - 6)
 	r16[key "|" ((v ~ /jitter/) ? "phase " : "no phase ") d "|" $12] = $16
 }
 END {
-	ncol = split("no phase 0.0001|no phase 0.0002|no phase 0.0003|no phase 0.0005|no phase 0.001|no phase measured|no phase measured 21|phase measured|phase 0.001", cols, "|")
+	ncol = split("no phase 0.0001|no phase 0.0002|no phase 0.0003|no phase 0.0005|no phase 0.001|no phase measured, loaded|no phase measured, quiet|phase measured, loaded|phase 0.001", cols, "|")
 	nrow = split("fifo|stream|fluid|- ;fifo|full|fluid|- ;batch|stream|fluid|- ;batch|stream|fluid-step (max)|- ;batch|full|fluid|per router;batch|full|fluid-step (max)|per router;batch|full|fluid|one per worker, at once;batch|full|fluid-step (max)|one per worker, at once;batch|full|fluid|one per worker, pushed;batch|full|fluid-step (max)|one per worker, pushed;batch|stream|fluid-step (periodic)|- ;batch|full|fluid-step (periodic)|per router;batch|full|fluid-step (periodic)|one per worker, pushed;batch|full|fluid-step (max)|one per worker, pushed, dated;batch|full|fluid-step (periodic)|one per worker, pushed, dated", rows, ";")
 	printf "| engine | response | estimator | step probe | 1 router p99 (ms) |"
 	for (i = 1; i <= ncol; i++) printf " 16: %s |", cols[i]

@@ -2,7 +2,8 @@
 # Run steer-sim's scenario grid, write OUTDIR/results.csv and the plots, and
 # print the headline scenario as a markdown table.
 #
-# Usage: tools/sim/run.sh OUTDIR [--quick]
+# Usage: tools/sim/run.sh [OUTDIR] [--quick]
+#   OUTDIR    where results.csv and the plots go (default build/sim)
 #   --quick   tiny runs (seconds), for tests: the numbers are not meaningful
 #
 # Builds the release binary (make build/steer-sim) and runs two simulations
@@ -28,8 +29,8 @@ fi
 # One job per line: a label (file name order = CSV order) and arguments.
 
 # Headline: bimodal, 80 % load, 1 s poll, 16 workers; 1 and 16 routers.
-# 'all' runs smg-steer as it is (steer: the fluid wire estimator) and as it
-# was before issue 11 (steer=flat: one flat credit per connection).
+# 'all' runs smg-steer as it is (steer: the fluid wire estimator) and with
+# the flat credit alone (steer=flat: one credit per connection, no bytes).
 job 00-head-r1 "--scenario headline --requests $n_head"
 job 01-head-r16 "--scenario headline --requests $n_head --routers 16"
 for s in 2 3; do
@@ -37,8 +38,8 @@ for s in 2 3; do
 	job 02-seed$s-r16 "--scenario headline-seed --requests $n_seed --seed $s --routers 16 --policies steer-peers"
 done
 
-# Issue 11: every estimator, both response modes, both engines, 1 and 16
-# routers (the P3 figures). The FIFO engine's stream/1-router baselines are
+# Every estimator, both response modes, both engines, 1 and 16 routers
+# (the targets' figures). The FIFO engine's stream/1-router baselines are
 # the headline rows above.
 est="steer=flat,steer=credit,steer=pending,steer=sum,steer=fluid"
 estp="steer-peers=flat,steer-peers=credit,steer-peers=pending,steer-peers=pending-peers,steer-peers=sum,steer-peers=fluid"

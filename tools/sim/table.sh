@@ -1,7 +1,7 @@
 #!/bin/sh
-# Print the headline scenario and issue 11's figures of a steer-sim
+# Print the headline scenario and the estimators' figures of a steer-sim
 # results.csv as markdown, with the targets checked.
-# Usage: tools/sim/table.sh results.csv
+# Usage: tools/sim/table.sh results.csv   (run.sh's output: build/sim/results.csv)
 set -eu
 [ $# -eq 1 ] || { echo "usage: $0 results.csv" >&2; exit 2; }
 
@@ -65,7 +65,7 @@ END {
 	check("P3b steer / jsq", ratio(s1, get("headline", "jsq", "base", 1, 1, 1, "fifo", "stream", 1, "-")), 0.3)
 	check("steer-peers at 16 routers / steer at 1 router",
 		ratio(get("headline", "steer-peers", "base", 16, 1, 1, "fifo", "stream", 1, "fluid"), s1), 1.3)
-	check("before issue 11 (flat): steer / oracle",
+	check("flat credit alone: steer / oracle",
 		ratio(get("headline", "steer", "base", 1, 1, 1, "fifo", "stream", 1, "flat"),
 		      get("headline", "oracle", "base", 1, 1, 1, "fifo", "stream", 1, "-")), 1.5)
 	for (s = 2; s <= 3; s++)
@@ -82,7 +82,7 @@ END {
 		exit 0
 	ne = split("flat credit pending sum fluid", E, " ")
 	print ""
-	print "Estimators (issue 11), 1 router: p99 wait (s), and p99 TTFT (s) in brackets."
+	print "Estimators, 1 router: p99 wait (s), and p99 TTFT (s) in brackets."
 	print ""
 	print "| estimator | FIFO, stream | FIFO, full | batching, stream | batching, full |"
 	print "|---|---|---|---|---|"
