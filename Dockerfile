@@ -12,7 +12,7 @@
 # Capabilities. The image runs as nobody (65534) by default, which is enough for
 # --version, --check-config and the cleanup DaemonSet's idle container. smg-steerd and
 # `smg-steerctl uninstall` must run as root (the manifests set runAsUser: 0) with:
-#   smg-steerd     BPF, PERFMON, NET_ADMIN, SYS_ADMIN (all four; docs/deployment.md 2.2)
+#   smg-steerd     BPF, PERFMON, NET_ADMIN, SYS_ADMIN (all four; docs/deployment.md, "Capabilities instead of privileged")
 #   uninstall      BPF, SYS_ADMIN
 #   mount-bpf-fs   privileged (its Bidirectional mount needs it; one shell line)
 # and the host's /sys/fs/bpf and /sys/fs/cgroup mounted as in the DaemonSet.

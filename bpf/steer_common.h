@@ -155,12 +155,12 @@ struct steer_table {
  * --wire-estimator off, so no request bytes are counted and every connection
  * keeps the flat connect credit. */
 #define STEER_TBL_WIRE_OFF 0x4
-/* The step cadence (--wire-estimator fluid-step, docs/algorithm.md 12.9): a
+/* The step cadence (--wire-estimator fluid-step, docs/algorithm.md, "The step cadence"): a
  * backend is also busy until the end of the engine step under way, as the
  * gaps between one streamed response's packets predict it (step_until in
  * steer_wire). The kernel reads it from the slot's cache (cache_flags). */
 #define STEER_TBL_STEP 0x8
-/* --peer-push (docs/algorithm.md 6.7): a request sent or answered on one of
+/* --peer-push (docs/algorithm.md, "Several routers"): a request sent or answered on one of
  * the service's sockets wakes smg-steerd's peer thread at once (steer_kick and
  * steer_kick_ring in steer_wire.bpf.c), which reports it to the other routers
  * then instead of at its next --peer-interval. The kernel reads it from the
@@ -284,7 +284,7 @@ struct steer_wire {
 	__u64 step_ns;	     /* ns: the last one-step gap, 0: none seen (kernel) */
 	__u64 step_until_ns; /* ns: last_rx_ns + step_ns; raised lazily, lowered under
 			      * the service's lock with the leaf re-keyed (kernel) */
-	/* Other routers' work (--peer, docs/algorithm.md 6.7): tokens their
+	/* Other routers' work (--peer, docs/algorithm.md, "Several routers"): tokens their
 	 * sockets sent to this backend and have not seen answered, as their
 	 * daemons last reported; written under the service's lock by
 	 * steer_peer_apply, which smg-steerd runs (kernel program, user data).
@@ -348,7 +348,7 @@ struct steer_peer_batch {
 };
 
 /*
- * The step probe (--step-probe, docs/algorithm.md 12.10): smg-steerd keeps one
+ * The step probe (--step-probe, docs/algorithm.md, "The step probe"): smg-steerd keeps one
  * streaming request of its own running on each backend, so that it sees every
  * step end of the engine even when the clients' responses are not streamed.
  * Each packet of a probe's stream is one step end: steer_probe_apply applies
@@ -376,7 +376,7 @@ struct steer_probe_batch {
 };
 
 /*
- * The reference time of a service's tree (busy-until, docs/algorithm.md 4.2):
+ * The reference time of a service's tree (busy-until, docs/algorithm.md, "busy-until"):
  * every leaf is keyed at ref_ns, the time of the tree's last full build, not
  * at the time of the write, so that idle backends keep their order as time
  * passes; busy_min is at most the key of every leaf keyed busy (busy_until >

@@ -193,7 +193,7 @@ static __always_inline void steer_busy_cap(struct steer_wire *w, __u64 now)
  * tokens answered. Its sends queue like this router's own (steer_busy_add),
  * its answers cap the busy time like this router's (steer_busy_cap): the
  * fluid estimate of every router's requests, as one router would keep it
- * (docs/algorithm.md 6.7). Pending tokens never go below 0.
+ * (docs/algorithm.md, "Several routers"). Pending tokens never go below 0.
  */
 static __always_inline void steer_busy_peer(struct steer_wire *w, __u64 now, __u64 sent,
 					    __u64 answered)
@@ -214,7 +214,7 @@ static __always_inline void steer_busy_peer(struct steer_wire *w, __u64 now, __u
  * The time until which a fluid key holds the backend busy: busy_until, and
  * with the step cadence (STEER_TBL_STEP) the predicted end of the engine step
  * under way too. A max of until-times keeps the key's form (base + work +
- * max(until, now)), so the tree's reasoning (docs/algorithm.md 4.2) holds
+ * max(until, now)), so the tree's reasoning (docs/algorithm.md, "busy-until") holds
  * with this in place of busy_until. 0 without accounting.
  */
 static __always_inline __u64 steer_wire_until(const struct steer_wire *w, __u32 flags)
@@ -543,7 +543,7 @@ static __always_inline void steer_tree_rekey(struct steer_svc_tree *tr, const st
 
 /*
  * The tree's pick at time now (>= ck->ref_ns), exactly steer_select_at()'s at
- * now (docs/algorithm.md 4.2). Every leaf's cached key is its key at the
+ * now (docs/algorithm.md, "busy-until"). Every leaf's cached key is its key at the
  * reference time ref, or lower (a send raises a key lazily). The root r is
  * re-keyed at ref until its cached key is current; then it is the answer when
  *  - the key is saturated;

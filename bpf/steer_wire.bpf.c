@@ -23,7 +23,7 @@
 
 /*
  * --peer-push: a request sent or answered wakes smg-steerd's peer thread,
- * which then reports to the other routers at once (docs/algorithm.md 6.7).
+ * which then reports to the other routers at once (docs/algorithm.md, "Several routers").
  * steer_kick[0] is 1 while a wake-up is on its way and the thread has not yet
  * read the counters: the thread sets it to 0 first and reads the counters
  * after, so a send that finds it 1 is in that read, and only a send that
@@ -225,7 +225,7 @@ struct {
 } steer_peer_in SEC(".maps");
 
 /*
- * The other routers' reports (--peer, docs/algorithm.md 6.7): smg-steerd runs
+ * The other routers' reports (--peer, docs/algorithm.md, "Several routers"): smg-steerd runs
  * this with BPF_PROG_TEST_RUN after writing into steer_peer_in the changes of
  * up to STEER_PEER_BATCH slots of one service since its last run. The tree's
  * keys change only under the service's lock, which user space cannot take;
@@ -291,7 +291,7 @@ struct {
 } steer_probe_in SEC(".maps");
 
 /*
- * The step probe's packets (--step-probe, docs/algorithm.md 12.10): each is a
+ * The step probe's packets (--step-probe, docs/algorithm.md, "The step probe"): each is a
  * step end of its backend's engine, as a streamed response's later packet is
  * in steer_wire_in. The new step_until is written and the leaf re-keyed under
  * the service's lock whether it rose or fell: the probe thread batches, so

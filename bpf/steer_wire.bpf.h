@@ -71,7 +71,7 @@ static __always_inline bool wire_ref(const struct steer_sock *r, struct wire_ref
 }
 
 /* Under the lock: the slot's leaf re-keyed with its work as it is now (at the
- * tree's reference time, docs/algorithm.md 4.2). */
+ * tree's reference time, docs/algorithm.md, "busy-until"). */
 static __always_inline void wire_rescore(struct wire_ref *ref)
 {
 	steer_tree_rekey(ref->tr, ref->s, ref->w, &ref->st->tree_clock);
@@ -211,7 +211,7 @@ static __always_inline __u64 wire_answered(struct steer_sock *r, __u64 cookie)
  * caller lowers it under the lock, with a re-key). Compare-and-swap, so that
  * a raise on one CPU never overwrites a higher value another CPU wrote
  * meanwhile: without the lock a step_until may only grow, or a leaf's cached
- * key could exceed its key (docs/algorithm.md 4.2, I1). Gives up after three
+ * key could exceed its key (docs/algorithm.md, "busy-until", I1). Gives up after three
  * tries: others are raising it, and a value that is lower than it could be
  * is only a shorter prediction.
  */
@@ -232,7 +232,7 @@ static __always_inline bool wire_raise_u64(__u64 *at, __u64 until)
 }
 
 /*
- * A later packet of a response (the step cadence, docs/algorithm.md 12.9):
+ * A later packet of a response (the step cadence, docs/algorithm.md, "The step cadence"):
  * its gap to the socket's previous packet since the answer (rx) is one step
  * of the backend's engine. step_until that rises (the usual case: steps of
  * one engine are alike) is raised without the lock (wire_raise_u64), the

@@ -99,7 +99,7 @@ build() {
 		# Same settings as the Dockerfile. Non-root by default: --version,
 		# --check-config and the cleanup's idle container need nothing more;
 		# smg-steerd and smg-steerctl uninstall run as root with the
-		# capabilities the manifests add (docs/deployment.md, section 2.2).
+		# capabilities the manifests add (docs/deployment.md, "Capabilities instead of privileged").
 		buildah $store config --user 65534:65534 \
 			--entrypoint '["/usr/local/sbin/smg-steerd"]' \
 			--cmd '["--config", "/etc/smg-steer/steer.yaml"]' \

@@ -130,7 +130,7 @@ def mac(key, body):
 
 
 def sign(body, key):
-    """The encoding of docs/algorithm.md 6.7: field 15 (bytes, 32 long) last."""
+    """The encoding of docs/algorithm.md, "Several routers": field 15 (bytes, 32 long) last."""
     return body + b"\x7a\x20" + mac(key, body)
 
 

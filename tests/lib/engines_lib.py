@@ -115,7 +115,7 @@ def start_all(engines):
 # What whoami() sends, and what it weighs in the kernel: a steered socket's
 # first send takes its connect's flat credit back, the request is pending until
 # the first byte of the answer, then its real size is in flight (bytes / the
-# default 4 bytes per token; docs/algorithm.md 12.8). Sequential whoami()
+# default 4 bytes per token; docs/algorithm.md, "Request accounting"). Sequential whoami()
 # connects therefore water-fill with this credit, not the flat one.
 WHOAMI_REQUEST = b"GET /whoami HTTP/1.1\r\nHost: steer-test\r\nConnection: close\r\n\r\n"
 WHOAMI_TOKENS = len(WHOAMI_REQUEST) // 4
@@ -157,7 +157,7 @@ def whoami(addr, timeout=3.0):
 
 def expected_load(kind, state, prefill=1024, default_tp=2000.0, w=0.15, reports_uncached=False):
     """What an engine of `kind` serving `state` must be scored as, written out
-    from upstream's mapping (docs/algorithm.md 1.3, 2.1-2.3) and not taken
+    from upstream's mapping (docs/algorithm.md, "Load reports" and "Degradation") and not taken
     from the daemon: queued tokens and throughput summed over ranks (label
     sets), KV averaged; no queued-token field -> waiting requests x mean
     prefill; no throughput -> the default. Returns queued (tokens),

@@ -915,7 +915,7 @@ static void test_busy_at_poll_leaves_the_snapshot_queue(void)
 }
 
 /*
- * Nothing counted twice, nothing lost (docs/algorithm.md 6.4). The engine's
+ * Nothing counted twice, nothing lost (docs/algorithm.md, "Combining this router's work with a snapshot"). The engine's
  * true queue at any moment is the other routers' work plus this router's
  * requests still pending; the kernel's score is base + (credits + pending
  * now) x ns per token. Walked through a poll: at its send this router has

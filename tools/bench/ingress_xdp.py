@@ -1,7 +1,7 @@
 """The XDP arms of the ingress benchmark (tools/bench/ingress.py).
 
 Plug smg-steer's XDP path into the topology of tools/bench/ingress_topo.py,
-the way docs/deployment.md section 4 sets up an ingress node:
+the way docs/deployment.md, "Ingress nodes", sets up an ingress node:
 - every backend (start_backend_side, once): bench/fastworker serving GetLoads
   (one idle SGLang rank) on its address, port 30000; `smg-steerctl decap
   attach eth0` (tc ingress, no pin); the VIPs on lo (the topology adds them);

@@ -76,7 +76,7 @@ enum sim_policy {
 const char *sim_policy_name(enum sim_policy p);
 int sim_policy_parse(const char *s, enum sim_policy *out);
 
-/* The worker model (docs/simulator.md, "Workers"). */
+/* The worker model (docs/simulator.md, "The model"). */
 enum sim_engine {
 	SIM_ENGINE_FIFO = 0,  /* one prefill at a time at a fixed rate; decode apart */
 	SIM_ENGINE_BATCH = 1, /* continuous batching, smg's mock worker "realistic" engine */
@@ -112,7 +112,7 @@ enum sim_estimator {
 };
 
 /*
- * Step cadence (docs/simulator.md, "The step phase on the wire"): what
+ * Step cadence (docs/simulator.md, "The step cadence"): what
  * smg-steer adds to fluid's wait from the response packets its kernel sees.
  * Per backend, t_last is the last response packet of this router's own
  * requests (with streaming, a batching engine's step end) and L the step

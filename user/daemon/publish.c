@@ -130,7 +130,7 @@ static void score_service(struct daemon *d, struct service *s, struct backend **
 		struct backend *b = c[k];
 
 		/* Off only when the routers exchange fast enough not to herd
-		 * (--peer-phase off, docs/algorithm.md 6.7). */
+		 * (--peer-phase off, docs/algorithm.md, "Several routers"). */
 		if (!d->cfg.peer_no_phase)
 			steer_policy_add_phase(&s->policy, &sc[k], random_unit(d));
 		b->score = sc[k];

@@ -176,7 +176,7 @@ uint32_t steer_dp_slot_gen(const struct steer_dp *dp, uint32_t slot);
  * steer_peer_apply, under the service's lock; b->applied is written back).
  * 0, or -errno with err set. Owner only. */
 int steer_dp_peer_apply(struct steer_dp *dp, struct steer_peer_batch *b, char *err, size_t errlen);
-/* --peer-push (docs/algorithm.md 6.7): the ring the kernel writes to when a
+/* --peer-push (docs/algorithm.md, "Several routers"): the ring the kernel writes to when a
  * request is sent and no wake-up is pending (-1 when the request accounting
  * is off), and re-arming it before the counters are read. Owner only. */
 int steer_dp_kick_ring_fd(struct steer_dp *dp);

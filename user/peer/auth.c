@@ -2,7 +2,7 @@
 /*
  * auth.c - --peer-key: the reports between routers signed and checked
  * with HMAC-SHA256 (OpenSSL's libcrypto). The encoding and why it is this
- * one are in docs/algorithm.md 6.7. In short: the sender packs its report
+ * one are in docs/algorithm.md, "Several routers". In short: the sender packs its report
  * with sent_unix_ns (its CLOCK_REALTIME), then appends field 15, auth_tag,
  * the MAC of every byte before it, so that the datagram is still a valid
  * Report that unkeyed routers read as before. A keyed receiver checks the
@@ -251,7 +251,7 @@ static bool reports_elsewhere(const struct steer_peer *p, const struct steer_add
  * another address; one of an earlier router from the address of its live
  * successor (older than what the successor said); and one of a router that
  * fell silent, sent again from its own address (its sequence is behind).
- * From another address that last one passes: the case docs/algorithm.md 6.7
+ * From another address that last one passes: the case docs/algorithm.md, "Several routers"
  * leaves open, bounded by the 30 s window and --peer-timeout.
  */
 bool peer_auth_admit(struct steer_peer *p, const struct steer_addr *from,

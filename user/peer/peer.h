@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /*
  * peer.h - several routers share their request accounting (--peer; design
- * and measurements in docs/algorithm.md 6.7).
+ * and measurements in docs/algorithm.md, "Several routers").
  *
  * With N routers in front of one fleet each kernel sees only its own
  * sockets' requests; between two load polls the others' large requests are
@@ -30,7 +30,7 @@
  * and carries the sender's wall clock: a receiver with the key drops, before
  * it unpacks anything, a report no key of its own made, and then one 30 s
  * off its clock, or one that replays a router's earlier report or its report
- * from another address (auth.c; docs/algorithm.md 6.7).
+ * from another address (auth.c; docs/algorithm.md, "Several routers").
  *
  * One thread owns the socket, the timer and every per-sender table; the main
  * thread hands it the backends after each publish (steer_peer_set_targets)

@@ -170,7 +170,7 @@ uint32_t steer_policy_bytes_per_token(const struct steer_policy *p);
 uint64_t steer_policy_wire_tokens(const struct steer_policy *p, uint64_t bytes);
 
 /*
- * The combination rule (docs/algorithm.md, section 6.4): the queue a snapshot
+ * The combination rule (docs/algorithm.md, "Combining this router's work with a snapshot"): the queue a snapshot
  * reports holds this router's requests that were pending when the poll was
  * sent; the kernel counts the ones still pending in real time. The base takes
  * them off: max(0, queued - pending_at_poll). *subtracted (may be NULL) gets

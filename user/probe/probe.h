@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /*
  * probe.h - the step probe (--step-probe; design and measurements in
- * docs/algorithm.md 12.10).
+ * docs/algorithm.md, "The step probe").
  *
  * On a continuous-batching engine a new request waits mostly for the end of
  * the step under way. With streaming responses the kernel learns each

@@ -103,7 +103,7 @@ int steer_wcost_lock(struct __sk_buff *ctx)
  *                   packet of the response: its gap to the socket's previous
  *                   one is a step of the backend. The slot's step_until only
  *                   grows lazily (a key that rises may stay lower in the
- *                   tree, docs/algorithm.md 4.2); a shorter step that lowers
+ *                   tree, docs/algorithm.md, "busy-until"); a shorter step that lowers
  *                   it takes the service's lock and re-keys the leaf.
  * The selection here does not read step_until (the shipped key is unchanged):
  * what is measured is the work per packet, not its effect on picks.
@@ -236,7 +236,7 @@ int steer_wprev_in(struct __sk_buff *ctx)
  *                    a new request) and raises busy_until by compare-and-
  *                    swap, recomputed from the value it saw; no tree, no
  *                    lock. A send only raises the slot's key, so the leaf's
- *                    cached key stays a lower bound (docs/algorithm.md 4.2)
+ *                    cached key stays a lower bound (docs/algorithm.md, "busy-until")
  *                    as it does today. A socket's first send (its credit
  *                    taken back: the key may fall) takes the shipped path.
  *   steer_wfast_in   an answer takes the socket's unanswered bytes with one
