@@ -252,8 +252,8 @@ static int add_run(struct options *o, const char *spec)
 
 static int parse_policies(struct options *o, const char *list)
 {
-	/* smg-steer as it is (the fluid wire estimator) and as it was before
-	 * issue 11 (one flat credit per connection). */
+	/* smg-steer as it is (the fluid wire estimator) and with its request
+	 * accounting off (one flat credit per connection). */
 	static const char *const all[] = {
 		"rr",	      "random",		  "jsq",   "p2c",	  "reqcount",
 		"steer=flat", "steer-peers=flat", "steer", "steer-peers", "oracle"

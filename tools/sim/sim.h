@@ -91,7 +91,7 @@ enum sim_response {
 };
 
 /*
- * What smg-steer adds to the snapshot between polls (issue 11). Per backend,
+ * What smg-steer adds to the snapshot between polls. Per backend,
  * per router: Q is the snapshot's queued tokens, P the tokens of this
  * router's requests sent and not yet answered (no response byte yet), P_poll
  * P when the snapshot was taken, C the real tokens this router sent since the
@@ -99,7 +99,7 @@ enum sim_response {
  * E the work sent and not yet served by the backend's published throughput.
  */
 enum sim_estimator {
-	SIM_EST_FLAT = 0,    /* Q + flat credit per connection since the poll (before issue 11) */
+	SIM_EST_FLAT = 0,    /* Q + flat credit per connection since the poll (no accounting) */
 	SIM_EST_CREDIT = 1,  /* (a) wire-credit: Q + C x peers (drained at the poll) */
 	SIM_EST_PENDING = 2, /* (b) wire-pending: max(0, Q - P_poll) + P + F */
 	SIM_EST_SUM = 3,     /* plain sum: Q + P + F (double counts what is queued at the poll) */
@@ -183,7 +183,7 @@ struct sim_config {
 	 * every rebuild, so that independent routers do not all fill the same
 	 * backend first. */
 	bool steer_jitter;
-	/* smg-steer's in-flight estimator (issue 11). */
+	/* smg-steer's in-flight estimator. */
 	enum sim_estimator estimator;
 	/* What fluid adds for the step under way, from response packets. */
 	enum sim_step_cadence step_cadence;
