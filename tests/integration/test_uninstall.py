@@ -118,6 +118,38 @@ with t.case("uninstall detaches every link, removes every pin and says so"):
     t.check(attached_programs(env.cgroup) == [], f"still attached: "
             f"{attached_programs(env.cgroup)}")
 
+WORDS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
+         "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "thirteen": 13,
+         "fourteen": 14, "fifteen": 15}
+
+
+def number(text):
+    return int(text) if text.isdigit() else WORDS[text.lower()]
+
+
+with t.case("the counts the docs quote hold: maps, links, pins, attached programs"):
+    # What this run pinned and attached, against every count the docs give.
+    n_links, n_pins = len(links), len(before)
+    n_maps = n_pins - n_links
+    quoted = 0
+    for doc in ["README.md"] + [os.path.join("docs", f) for f in os.listdir(
+            os.path.join(L.TOP, "docs")) if f.endswith(".md")]:
+        text = open(os.path.join(L.TOP, doc)).read()
+        for m in re.finditer(r"\b(\w+) maps and (\w+) links\b", text):
+            quoted += 1
+            t.check(number(m.group(1)) == n_maps and number(m.group(2)) == n_links,
+                    f"{doc}: '{m.group(0)}', but a daemon pins {n_maps} maps and {n_links} links")
+        for m in re.finditer(r"uninstalled: (\d+) link\(s\) detached, (\d+) pin\(s\)", text):
+            quoted += 1
+            t.check(int(m.group(1)) == n_links and int(m.group(2)) == n_pins,
+                    f"{doc}: '{m.group(0)}', but uninstall removes {n_links} links, "
+                    f"{n_pins} pins")
+        for m in re.finditer(r"lists the (\w+) programs", text):
+            quoted += 1
+            t.check(number(m.group(1)) == n_links, f"{doc}: '{m.group(0)}', but {n_links} "
+                    f"programs are attached")
+    t.check(quoted >= 3, f"only {quoted} counts found in the docs: has the wording changed?")
+
 with t.case("after uninstall: connects reach the VIP's listener, as if never installed"):
     got = names()
     t.check(set(got) == {"vip"}, f"{got}")
