@@ -230,13 +230,14 @@ tests: $(UNIT_TESTS) $(INTEGRATION_TESTS) $(XDP_PASS_OBJ)
 
 build-all: $(PROGRAMS) $(PY_PROTO)
 
-# make check: the unit tests, sanitized, in build/check. Nothing is installed
-# and nothing needs root; as root, the tests run as nobody all the same.
+# make check: the unit tests, sanitized, in build/check (with smg-steerd, whose
+# command line some of them run). Nothing is installed and nothing needs root;
+# as root, the tests run as nobody all the same.
 check:
 	@$(MAKE) --no-print-directory O=build/check SAN=1 check-build
 	@tests/run.sh build/check unit
 
-check-build: $(UNIT_TESTS) $(PY_PROTO)
+check-build: $(UNIT_TESTS) $(PY_PROTO) $(O)/smg-steerd
 
 # make test: everything, the README's test command.
 test: deps deps-test
