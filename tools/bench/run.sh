@@ -82,7 +82,8 @@
 #   probe    the step probe, live (probecpu.py): smg-steerd --wire-estimator
 #            fluid-step --step-probe over BENCH_PROBE_BACKENDS backends that
 #            stream a completion event every BENCH_PROBE_STEP s
-#            (tests/lib/probe_worker.py): packets and applies per second,
+#            (tests/lib/probe_worker.py; loads from bench/fastworker, so that
+#            every backend is healthy): packets and applies per second,
 #            steer_probe_apply's BPF ns per run and per packet, and the CPU of
 #            the probe thread.
 #
@@ -800,17 +801,23 @@ peer_part() {
 
 # ---- probe: the step probe, live -----------------------------------------------------------
 
-PROBE_BE=127.0.8.1 # backends 127.0.8.1-N: tests/lib/probe_worker.py on :8000
+PROBE_BE=127.0.8.1 # backends 127.0.8.1-N: tests/lib/probe_worker.py on :8000, loads on :30000
 
 probe_part() {
-	local i d args=()
+	local i d fw ip args=()
 	log "step probe: smg-steerd --step-probe over $PROBE_N backends, a step every $PROBE_STEP s, $PROBE_SECONDS s"
 	loadavg "probe start"
 	mkdir -p "$TMP/probe-ctl"
+	# Their loads from bench/fastworker: healthy backends, as in production
+	# (the probe workers answer any GET with text, which is no load source).
+	bg "$BIN/fastworker" --many "$PROBE_N" --base "$PROBE_BE" --port 30000 >"$TMP/probe-fw.out" 2>&1
+	fw=${PIDS[-1]}
+	wait_ready "$TMP/probe-fw.out" "fastworker (probe)"
 	for i in $(seq 0 $((PROBE_N - 1))); do
-		bg "$PY" "$top/tests/lib/probe_worker.py" --name "w$i" --traffic "$(nth_ip $PROBE_BE "$i"):8000" \
+		ip=$(nth_ip $PROBE_BE "$i")
+		bg "$PY" "$top/tests/lib/probe_worker.py" --name "w$i" --traffic "$ip:8000" \
 			--control "$TMP/probe-ctl" --step "$PROBE_STEP" --tokens 100000000 >"$TMP/probe-w$i.out" 2>&1
-		args+=(--backend "$(nth_ip $PROBE_BE "$i"):8000")
+		args+=(--backend "$ip:8000,loads=grpc://$ip:30000")
 	done
 	for i in $(seq 0 $((PROBE_N - 1))); do
 		wait_ready "$TMP/probe-w$i.out" "probe worker $i"
@@ -824,6 +831,7 @@ probe_part() {
 		--backends "$PROBE_N" --step "$PROBE_STEP" --warmup 3 --seconds "$PROBE_SECONDS" \
 		>"$RES/probe_cpu.md"
 	stop_pid "$d"
+	stop_pid "$fw"
 	cp "$TMP/probe-d.log" "$RES/probe_daemon.log"
 	loadavg "probe end"
 }
@@ -857,7 +865,7 @@ machine >"$RES/machine.md"
 	echo "peerbench --part bpf --pin PIN --cgroup CG --cost-obj wire_cost.bpf.o --first 127.0.4.1:9000 --backends 64 --rounds $PEER_ROUNDS --runs $PEER_RUNS   # steer_peer_apply: 1 and 32 deltas; steer_probe_apply: 1 and 32 packets; the empty syscall program"
 	echo "smg-steerd --pin-path PIN{1,2} --cgroup CG{1,2} --vip $PEER_VIP --backend $PEER_BE:8000,loads=grpc://$PEER_BE:30000 --backend ... --load-check-interval 10m --bytes-per-token 4 --peer 127.0.0.1:949{2,1} --peer-listen 127.0.0.1:949{1,2} --peer-interval $PEER_INTERVAL --peer-timeout 1s [--peer-push on --peer-phase off [--peer-key FILE]]   # R1, R2 (modes: $PEER_MODES); fastworker --many 2 --base $PEER_BE --port 30000"
 	echo "peerbench --part prop --r1-pin PIN1 --r2-pin PIN2 --r1-cgroup CG1 --r2-cgroup CG2 --r1-pid PID1 --r2-pid PID2 --vip $PEER_VIP --first $PEER_BE:8000 --backends 2 --request-bytes $PEER_REQUEST --bytes-per-token 4 --samples $PEER_SAMPLES --warmup 20 --idle-seconds $PEER_IDLE --busy-seconds $PEER_BUSY --busy-rate $PEER_BUSY_RATE --reader-gap-us $PEER_READER_GAPS"
-	echo "smg-steerd --vip 127.0.0.101:8000 --backend ... (x$PROBE_N) --wire-estimator fluid-step --step-probe /v1/completions   # probe_worker.py --step $PROBE_STEP on each backend"
+	echo "smg-steerd --vip 127.0.0.101:8000 --backend ADDR:8000,loads=grpc://ADDR:30000 (x$PROBE_N) --wire-estimator fluid-step --step-probe /v1/completions   # probe_worker.py --step $PROBE_STEP on each ADDR:8000; fastworker --many $PROBE_N --base $PROBE_BE --port 30000"
 	echo "probecpu.py --backends $PROBE_N --step $PROBE_STEP --warmup 3 --seconds $PROBE_SECONDS"
 	echo '```'
 } >>"$RES/machine.md"
