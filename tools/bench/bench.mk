@@ -5,7 +5,8 @@
 #
 # Each tools/bench/*.c is a program that links the product's modules; each
 # tools/bench/bpf/*.bpf.c is a BPF object of the bench's own, loaded next to
-# the shipped programs on their pinned maps.
+# the shipped programs on their pinned maps. tools/bench/run.sh's header has
+# the parts and the knobs (BENCH_*).
 
 BENCH_BINS := $(patsubst tools/bench/%.c,$(O)/bench/%,$(wildcard tools/bench/*.c))
 BENCH_BPF := $(patsubst tools/bench/bpf/%.bpf.c,$(O)/bench/%.bpf.o,$(wildcard tools/bench/bpf/*.bpf.c))
@@ -20,5 +21,5 @@ $(O)/bench/%: tools/bench/%.c $(wildcard tools/bench/*.h) $(call libs_of,$(MODUL
 		$(call ldlibs_of,$(MODULES)) -lpthread
 
 bench: deps deps-bench
-	@$(MAKE) --no-print-directory build-all $(BENCH_BINS) $(BENCH_BPF) $(O)/steer.bpf.o $(O)/steer_wire.bpf.o
-	STEER_BUILD=$(CURDIR)/build tools/bench/run.sh
+	@$(MAKE) --no-print-directory build-all $(BENCH_BINS) $(BENCH_BPF)
+	STEER_BUILD=$(abspath $(O)) tools/bench/run.sh

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /*
  * benchlib.h - small helpers shared by the benchmark programs: address
- * arithmetic, cgroup membership, the clock, and the programs behind the data
- * plane's pinned links with the empty programs measured next to them.
+ * arithmetic, cgroup membership, the clock, the programs behind the data
+ * plane's pinned links with the empty programs measured next to them, and
+ * the bench's own BPF objects opened on the pinned maps.
  */
 #ifndef STEER_BENCHLIB_H
 #define STEER_BENCHLIB_H
@@ -17,7 +18,6 @@
 #include <unistd.h>
 
 #include <bpf/bpf.h>
-#include <bpf/btf.h>
 #include <bpf/libbpf.h>
 
 #include "dataplane/dataplane.h"
@@ -120,29 +120,24 @@ static inline int bench_empty_prog(enum bpf_prog_type type, enum bpf_attach_type
 }
 
 /*
- * An empty BTF tracepoint program (tp_btf; r0 = 0; exit) on the tracepoint
- * name, not yet attached (bpf_raw_tracepoint_open(NULL, fd) attaches it): the
- * floor next to a tracepoint program. Returns its descriptor, or -errno.
+ * A BPF object of the bench's own (tools/bench/bpf/), opened on a data
+ * plane's pinned maps: every map of the object that the shipped programs pin
+ * is reused from pin_dir when loaded, not created. steer_tmpl, a template
+ * for user space only (bpf/steer_maps.bpf.h), is not created at all. NULL
+ * with errno set when the file cannot be opened.
  */
-static inline int bench_empty_tp_btf(const char *name)
+static inline struct bpf_object *bench_object_open(const char *path, const char *pin_dir)
 {
-	static const struct bpf_insn insns[] = {
-		{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_0, .imm = 0 },
-		{ .code = BPF_JMP | BPF_EXIT },
-	};
-	struct btf *vmlinux = btf__load_vmlinux_btf();
-	char type[128];
-	int id, fd;
+	LIBBPF_OPTS(bpf_object_open_opts, oo, .pin_root_path = pin_dir);
+	struct bpf_object *obj = bpf_object__open_file(path, &oo);
+	struct bpf_map *tmpl;
 
-	snprintf(type, sizeof(type), "btf_trace_%s", name);
-	id = vmlinux ? btf__find_by_name_kind(vmlinux, type, BTF_KIND_TYPEDEF) : -ENOENT;
-	btf__free(vmlinux);
-	if (id < 0)
-		return id;
-	LIBBPF_OPTS(bpf_prog_load_opts, po, .expected_attach_type = BPF_TRACE_RAW_TP,
-		    .attach_btf_id = (__u32)id);
-	fd = bpf_prog_load(BPF_PROG_TYPE_TRACING, "bench_empty_tp", "GPL", insns, 2, &po);
-	return fd < 0 ? -errno : fd;
+	if (!obj)
+		return NULL;
+	tmpl = bpf_object__find_map_by_name(obj, "steer_tmpl");
+	if (tmpl)
+		bpf_map__set_autocreate(tmpl, false);
+	return obj;
 }
 
 #endif

@@ -234,7 +234,7 @@ def start_worker(args, n):
     ready = os.path.join(args.tmp, f"fake-many-{args.worker}.out")
     out = open(ready, "w")
     if args.worker == "python":
-        argv = [PY, os.path.join(TOP, "tests", "fake_worker.py"), "--many", str(n),
+        argv = [PY, os.path.join(TOP, "tests", "lib", "fake_worker.py"), "--many", str(n),
                 "--base", str(LOADS_BASE), "--port", str(LOADS_PORT), "--state", state,
                 "--threads", str(args.worker_threads),
                 "--pb2-dir", os.path.join(args.build, "py")]

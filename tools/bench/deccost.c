@@ -32,10 +32,10 @@
  * In spread and equal the counters are drained every --drain-every connects,
  * as the daemon drains them once per poll. Each steered connect calls
  * getpeername once (its cost is reported per call) and checks that it gives
- * the virtual address. Before it, the same selection (steer_select_wire from
- * steer_common.h) runs in user space on the live counters: its pick must be
- * the backend that answered (counted as mismatches otherwise). One CSV row per
- * measurement.
+ * the virtual address. Before it, the same selection (steer_select_at from
+ * bpf/steer_select.h, at the kernel's clock) runs in user space on the live
+ * counters: its pick must be the backend that answered (counted as
+ * mismatches otherwise). One CSV row per measurement.
  */
 #include <bpf/bpf.h>
 #include <errno.h>
@@ -258,7 +258,8 @@ static void run_connects(struct bench *b, size_t n, enum shape s, struct result 
 		}
 		if (every > 0 && k % every == 0)
 			drain(b, n);
-		steer_select_wire(&b->mirror, mirror_slot, b, steer_dp_wire_at, b->dp, 1, &pick);
+		steer_select_at(&b->mirror, mirror_slot, b, steer_dp_wire_at, b->dp,
+				steer_dp_clock_ns(), 1, &pick);
 		got = connect_once(&b->vip, &b->vip);
 		if (got < 0) {
 			r->errors++;

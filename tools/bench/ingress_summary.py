@@ -1,12 +1,14 @@
 """The ingress part of summary.md (tools/bench/summarize.py): ingress.csv and
 ingress_bpf.csv of tools/bench/ingress.py, medians over interleaved rounds,
-ratios paired round by round."""
+ratios paired round by round. brief() prints the part's short tables and
+returns its rows of the targets' table; section() prints every table."""
 import csv
 import os
 import statistics
 
-# Connection-rate targets (issue 12, P5): XDP / anchor, at least.
+# Connection-rate targets: the XDP path's connections per second / the anchor's, at least.
 RATE_TARGETS = {"nft": 1.0, "haproxy": 2.0, "direct": 0.9}
+RATE_ANCHORS = {"nft": "nftables DNAT", "haproxy": "HAProxy", "direct": "direct to one backend"}
 SYN_NS_TARGET = 1500.0
 NONSYN_NS_TARGET = 300.0
 ARM_NAMES = {
@@ -51,7 +53,7 @@ def conn_tables(rows):
         sub = [r for r in rows if r["concurrency"] == conc]
         arms = [a for a in ARM_NAMES if any(r["arm"] == a for r in sub)]
         n_rounds = len({r["round"] for r in sub})
-        print(f"### Concurrency {conc} ({'sequential' if conc == '1' else conc + ' threads'}), "
+        print(f"#### Concurrency {conc} ({'sequential' if conc == '1' else conc + ' threads'}), "
               f"median of {n_rounds} rounds\n")
         print("| path | conns/s | p50 us | p99 us | per-connection us | backends reached | errors |")
         print("|---|---:|---:|---:|---:|---:|---:|")
@@ -93,12 +95,91 @@ def conn_tables(rows):
             print(f"Anchors' connection-rate ratios at concurrency {conc}: " + "; ".join(cells) + ".\n")
 
 
+def ns_per(r):
+    c = int(r["run_cnt"])
+    return int(r["run_time_ns"]) / c if c else float("nan")
+
+
+def bpf_figures(rows):
+    """ns per packet, medians over rounds: SYN (a burst of new flows), non-SYN
+    (established flows), the same in generic mode, the floor and the decap."""
+    def of(phase, prog):
+        return med([ns_per(r) for r in rows if r["phase"] == phase and r["prog"] == prog])
+    return {"syn": of("syns", "xdp"), "nonsyn": of("flows", "xdp"),
+            "g_syn": of("g-syns", "xdp"), "g_nonsyn": of("g-flows", "xdp"),
+            "floor": med([ns_per(r) for r in rows if r["prog"] == "floor"]),
+            "decap": med([ns_per(r) for r in rows if r["prog"] == "decap"])}
+
+
+def brief(res):
+    rows = read(os.path.join(res, "ingress.csv"))
+    if not rows:
+        return []
+    targets = []
+    concs = sorted({r["concurrency"] for r in rows}, key=int)
+    arms = [a for a in ARM_NAMES if any(r["arm"] == a for r in rows)]
+    n_rounds = len({r["round"] for r in rows})
+    print(f"Clients in a namespace off the node, connections through each path to the same "
+          f"three backends (connect, one-byte request, one-byte answer, close), {n_rounds} "
+          f"interleaved rounds; xdp / arm = median of the per-round ratios of connections "
+          f"per second. " + "; ".join(ARM_NAMES[a] for a in arms) + ".\n")
+    head = "| path |"
+    for c in concs:
+        head += f" conns/s, {c} client{'s' if c != '1' else ''} | xdp / path |"
+    print(head)
+    print("|---|" + "---:|---:|" * len(concs))
+    for a in arms:
+        cells = []
+        for c in concs:
+            sub = [r for r in rows if r["concurrency"] == c]
+            ar = [float(r["conns_per_s"]) for r in sub if r["arm"] == a]
+            ratio = med(per_round_ratios(sub, "conns_per_s", "xdp", a)) if a != "xdp" else \
+                float("nan")
+            cells += [f"{med(ar):,.0f}", "-" if ratio != ratio else f"{ratio:.2f}"]
+        print(f"| {a} | " + " | ".join(cells) + " |")
+    print()
+    if "xdp" in arms:
+        for den, tgt in RATE_TARGETS.items():
+            if den not in arms:
+                continue
+            vals = [med(per_round_ratios([r for r in rows if r["concurrency"] == c],
+                                         "conns_per_s", "xdp", den)) for c in concs]
+            fig = "; ".join(f"{v:.2f} ({'sequential' if c == '1' else c + ' clients'})"
+                            for v, c in zip(vals, concs))
+            ok = [v == v and v >= tgt for v in vals]
+            who = ["sequential" if c == "1" else f"{c} clients" for c in concs]
+            verdict = "met" if all(ok) else "**missed**" if not any(ok) else \
+                "met " + ", ".join(w for w, k in zip(who, ok) if k) + "; **missed** " + \
+                ", ".join(w for w, k in zip(who, ok) if not k)
+            targets.append({"target": f"XDP ingress connection rate >= {tgt:g} x "
+                                      f"{RATE_ANCHORS[den]}",
+                            "measured": "ingress.py, connections per second",
+                            "figure": fig, "anchor": RATE_ANCHORS[den],
+                            "part": "ingress", "verdict": verdict})
+    bpf = read(os.path.join(res, "ingress_bpf.csv"))
+    if bpf:
+        f = bpf_figures(bpf)
+        print("| XDP, ns per packet (bpf_stats) | native | generic |")
+        print("|---|---:|---:|")
+        print(f"| SYN of a new flow | {f['syn']:.0f} | {f['g_syn']:.0f} |")
+        print(f"| packet of an established flow | {f['nonsyn']:.0f} | {f['g_nonsyn']:.0f} |")
+        print(f"| empty XDP program (floor) | {f['floor']:.0f} | - |")
+        print(f"| the backends' decap (tc) | {f['decap']:.0f} | - |")
+        print()
+        for what, v, tgt in (("per SYN", f["syn"], SYN_NS_TARGET),
+                             ("per established packet", f["nonsyn"], NONSYN_NS_TARGET)):
+            targets.append({"target": f"XDP program <= {tgt:,.0f} ns {what}",
+                            "measured": "ingress.py, bpf_stats, native mode",
+                            "figure": f"{v:.0f}",
+                            "anchor": f"empty XDP program: {f['floor']:.0f} ns",
+                            "part": "ingress",
+                            "verdict": "not measured" if v != v else
+                            ("met" if v <= tgt else "**missed**")})
+    return targets
+
+
 def bpf_tables(rows):
     """ns per packet: the program, its floor, the decap; SYN and non-SYN split."""
-    def ns_per(r):
-        c = int(r["run_cnt"])
-        return int(r["run_time_ns"]) / c if c else float("nan")
-
     flows = [r for r in rows if r["phase"] == "flows"]
     nonsyn = med([ns_per(r) for r in flows if r["prog"] == "xdp"])
     print("| phase | XDP program ns/packet | packets per connection | empty XDP program "
@@ -108,9 +189,10 @@ def bpf_tables(rows):
         sub = [r for r in rows if r["phase"] == ph]
         x = [r for r in sub if r["prog"] == "xdp"]
         ppc = med([int(r["run_cnt"]) / int(r["syns"]) for r in x if int(r["syns"])])
+        fl = med([ns_per(r) for r in sub if r["prog"] == "floor"])
         print(f"| {ph} | {med([ns_per(r) for r in x]):.0f} | "
               + (f"{ppc:.1f}" if "conn" in ph else "-") + " | "
-              f"{med([ns_per(r) for r in sub if r['prog'] == 'floor']):.0f} | "
+              + ("-" if fl != fl else f"{fl:.0f}") + " | "
               f"{med([ns_per(r) for r in sub if r['prog'] == 'decap']):.0f} |")
     print()
     syn_alone = med([ns_per(r) for r in rows if r["phase"] == "syns" and r["prog"] == "xdp"])
@@ -156,7 +238,7 @@ def section(res):
     rows = read(os.path.join(res, "ingress.csv"))
     if not rows:
         return
-    print("## 7. Ingress: clients off the node, through a load balancer (tools/bench/ingress.py)\n")
+    print("### ingress: clients off the node, through a load balancer (ingress.py)\n")
     print("A client namespace, three load-balancer namespaces (one per path, identical veths) "
           "and three backend namespaces on one bridge; bench/connbench --request in the client "
           "(connect, write a one-byte request, read the one-byte answer of bench/onebyte "
@@ -173,5 +255,5 @@ def section(res):
     conn_tables(rows)
     bpf = read(os.path.join(res, "ingress_bpf.csv"))
     if bpf:
-        print("### XDP program, floor and decap: bpf_stats, ns per packet\n")
+        print("#### XDP program, floor and decap: bpf_stats, ns per packet\n")
         bpf_tables(bpf)

@@ -2,46 +2,29 @@
 /*
  * offcost.c - what the shipped programs cost an unsteered connection in wall
  * time, with the BPF statistics off (as in production), next to what
- * bpf_stats says of the same workloads (issue 10: "an unsteered connection
- * pays <= 150 ns in total"; issue 11: "unsteered sockets pay nothing beyond
- * one early return").
+ * bpf_stats says of the same workloads. The targets: an unsteered connection
+ * pays <= 150 ns in all; an unsteered socket pays nothing beyond one early
+ * return per packet.
  *
  *   offcost --pin PREFIX --cgroup-ship CG --cgroup-empty CG --cgroup-none CG
- *           [--cgroup-nowire CG [--tr-obj steer_wire_tr.bpf.o [--tr-empty]]]
- *           [--rounds 1500] [--rounds-on 300] [--ops-udp 400] [--ops-tcp 100]
- *           [--ops-pkt 400] [--ops-steered 100] [--workloads udp,tcp,pkt,steered]
- *           [--tr-settle-ms 10] [--hooks FILE] [--cpu N] [--header]
+ *           [--cgroup-nowire CG] [--rounds 1500] [--rounds-on 300]
+ *           [--ops-udp 400] [--ops-tcp 100] [--ops-pkt 400] [--ops-steered 100]
+ *           [--workloads udp,tcp,pkt,steered] [--hooks FILE] [--cpu N] [--header]
  *
  * Sibling cgroups: ship = the data plane attached as smg-steerd does it
  * (steer_dp_open as owner: the connect, getpeername and release programs and,
  * by default, the cgroup_skb request accounting), with tables published for
- * 64 virtual addresses; empty = an empty program (r0 = 1) of exactly each hook type
- * ship attaches, read from ship's pinned links; none = no program; nowire
+ * 64 virtual addresses; empty = an empty program (r0 = 1) of exactly each hook
+ * type ship attaches, read from ship's pinned links; none = no program; nowire
  * (with --cgroup-nowire; pins at PREFIX-nowire) = the data plane with the
- * request accounting off (smg-steerd --wire-estimator off); trace (with
- * --tr-obj) = nowire's cgroup, plus the accounting ablation from two BTF
- * tracepoints (steer_wire_tr.bpf.o: tp_btf/sock_send_length, tp_btf/tcp_probe)
- * loaded on nowire's pins. The tracepoints are the whole host's (every socket
- * pays the call, the listener's and the sink's in none too): they are attached
- * only around trace's blocks (outside the timed operations) and detached for
- * every other arm. Attaching or detaching one patches the kernel's text on
- * every CPU (1-10 ms here) and leaves the next milliseconds' operations
- * slower (measured: the next 5 TCP connections about 1.8 us each, the next
- * 100 about 0.2 us each), which the next block would pay; and a block's cost
- * depends on what ran just before it (10 ms of untimed connections before
- * one arm's blocks only made their connections about 0.5 us dearer). So with
- * --tr-obj every block of every arm is preceded by the same: its workload,
- * untimed, in its cgroup, for --tr-settle-ms (for trace, after the attach).
- * --tr-empty: trace's tracepoint programs are empty ones (r0 = 0) on the same
- * tracepoints instead: the dispatch's floor, as empty is for the cgroup hooks.
- * In each
- * round, for each workload, the process moves itself into each cgroup in turn
- * (the first one rotates) and runs a short block of operations there, timing
- * every operation by itself (CLOCK_MONOTONIC, vDSO); a row is one block, with
- * the median, quartiles and mean of its operations. --cpu pins the process to
- * one CPU. A socket belongs to the cgroup of the process that created
- * it: the listener and the UDP sink are created in none, so that only the
- * measured (client) side meets the programs.
+ * request accounting off (smg-steerd --wire-estimator off). In each round, for
+ * each workload, the process moves itself into each cgroup in turn (the first
+ * one rotates) and runs a short block of operations there, timing every
+ * operation by itself (CLOCK_MONOTONIC, vDSO); a row is one block, with the
+ * median, quartiles and mean of its operations. --cpu pins the process to
+ * one CPU. A socket belongs to the cgroup of the process that created it: the
+ * listener and the UDP sink are created in none, so that only the measured
+ * (client) side meets the programs.
  *   udp      socket(AF_INET, SOCK_DGRAM) + connect() to a 127.x address + close():
  *            connect4 (returns at its TCP test) and sock_release, no packet.
  *   tcp      a whole unsteered TCP connection to a listener of this process
@@ -52,7 +35,7 @@
  *   pkt      on a connected UDP socket of the cgroup: send 16 bytes to a sink
  *            in none, which sends them back: one egress and one ingress packet
  *            of an unsteered socket per operation.
- *   steered  (in the arms with a data plane, ship, nowire and trace, right
+ *   steered  (in the arms with a data plane, ship and nowire, right
  *            after the arm's tcp block) the tcp operation to the virtual
  *            addresses 127.0.8.1-64:8000, each steered over its one backend,
  *            the listener's address 127.0.9.1-64:9000 (both data planes
@@ -63,9 +46,7 @@
  * non-zero count in an off row means something held them on (a warning on
  * stderr; the summary reports the total). Phase on: --rounds-on rounds with
  * BPF_ENABLE_STATS held: the same rows, plus each hook's run_time_ns and
- * run_cnt per operation (ship's programs, or empty's floors; in trace, the
- * tracepoint programs' too, whoever's socket ran them: the listener's, and
- * any other process's on the host while the block runs).
+ * run_cnt per operation (ship's and nowire's programs, or empty's floors).
  * One CSV row per workload, cgroup and round on stdout.
  */
 #include <bpf/bpf.h>
@@ -97,7 +78,6 @@
 #define TTL_NS (3600ULL * 1000000000ULL)
 #define SLOW_NS 1000000u /* an operation over 1 ms: a retransmission or a preemption */
 #define MAX_OPS 100000
-#define SETTLE_OPS 8 /* operations per settling step */
 
 /* Each hook the data plane may attach, by its pinned link. */
 enum hook {
@@ -108,33 +88,24 @@ enum hook {
 	H_RELEASE,
 	H_SKB_OUT,
 	H_SKB_IN,
-	H_SOCKOPS,
-	CG_HOOKS, /* the tracepoint programs of trace (not links of a cgroup): */
-	H_TP_SEND = CG_HOOKS,
-	H_TP_RECV,
 	HOOKS
 };
 static const char *const hook_names[HOOKS] = { "connect4",     "connect6",     "getpeername4",
 					       "getpeername6", "sock_release", "skb_egress",
-					       "skb_ingress",  "sockops",      "tp_send_length",
-					       "tp_tcp_probe" };
-static const char *const hook_links[CG_HOOKS] = { STEER_LINK_CONNECT4, STEER_LINK_CONNECT6,
-						  STEER_LINK_PEER4,    STEER_LINK_PEER6,
-						  STEER_LINK_RELEASE,  STEER_LINK_WIRE_OUT,
-						  STEER_LINK_WIRE_IN,  STEER_LINK_SOCKOPS };
-/* trace's programs in steer_wire_tr.bpf.o, and their tracepoints */
-static const char *const tp_progs[2] = { "steer_wtr_send", "steer_wtr_recv" };
-static const char *const tp_names[2] = { "sock_send_length", "tcp_probe" };
+					       "skb_ingress" };
+static const char *const hook_links[HOOKS] = { STEER_LINK_CONNECT4, STEER_LINK_CONNECT6,
+					       STEER_LINK_PEER4,    STEER_LINK_PEER6,
+					       STEER_LINK_RELEASE,  STEER_LINK_WIRE_OUT,
+					       STEER_LINK_WIRE_IN };
 
 enum arm {
 	A_SHIP,
 	A_NOWIRE,
 	A_EMPTY,
 	A_NONE,
-	A_TRACE, /* nowire's cgroup, with the tracepoint accounting attached */
 	ARMS
 };
-static const char *const arm_names[ARMS] = { "ship", "nowire", "empty", "none", "trace" };
+static const char *const arm_names[ARMS] = { "ship", "nowire", "empty", "none" };
 
 enum workload {
 	W_UDP,
@@ -151,14 +122,10 @@ struct stats {
 
 static struct oc {
 	struct steer_dp *dp, *dp_nowire;
-	const char *pin, *cg[ARMS], *hooks_out, *tr_path;
-	bool tr_empty; /* --tr-empty */
+	const char *pin, *cg[ARMS], *hooks_out;
 	char pin_nowire[512];
-	/* per arm and hook: its program (trace: nowire's and the tracepoint
-	 * programs), the empty twin's link; -1: none */
+	/* per arm and hook: its program, the empty twin's link; -1: none */
 	int prog[ARMS][HOOKS], empty_link[HOOKS];
-	struct bpf_object *tr_obj;
-	int tr_link[2]; /* trace's tracepoints while its blocks run, else -1 */
 	enum bpf_attach_type attach[HOOKS];
 	enum bpf_prog_type type[HOOKS];
 	struct steer_addr vip[N_DEST], backend[N_DEST];
@@ -168,18 +135,15 @@ static struct oc {
 	long ops[WORKLOADS];
 	bool on[WORKLOADS];
 	int rounds, rounds_on;
-	uint64_t settle_ns; /* with --tr-obj: untimed operations before each block */
 	uint32_t *t;
 } B = {
 	.ops = { 400, 100, 400, 100 },
 	.on = { true, true, true, true },
 	.rounds = 1500,
 	.rounds_on = 300,
-	.settle_ns = 10000000,
 	.lfd = -1,
 	.sink = -1,
 	.cpu = -1,
-	.tr_link = { -1, -1 },
 };
 
 static volatile sig_atomic_t stopping;
@@ -283,8 +247,8 @@ static void write_hooks(void)
 	if (!f)
 		return;
 	fprintf(f, "hook,link_pin,attach_type,prog_type,ship_effective,nowire_effective,"
-		   "empty_effective,none_effective,trace_effective\n");
-	for (h = 0; h < CG_HOOKS; h++) {
+		   "empty_effective,none_effective\n");
+	for (h = 0; h < HOOKS; h++) {
 		if (B.prog[A_SHIP][h] < 0)
 			continue;
 		fprintf(f, "%s,%s,%s,%s", hook_names[h], hook_links[h],
@@ -294,9 +258,6 @@ static void write_hooks(void)
 			fprintf(f, ",%ld", B.cg[a] ? effective(B.cg[a], B.attach[h]) : -1);
 		fprintf(f, "\n");
 	}
-	for (h = CG_HOOKS; h < HOOKS && B.tr_obj; h++) /* the host's, during trace's blocks */
-		fprintf(f, "%s,-,tp_btf/%s,tracing,0,0,0,0,host\n", hook_names[h],
-			tp_names[h - CG_HOOKS]);
 	fclose(f);
 }
 
@@ -346,67 +307,6 @@ static void recv_timeout(int fd)
 	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 }
 
-/* The tracepoint accounting on nowire's maps (as wirecost's setup_trace), not
- * attached; trace's programs: nowire's, and these two. */
-static int setup_trace(void)
-{
-	int h, i;
-
-	B.tr_obj = steer_dp_object_open(B.tr_path, B.pin_nowire);
-	if (!B.tr_obj) {
-		fprintf(stderr, "offcost: %s: %s\n", B.tr_path, strerror(errno));
-		return -1;
-	}
-	if (bpf_object__load(B.tr_obj) != 0) {
-		fprintf(stderr, "offcost: load %s: %s\n", B.tr_path, strerror(errno));
-		return -1;
-	}
-	for (h = 0; h < CG_HOOKS; h++)
-		if (B.prog[A_NOWIRE][h] >= 0 && (B.prog[A_TRACE][h] = dup(B.prog[A_NOWIRE][h])) < 0)
-			return -1;
-	for (i = 0; i < 2; i++) {
-		struct bpf_program *p = bpf_object__find_program_by_name(B.tr_obj, tp_progs[i]);
-		int fd = !p	      ? -1
-			 : B.tr_empty ? bench_empty_tp_btf(tp_names[i])
-				      : dup(bpf_program__fd(p));
-
-		if (fd < 0) {
-			fprintf(stderr, "offcost: no program %s in %s\n", tp_progs[i], B.tr_path);
-			return -1;
-		}
-		B.prog[A_TRACE][CG_HOOKS + i] = fd;
-	}
-	B.cg[A_TRACE] = B.cg[A_NOWIRE];
-	return 0;
-}
-
-static void trace_detach(void)
-{
-	int i;
-
-	for (i = 0; i < 2; i++)
-		if (B.tr_link[i] >= 0) {
-			close(B.tr_link[i]); /* not pinned: closing detaches it */
-			B.tr_link[i] = -1;
-		}
-}
-
-/* Host-wide from here until trace_detach. */
-static int trace_attach(void)
-{
-	int i;
-
-	for (i = 0; i < 2; i++) {
-		B.tr_link[i] = bpf_raw_tracepoint_open(NULL, B.prog[A_TRACE][CG_HOOKS + i]);
-		if (B.tr_link[i] < 0) {
-			fprintf(stderr, "offcost: attach %s: %s\n", tp_progs[i], strerror(errno));
-			trace_detach();
-			return -1;
-		}
-	}
-	return 0;
-}
-
 static int setup(void)
 {
 	struct steer_dp_opts o = { .own = true, .pin_dir = B.pin, .cgroup = B.cg[A_SHIP] };
@@ -432,12 +332,10 @@ static int setup(void)
 			fprintf(stderr, "offcost: %s\n", err);
 			return -1;
 		}
-		for (h = 0; h < CG_HOOKS; h++)
+		for (h = 0; h < HOOKS; h++)
 			B.prog[A_NOWIRE][h] = pinned_hook(B.pin_nowire, (enum hook)h, false);
-		if (B.tr_path && setup_trace() != 0)
-			return -1;
 	}
-	for (h = 0; h < CG_HOOKS; h++) {
+	for (h = 0; h < HOOKS; h++) {
 		B.prog[A_SHIP][h] = pinned_hook(B.pin, (enum hook)h, true);
 		if (B.prog[A_SHIP][h] >= 0 && attach_empty((enum hook)h) != 0) {
 			fprintf(stderr, "offcost: empty %s: %s\n", hook_names[h], strerror(errno));
@@ -453,7 +351,7 @@ static int setup(void)
 	for (i = 0; i < N_DEST; i++) {
 		B.vip[i] = bench_addr_plus(&B.vip[0], (uint32_t)i);
 		B.backend[i] = bench_addr_plus(&B.backend[0], (uint32_t)i);
-		/* nowire too: its connect4 (trace's) steers the same virtual addresses */
+		/* nowire too: its connect4 steers the same virtual addresses */
 		if ((B.dp_nowire && publish(B.dp_nowire, i, &B.slot[1][i]) != 0) ||
 		    publish(B.dp, i, &B.slot[0][i]) != 0)
 			return -1;
@@ -487,7 +385,6 @@ static void teardown(void)
 		close(B.lfd);
 	if (B.sink >= 0)
 		close(B.sink);
-	trace_detach();
 	for (h = 0; h < HOOKS; h++) {
 		if (B.empty_link[h] >= 0)
 			close(B.empty_link[h]); /* not pinned: closing detaches it */
@@ -495,7 +392,6 @@ static void teardown(void)
 			if (B.prog[a][h] >= 0)
 				close(B.prog[a][h]);
 	}
-	bpf_object__close(B.tr_obj);
 	if (B.dp) {
 		if (steer_dp_detach(B.dp, err, sizeof(err)) != 0)
 			fprintf(stderr, "offcost: detach: %s\n", err);
@@ -624,21 +520,6 @@ static long timed_ops(enum workload w, enum arm a, long n, long *errors, struct 
 	return k;
 }
 
-/* The workload, untimed, until the text patching of a tracepoint's attach or
- * detach has worn off; before every block, so that all have the same past
- * (see the top). */
-static int settle(enum workload w, enum arm a)
-{
-	struct stats s0[HOOKS], s1[HOOKS];
-	uint64_t end = bench_now_ns() + B.settle_ns;
-	long e = 0;
-
-	while (bench_now_ns() < end && !stopping)
-		if (timed_ops(w, a, SETTLE_OPS, &e, s0, s1) < 0)
-			return -1;
-	return 0;
-}
-
 static int row(const char *phase, int round, enum workload w, enum arm a)
 {
 	struct stats s0[HOOKS], s1[HOOKS];
@@ -694,15 +575,14 @@ static int stats_sysctl(void)
 
 /* One workload's blocks in a round, back to back: each cgroup in turn (the
  * first rotates with the round), and steered right after the tcp block of
- * each arm with a data plane. trace's tracepoints are attached around its
- * blocks only. */
+ * each arm with a data plane. */
 static int workload_round(const char *name, int r, enum workload w)
 {
 	int i, rc = 0;
 
 	for (i = 0; i < ARMS && rc == 0; i++) {
 		enum arm a = (enum arm)((i + r) % ARMS);
-		bool dp = a == A_SHIP || a == A_NOWIRE || a == A_TRACE;
+		bool dp = a == A_SHIP || a == A_NOWIRE;
 		enum workload x;
 
 		if (!B.cg[a])
@@ -711,8 +591,6 @@ static int workload_round(const char *name, int r, enum workload w)
 			fprintf(stderr, "offcost: cannot join %s: %s\n", B.cg[a], strerror(errno));
 			return -1;
 		}
-		if ((a == A_TRACE && trace_attach() != 0) || (B.tr_obj && settle(w, a) != 0))
-			return -1;
 		for (x = w; rc == 0; x = W_STEERED) {
 			struct stats s0[HOOKS], s1[HOOKS];
 			long e = 0;
@@ -724,8 +602,6 @@ static int workload_round(const char *name, int r, enum workload w)
 			if (x != W_TCP || !dp || !B.on[W_STEERED])
 				break;
 		}
-		if (a == A_TRACE)
-			trace_detach(); /* the next block's settling covers it */
 	}
 	return rc;
 }
@@ -796,13 +672,10 @@ static int parse_workloads(const char *s)
 
 static void usage(void)
 {
-	fprintf(stderr,
-		"usage: offcost --pin PREFIX --cgroup-ship CG --cgroup-empty CG "
-		"--cgroup-none CG [--cgroup-nowire CG [--tr-obj FILE [--tr-empty]]] [--rounds R] "
-		"[--rounds-on R] "
-		"[--ops-udp N] [--ops-tcp N] "
-		"[--ops-pkt N] [--ops-steered N] [--workloads udp,tcp,pkt,steered] "
-		"[--tr-settle-ms MS] [--hooks FILE] [--cpu N] [--header]\n");
+	fprintf(stderr, "usage: offcost --pin PREFIX --cgroup-ship CG --cgroup-empty CG "
+			"--cgroup-none CG [--cgroup-nowire CG] [--rounds R] [--rounds-on R] "
+			"[--ops-udp N] [--ops-tcp N] [--ops-pkt N] [--ops-steered N] "
+			"[--workloads udp,tcp,pkt,steered] [--hooks FILE] [--cpu N] [--header]\n");
 	exit(2);
 }
 
@@ -814,9 +687,6 @@ int main(int argc, char **argv)
 		{ "cgroup-empty", required_argument, 0, 'e' },
 		{ "cgroup-none", required_argument, 0, 'n' },
 		{ "cgroup-nowire", required_argument, 0, 'W' },
-		{ "tr-obj", required_argument, 0, 'T' },
-		{ "tr-settle-ms", required_argument, 0, 'M' },
-		{ "tr-empty", no_argument, 0, 'E' },
 		{ "rounds", required_argument, 0, 'r' },
 		{ "rounds-on", required_argument, 0, 'R' },
 		{ "ops-udp", required_argument, 0, 'u' },
@@ -851,15 +721,6 @@ int main(int argc, char **argv)
 			break;
 		case 'W':
 			B.cg[A_NOWIRE] = optarg;
-			break;
-		case 'T':
-			B.tr_path = optarg;
-			break;
-		case 'E':
-			B.tr_empty = true;
-			break;
-		case 'M':
-			B.settle_ns = (uint64_t)atoi(optarg) * 1000000u;
 			break;
 		case 'r':
 			B.rounds = atoi(optarg);
@@ -897,7 +758,7 @@ int main(int argc, char **argv)
 		}
 	}
 	if (!B.pin || !B.cg[A_SHIP] || !B.cg[A_EMPTY] || !B.cg[A_NONE] || B.rounds < 1 ||
-	    B.rounds_on < 0 || (B.tr_path && !B.cg[A_NOWIRE]))
+	    B.rounds_on < 0)
 		usage();
 	for (w = 0; w < WORKLOADS; w++)
 		if (B.ops[w] < 4 || B.ops[w] > MAX_OPS)

@@ -1,12 +1,15 @@
 """The offcost part of summary.md: what the programs cost with the statistics off.
 
 offcost.csv has one row per block of operations (phase off or on, round,
-workload, cgroup: ship, nowire, empty, none, and trace with --tr-obj): the
-median of the block's per-operation wall times, and with the statistics on the
-BPF run time per operation. Each comparison is the
-per-round difference of two blocks' medians (paired: the same round, adjacent
-blocks), summarised by its median over the rounds, the quartiles of the
-differences and a 95 % confidence interval of that median (order statistics).
+workload, cgroup: ship, nowire, empty, none): the median of the block's
+per-operation wall times, and with the statistics on the BPF run time per
+operation. Each comparison is the per-round difference of two blocks' medians
+(paired: the same round, adjacent blocks), summarised by its median over the
+rounds, the quartiles of the differences and a 95 % confidence interval of
+that median (order statistics).
+
+brief() prints the part's short table and returns its rows of the targets'
+table; section() prints every table.
 """
 import csv
 import math
@@ -163,71 +166,61 @@ def med(d):
     return statistics.median(vals) if vals else float("nan")
 
 
-TP_HOOKS = ("tp_send_length", "tp_tcp_probe")
-
-
-def trace_tables(rows, present):
-    """The tracepoint ablation (arm trace) next to the shipped cgroup_skb design."""
-    print("Request accounting from two BTF tracepoints (ablation, arm **trace**: nowire's "
-          "cgroup and data plane, plus steer_wire_tr.bpf.o's tp_btf/sock_send_length and "
-          "tp_btf/tcp_probe programs on nowire's maps, attached host-wide around trace's "
-          "blocks only, outside the timed operations; an attach or detach patches the "
-          "kernel's text and slows the next milliseconds, so every block of every arm "
-          "follows a few milliseconds of its workload, untimed: `--tr-settle-ms`). Wall ns "
-          "per operation, statistics off, paired per round:\n")
-    print("| workload | **trace - nowire**: the tracepoints' own cost (95 % CI; quartiles) | "
-          "ship - nowire: cgroup_skb's own cost (95 % CI) | **trace - none**: whole design "
-          "(95 % CI; quartiles) | ship - none (95 % CI) | trace - ship (95 % CI) |")
-    print("|---|---|---|---|---|---|")
+def brief(res):
+    rows = read(os.path.join(res, "offcost.csv"))
+    if not rows:
+        return []
+    present = {r["workload"] for r in rows}
+    n_rounds = len({r["round"] for r in rows if r["phase"] == "off"})
+    print(f"Wall ns per operation, statistics off, {n_rounds} rounds: the operation in a "
+          f"cgroup with no program (none), and what each arm adds to it (median of the "
+          f"paired per-round differences, 95 % interval): ship = the data plane as "
+          f"smg-steerd attaches it; nowire = the same with `--wire-estimator off`; empty = "
+          f"an empty program of each hook type ship attaches. bpf_stats = the programs' "
+          f"own run time per operation with the statistics on, ship (empty).\n")
+    print("| workload | none | ship - none | nowire - none | empty - none | bpf_stats ns |")
+    print("|---|---:|---:|---:|---:|---:|")
     for w in (w for w in WORKLOADS if w in present):
-        tn = fmt_pair(paired(rows, "off", w, "trace", w, "nowire"))
-        sn = fmt_pair(paired(rows, "off", w, "ship", w, "nowire"))
-        tw = fmt_pair(paired(rows, "off", w, "trace", w, "none"))
-        sw = fmt_pair(paired(rows, "off", w, "ship", w, "none"))
-        ts = fmt_pair(paired(rows, "off", w, "trace", w, "ship"))
-        print(f"| {w} | **{tn[0]}** ({tn[1]}; {tn[2]}) | {sn[0]} ({sn[1]}) | **{tw[0]}** "
-              f"({tw[1]}; {tw[2]}) | {sw[0]} ({sw[1]}) | {ts[0]} ({ts[1]}) |")
-    print()
-    st = paired(rows, "off", "steered", "trace", "steered", "ship")
-    if st:
-        a = fmt_pair(st)
-        b = fmt_pair(paired(rows, "off", "steered", "trace", "steered", "nowire"))
-        c = fmt_pair(paired(rows, "off", "steered", "ship", "steered", "nowire"))
-        d = fmt_pair(paired(rows, "off", "steered", "trace", "tcp", "none"))
-        e = fmt_pair(paired(rows, "off", "steered", "ship", "tcp", "none"))
-        print("A steered connection's whole wall cost by accounting design (statistics off, "
-              "paired per round; steered blocks run right after their arm's tcp block):\n")
-        print("| **steered trace - steered ship** (95 % CI; quartiles) | steered trace - "
-              "steered nowire | steered ship - steered nowire | steered trace - unsteered "
-              "none | steered ship - unsteered none |")
-        print("|---|---|---|---|---|")
-        print(f"| **{a[0]}** ({a[1]}; {a[2]}) | {b[0]} ({b[1]}) | {c[0]} ({c[1]}) | "
-              f"{d[0]} ({d[1]}) | {e[0]} ({e[1]}) |")
-        print()
-    on = [w for w in WORKLOADS + ("steered",) if w in present]
-    if not any(r["phase"] == "on" and r["cgroup"] == "trace" for r in rows):
-        return
-    print("The tracepoint programs with the statistics on (medians over rounds of runs and "
-          "bpf_stats ns per operation). A tracepoint runs for every socket of the host: the "
-          "runs count the listener's and the sink's sockets (cgroup none, never steered: "
-          "one early return each) and any other process's sockets while the block ran, so "
-          "runs per operation above the measured socket's own show them:\n")
-    print("| workload | tp_send_length | tp_tcp_probe | tracepoints, ns per op | trace, all "
-          "programs, ns per op | ship, all programs, ns per op |")
-    print("|---|---|---|---:|---:|---:|")
-    for w in on:
+        level = med(by_round(rows, "off", w, "none", "median_ns"))
         cells = []
-        tp_ns = {}
-        for h in TP_HOOKS:
-            runs = by_round(rows, "on", w, "trace", f"{h}_runs_per_op")
-            ns = by_round(rows, "on", w, "trace", f"{h}_ns_per_op")
-            for k, v in ns.items():
-                tp_ns[k] = tp_ns.get(k, 0.0) + v
-            cells.append(f"{med(runs):.2f} runs, {med(ns):.0f} ns")
-        print(f"| {w} | {cells[0]} | {cells[1]} | {med(tp_ns):.0f} | "
-              f"{med(by_round(rows, 'on', w, 'trace', 'bpf_ns_per_op')):.0f} | "
-              f"{med(by_round(rows, 'on', w, 'ship', 'bpf_ns_per_op')):.0f} |")
+        for arm in ("ship", "nowire", "empty"):
+            m, lo, hi = median_ci(paired(rows, "off", w, arm, w, "none"))
+            cells.append("-" if m != m else f"{m:.0f} ({lo:.0f} to {hi:.0f})")
+        sb = med(by_round(rows, "on", w, "ship", "bpf_ns_per_op"))
+        eb = med(by_round(rows, "on", w, "empty", "bpf_ns_per_op"))
+        print(f"| {w} | {level:.0f} | " + " | ".join(cells) + f" | {sb:.0f} ({eb:.0f}) |")
     print()
+    for w in (w for w in WORKLOADS if w in present):
+        print(f"- {w}: {WHAT[w]}")
+    st = paired(rows, "off", "steered", "ship", "tcp", "ship")
+    if st:
+        m, lo, hi = median_ci(st)
+        print(f"- a steered connection (to a virtual address, one backend) costs {m:.0f} ns "
+              f"({lo:.0f} to {hi:.0f}) more than the same connection made directly, both in "
+              f"ship")
+    print()
+    targets = []
+    for w, cg, what in (("udp", "ship", "connect4 + sock_release (UDP connect, close)"),
+                        ("tcp", "ship", "a whole TCP connection, request accounting on"),
+                        ("tcp", "nowire", "a whole TCP connection, `--wire-estimator off`")):
+        xs = paired(rows, "off", w, cg, w, "none")
+        if xs:
+            m, lo, hi, v = verdict(xs)
+            targets.append({"target": "Unsteered connection <= 150 ns",
+                            "measured": f"offcost, wall, statistics off: {what}",
+                            "figure": f"{m:.0f} ({lo:.0f} to {hi:.0f})",
+                            "anchor": "no program (cgroup none)", "part": "off",
+                            "verdict": v.split(" ")[0].replace("MISSED", "**missed**")})
+    xs = paired(rows, "off", "pkt", "ship", "pkt", "empty")
+    if xs:
+        m, lo, hi = median_ci(xs)
+        targets.append({"target": "An unsteered socket pays nothing beyond one early return "
+                                  "per packet",
+                        "measured": "offcost, wall, statistics off: a UDP packet each way",
+                        "figure": f"{m:.0f} ({lo:.0f} to {hi:.0f}) ns beyond empty programs",
+                        "anchor": "empty programs of the same hooks", "part": "off",
+                        "verdict": "report"})
+    return targets
 
 
 def section(res):
@@ -235,7 +228,7 @@ def section(res):
     if not rows:
         return
     hooks = read(os.path.join(res, "offcost_hooks.csv"))
-    print("## 8. The programs' cost with the statistics off (offcost)\n")
+    print("### off: the programs' cost with the statistics off (offcost)\n")
     print("Sibling cgroups in the bench's namespace: **ship** = the data plane as "
           "smg-steerd attaches it (wire accounting on, 64 virtual addresses published), "
           "**empty** = an empty program (`r0 = 1`) of each hook type ship attaches, "
@@ -249,22 +242,18 @@ def section(res):
     if hooks:
         print("Hooks ship attaches (empty mirrors each; programs in effect at each cgroup, "
               "ancestors included):\n")
-        print("| hook | attach type | program type | ship | nowire | empty | none | trace |")
-        print("|---|---|---|---:|---:|---:|---:|---:|")
+        print("| hook | attach type | program type | ship | nowire | empty | none |")
+        print("|---|---|---|---:|---:|---:|---:|")
         for h in hooks:
             print(f"| {h['hook']} | {h['attach_type']} | {h['prog_type']} | "
                   f"{h['ship_effective']} | {h.get('nowire_effective', '-')} | "
-                  f"{h['empty_effective']} | {h['none_effective']} | "
-                  f"{h.get('trace_effective') or '-'} |")
+                  f"{h['empty_effective']} | {h['none_effective']} |")
         print()
     n_off, runs = off_check(rows)
-    n_tr, runs_tr = off_check([r for r in rows if r["cgroup"] == "trace"])
     rounds_off = len({r["round"] for r in rows if r["phase"] == "off"})
     rounds_on = len({r["round"] for r in rows if r["phase"] == "on"})
-    tr = (f" (of them in the {n_tr} trace blocks, tracepoint programs included: "
-          f"**{runs_tr:.0f}**)") if n_tr else ""
     print(f"Statistics off: {rounds_off} rounds; program runs counted in the {n_off} off "
-          f"blocks with programs: **{runs:.0f}**{tr} (0: no statistics were on). "
+          f"blocks with programs: **{runs:.0f}** (0: no statistics were on). "
           f"Statistics on (BPF_ENABLE_STATS): {rounds_on} rounds.\n")
 
     print("| workload | none, ns per op | bpf_stats ship | bpf_stats floor (empty) | "
@@ -295,8 +284,6 @@ def section(res):
     print("- pkt per packet: half the pkt figures (one egress and one ingress run per "
           "operation)\n")
     state_table(rows)
-    if "trace" in {r["cgroup"] for r in rows}:
-        trace_tables(rows, present)
 
     ran = [r for r in rows if r["phase"] == "on" and r["cgroup"] == "ship"]
     cols = [h for h in hook_cols(rows) if any(num(r[f"{h}_runs_per_op"]) > 0.5 for r in ran)]
@@ -334,11 +321,6 @@ def section(res):
         m, lo, hi, v = verdict(xs)
         print(f"| the same with request accounting off (`--wire-estimator off`) | "
               f"{m:.0f} ({lo:.0f} to {hi:.0f}) | {v} |")
-    xs = paired(rows, "off", "tcp", "trace", "tcp", "none")
-    if xs:
-        m, lo, hi, v = verdict(xs)
-        print(f"| the same with request accounting from the tracepoints (ablation: trace - "
-              f"none) | {m:.0f} ({lo:.0f} to {hi:.0f}) | {v} |")
     xs = paired(rows, "off", "pkt", "ship", "pkt", "empty")
     if xs:
         m, lo, hi = median_ci(xs)

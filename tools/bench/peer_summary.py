@@ -2,7 +2,8 @@
 
 peer_bpf.csv (peerbench --part bpf): per round and variant (floor: an empty
 syscall program; apply1, apply32: steer_peer_apply with 1 and 32 deltas over a
-service of 64 backends), the BPF ns per run from bpf_stats and the wall time
+service of 64 backends; probe1, probe32: steer_probe_apply with 1 and 32
+packets), the BPF ns per run from bpf_stats and the wall time
 of each BPF_PROG_TEST_RUN call (mean, p50, p99 within the round). Figures are
 medians over the rounds; "net" is the per-round difference to the floor of
 the same round.
@@ -12,6 +13,9 @@ peer_cpu.csv: CPU time of R1 and R2 per phase (idle, samples, busy).
 peer_prop_push.csv, peer_cpu_push.csv: the same with --peer-push on.
 peer_prop_pushkey.csv, peer_cpu_pushkey.csv: push, and --peer-key.
 peer_rtt.txt, peer_rtt_push.txt: R2's smg_steer_peer_rtt_seconds lines at the end.
+
+brief() prints the part's short tables and returns its rows of the targets'
+table; section() prints every table.
 
     peer_summary.py RESULTS_DIR   # prints the section alone
 """
@@ -99,7 +103,7 @@ def interval(res, sfx=""):
     """R1's --peer-interval, as its log says it ("every 1 ms"), or "?"."""
     try:
         with open(os.path.join(res, f"peer_r1{sfx}.log")) as f:
-            m = re.search(r"sharing request accounting .* every (\S+ \S+)[ ;]", f.read())
+            m = re.search(r"sharing request accounting .* every (\d+(?:\.\d+)? \w+)", f.read())
     except OSError:
         return "?"
     return m.group(1) if m else "?"
@@ -204,25 +208,118 @@ def cpu_table(rows):
     print()
 
 
+MODES = (("", "tick", "reports every interval"), ("_push", "push", "--peer-push on"),
+         ("_pushkey", "push-key", "--peer-push on, reports signed with --peer-key"))
+
+
+def bpf_figures(rows):
+    """{variant: (deltas, BPF ns per run, net of the floor, wall ns per call)}, medians of
+    the per-round figures."""
+    by = {}
+    for r in rows:
+        by.setdefault(r["variant"], {})[r["round"]] = r
+    floor = by.get("floor", {})
+    out = {}
+    for v, rr in by.items():
+        out[v] = (int(num(next(iter(rr.values()))["deltas"])),
+                  med([num(r["bpf_ns_per_run"]) for r in rr.values()]),
+                  med([num(r["bpf_ns_per_run"]) - num(floor[k]["bpf_ns_per_run"])
+                       for k, r in rr.items() if k in floor]),
+                  med([num(r["wall_ns_mean"]) for r in rr.values()]))
+    return out
+
+
+def peer_pct(rows, phase):
+    """The peer thread's share of a core in a phase, the higher of the two routers."""
+    vals = [num(r["peer_cpu_pct"]) for r in rows if r["phase"] == phase]
+    vals = [v for v in vals if v == v]
+    return max(vals) if vals else float("nan")
+
+
+def brief(res):
+    bpf = read(os.path.join(res, "peer_bpf.csv"))
+    targets = []
+    if bpf:
+        f = bpf_figures(bpf)
+        print("The kernel half, as smg-steerd runs it (one BPF_PROG_TEST_RUN per batch): "
+              "steer_peer_apply with 1 and 32 deltas over a service of 64 backends, "
+              "steer_probe_apply (--step-probe) with 1 and 32 packets; BPF ns per run, net "
+              "of an empty syscall program run the same way (floor), and the wall time of "
+              "the call.\n")
+        print("| variant | per run | BPF ns per run | net | net per delta or packet | "
+              "wall ns per call |")
+        print("|---|---:|---:|---:|---:|---:|")
+        for v in ("floor", "apply1", "apply32", "probe1", "probe32"):
+            if v not in f:
+                continue
+            d, b, n, w = f[v]
+            net = "-" if v == "floor" else fmt(n)
+            per = "-" if v == "floor" or not d else fmt(n / d, 1)
+            print(f"| {v} | {d} | {fmt(b)} | {net} | {per} | {fmt(w)} |")
+        print()
+        if "apply32" in f and "probe32" in f:
+            targets.append({"target": "Sharing the accounting and the probe: kernel cost "
+                                      "(no target)",
+                            "measured": "peerbench --part bpf, batches of 32",
+                            "figure": f"steer_peer_apply {fmt(f['apply32'][2] / 32, 1)} ns "
+                                      f"per delta; steer_probe_apply "
+                                      f"{fmt(f['probe32'][2] / 32, 1)} ns per packet",
+                            "anchor": f"empty syscall program: {fmt(f['floor'][1])} ns",
+                            "part": "peer", "verdict": "report"})
+    lines = []
+    for sfx, mode, what in MODES:
+        prop = read(os.path.join(res, f"peer_prop{sfx}.csv"))
+        cpu = read(os.path.join(res, f"peer_cpu{sfx}.csv"))
+        if not prop:
+            continue
+        ok = [r for r in prop if r.get("timeout") == "0"]
+        up = [num(r["send_to_seen_us"]) / 1e3 for r in ok]
+        down = [num(r["answer_to_seen_us"]) / 1e3 for r in ok]
+        lines.append((mode, what, up, down, len(prop) - len(ok), cpu))
+    if lines:
+        print(f"Two real smg-steerd, R1 and R2, `--peer` each other (reports every "
+              f"{interval(res)}): ms from a request sent through R1 until R2's kernel has "
+              f"it (send -> seen), and from its answer until R2 has dropped it (answer -> "
+              f"seen); the peer thread's share of a core, the higher of the two routers, "
+              f"idle and with traffic through both.\n")
+        print("| mode | send -> seen p50 | p99 | answer -> seen p50 | p99 | timeouts | "
+              "peer thread % idle | % busy |")
+        print("|---|---:|---:|---:|---:|---:|---:|---:|")
+        for mode, what, up, down, timeouts, cpu in lines:
+            print(f"| {mode}: {what} | {fmt(quantile(up, 0.5), 3)} | "
+                  f"{fmt(quantile(up, 0.99), 3)} | {fmt(quantile(down, 0.5), 3)} | "
+                  f"{fmt(quantile(down, 0.99), 3)} | {timeouts} | "
+                  f"{fmt(peer_pct(cpu, 'idle'), 2)} | {fmt(peer_pct(cpu, 'busy'), 2)} |")
+        print()
+        targets.append({"target": "A request sent through one router reaches the other's "
+                                  "kernel (no target here: the simulator takes these delays)",
+                        "measured": "peerbench --part prop, send -> seen, p50 / p99 ms",
+                        "figure": "; ".join(f"{mode} {fmt(quantile(up, 0.5), 2)} / "
+                                            f"{fmt(quantile(up, 0.99), 2)}"
+                                            for mode, _, up, _, _, _ in lines),
+                        "anchor": f"the report interval, {interval(res)}", "part": "peer",
+                        "verdict": "report"})
+    return targets
+
+
 def section(res):
     bpf = read(os.path.join(res, "peer_bpf.csv"))
     if not bpf and not read(os.path.join(res, "peer_prop.csv")) and \
             not read(os.path.join(res, "peer_prop_push.csv")):
         return
-    print("## 9. Routers sharing their request accounting (--peer, peerbench)\n")
+    print("### peer: routers sharing their request accounting (--peer, peerbench)\n")
     if bpf:
-        print("### The kernel half: steer_peer_apply\n")
+        print("#### The kernel half: steer_peer_apply and steer_probe_apply\n")
         bpf_table(bpf)
-    for sfx, what in (("", "reports every interval"), ("_push", "--peer-push on"),
-                      ("_pushkey", "--peer-push on, reports signed with --peer-key")):
+    for sfx, _, what in MODES:
         prop = read(os.path.join(res, f"peer_prop{sfx}.csv"))
         cpu = read(os.path.join(res, f"peer_cpu{sfx}.csv"))
         if prop:
-            print(f"### Propagation: R1's request seen at R2 ({what})\n")
+            print(f"#### Propagation: R1's request seen at R2 ({what})\n")
             prop_table(prop, interval(res, sfx), push=bool(sfx))
             rtt_line(res, sfx)
         if cpu:
-            print(f"### What the peer thread costs ({what})\n")
+            print(f"#### What the peer thread costs ({what})\n")
             cpu_table(cpu)
 
 

@@ -3,7 +3,7 @@
  * peerbench.c - what sharing the request accounting between routers costs
  * (--peer, user/peer/peer.c), and how soon one router sees another's request.
  *
- *   peerbench --part bpf --pin DIR --cgroup DIR --cost-obj build/steer_wire_cost.bpf.o
+ *   peerbench --part bpf --pin DIR --cgroup DIR --cost-obj build/bench/wire_cost.bpf.o
  *             [--first 127.0.4.1:9000] [--backends 64] [--rounds 8] [--runs 20000]
  *             [--header]
  *   peerbench --part prop --r1-pin DIR --r2-pin DIR --r1-cgroup DIR --r2-cgroup DIR
@@ -23,10 +23,10 @@
  * system call), with batches of 1 delta and of 32 deltas (32 distinct slots),
  * each run adding tokens and the next taking them back; and steer_probe_apply
  * (--step-probe) through steer_dp_probe_apply with 1 and 32 packets (32
- * slots), a 20 ms and a 1 ms step in turn. Next to them, the
- * floor: an empty syscall program (steer_peer_floor in
- * steer_wire_cost.bpf.c), run the same way. Variants are interleaved round by
- * round (the first rotates); per round and variant: BPF ns per run from
+ * slots), a 20 ms and a 1 ms step in turn. Next to them, the floor: an empty
+ * syscall program (steer_peer_floor in tools/bench/bpf/wire_cost.bpf.c), run
+ * the same way. Variants are interleaved round by round (the first rotates);
+ * per round and variant: BPF ns per run from
  * bpf_stats (run_time_ns / run_cnt, BPF_ENABLE_STATS held by a descriptor)
  * and the wall time of each call (CLOCK_MONOTONIC around it: what the daemon's
  * thread pays per batch), mean, p50 and p99. One CSV row per round and variant.
@@ -216,13 +216,13 @@ static int find_apply_prog(const char *pin, const char *name)
 	return found;
 }
 
-/* The floor: steer_wire_cost.bpf.o's empty syscall program, alone loaded
+/* The floor: wire_cost.bpf.o's empty syscall program, alone loaded
  * from that object (over this data plane's pins, as wirecost opens it). */
 static int load_floor(struct bpfb *b)
 {
 	struct bpf_program *p;
 
-	b->obj = steer_dp_object_open(b->cost_obj, b->pin);
+	b->obj = bench_object_open(b->cost_obj, b->pin);
 	if (!b->obj)
 		return -1;
 	bpf_object__for_each_program(p, b->obj)

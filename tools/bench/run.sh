@@ -3,112 +3,128 @@
 #
 #   STEER_BUILD=$PWD/build tools/bench/run.sh
 #
-# Runs, in a private network namespace it creates (unshare -n, lo up, only
-# 127.0.0.0/8), with a throwaway cgroup and pin directories:
-#   1. the data plane with short connections, four paths interleaved round by
-#      round: direct to one backend, the virtual address steered by the real BPF
-#      programs over 64 backends, HAProxy leastconn (mode tcp) and nginx stream
-#      least_conn over the same 64 backends; measured by connbench (connect, read
-#      one byte, close) and by wrk (HTTP, Connection: close, 64 nginx backends);
-#      then connbench --pair: steered against direct in one thread, blocks
-#      alternating, free, on one CPU and across two;
-#   2. BPF time per connection, every program summed (request accounting's
-#      per packet included), at 8, 64 and 256 backends, unsteered, spread,
-#      equal and rebuild (deccost);
-#   3. the control plane: the real smg-steerd at 100, 1,000 and 5,000 backends
-#      against fake workers (ctlplane.py): bench/fastworker (C), then the Python
-#      reference tests/lib/fake_worker.py --many at 100 and 1,000;
-#   4. the load sources: smg-steerd's CPU per poll at 256 backends for each
-#      source it reads (gRPC SGLang/vLLM/TokenSpeed against bench/fastworker,
-#      HTTP /v1/loads and /metrics against nginx, TCP liveness), interleaved;
-#   5. issue 10's ablation without the release hook (norelbench): BPF time per
-#      connection today and without release, interleaved, with the floor of
-#      each hook type; the per-poll walk that replaces the hook at 1k, 10k and
-#      100k sockets and the lag of the live counts; socket()+close() wall time.
-#   6. request accounting on steered sockets (wirecost): no accounting, the
-#      shipped cgroup_skb programs, the card's sockops/sk_msg/sk_skb ablation
-#      the BTF-tracepoint ablation (steer_wire_tr.bpf.o) and the shipped
-#      egress program cut short and the step cadence's work
-#      (steer_wire_cost.bpf.o), answers that re-key only a key that fell
-#      (steer_wire_lazy.bpf.o), the step cadence as shipped (a table with
-#      STEER_TBL_STEP) and the ingress program as it was before it, the
-#      shipped pair with --peer-push's kick on every request (a table with
-#      STEER_TBL_PEER_PUSH), interleaved:
-#      BPF ns per message and per packet next to the
-#      empty-program floor, keep-alive request/response latency, and upload
-#      throughput, steered and unsteered; the same with the client and the
-#      server placed on one CPU, on two, and on two with the received packets
-#      handed to the client's CPU (RPS), next to the ablations without the
-#      service's lock and the least an exact count writes; then the
-#      congestion-control probe
-#      (ccprobe, steer_ccprobe.bpf.o): what a per-socket algorithm chosen at
-#      connect sees of requests and answers, and what it costs.
-#   8. what the programs cost an unsteered connection with the statistics off
-#      (offcost): the shipped data plane, the same with request accounting
-#      off, empty programs of the shipped hook types and no program, in four
-#      sibling cgroups, and the tracepoint ablation (nowire's cgroup with the
-#      tracepoints attached around its blocks only), interleaved round by
-#      round; every operation timed by itself (udp connect + close, a whole
-#      unsteered TCP connection, a UDP packet each way, a steered connect),
-#      per-round medians paired; then the same rounds with bpf_stats on.
-#   7. ingress (tools/bench/ingress.py): clients off the node, in network
-#      namespaces on a bridge, through smg-steer's XDP path (native and
-#      generic mode), nftables DNAT
-#      (kube-proxy's numgen layout), HAProxy leastconn, kernel ECMP forwarding
-#      and direct to one backend, interleaved; the XDP program's and the
-#      decap's ns per packet.
-#   9. routers sharing their request accounting (--peer, peerbench): the
-#      kernel half, steer_peer_apply, in BPF ns per run (bpf_stats) and in wall
-#      time per BPF_PROG_TEST_RUN (what smg-steerd's peer thread pays per
-#      batch), batches of 1 and of 32 deltas over a service of 64 backends,
-#      next to an empty syscall program (steer_wire_cost.bpf.o), interleaved
-#      round by round; then two real smg-steerd, R1 and R2, --peer each other
-#      on 127.0.0.1 every 1 ms (BENCH_PEER_INTERVAL), over 2 backends
-#      (loads from bench/fastworker, polled once: --load-check-interval
-#      10m): a request sent through R1 on a keep-alive connection, the time
-#      until R2's pinned steer_wire shows it (send -> seen) and, once
-#      answered, until it is gone there (answer -> seen); and the CPU time of
-#      both daemons and of their peer threads idle, during the samples and
-#      with steady traffic through both. The same table has steer_probe_apply
-#      (--step-probe) with 1 and 32 packets. Each mode of BENCH_PEER_MODES
-#      ("tick push push-key") runs the daemons and the samples once: tick,
-#      reports every interval only; push, --peer-push on --peer-phase off as
-#      well (each request reported as it is sent); push-key, push with every
-#      report signed and checked (--peer-key, a random key of the run's).
-#  10. the step probe, live (probecpu.py): smg-steerd --wire-estimator
-#      fluid-step --step-probe over BENCH_PROBE_BACKENDS (16) backends that
-#      stream a completion event every BENCH_PROBE_STEP (0.02) s
-#      (tests/lib/probe_worker.py), for BENCH_PROBE_SECONDS (20): packets and
-#      applies per second, steer_probe_apply's BPF ns per run and per packet
-#      (bpf_stats), and the CPU of the smg-probe thread.
-# Raw results go to $STEER_BUILD/bench/results/*.csv, the summary with medians
-# and ratios to summary.md there, which is printed at the end; they replace the
-# previous results only when the run completes. Every process,
+# As root, in a private network namespace it creates (unshare -n, lo up,
+# 127.0.0.0/8 only; the ingress part adds namespaces of its own on a bridge),
+# with throwaway cgroups and pin directories. Every figure is measured next
+# to an anchor in the same run, the two interleaved round by round. The parts,
+# in the order they run (BENCH_PARTS names them):
+#
+#   conn     short connections (connect, read one byte, close), connbench:
+#            direct to one backend; direct64, the client itself round-robining
+#            over the 64 backends (the fan-out without steering); vip, the
+#            virtual address steered by the real BPF programs over the same 64;
+#            HAProxy leastconn (mode tcp) and nginx stream least_conn over them.
+#            Rounds interleave the paths, at 1 and 4 concurrent clients. Then
+#            connbench --pair: steered and direct side by side in one thread,
+#            blocks of connections alternating, placed by the scheduler, on one
+#            CPU and across two, with request accounting on (the default) and
+#            off (vipnw: --wire-estimator off).
+#   wrk      HTTP requests over short connections (wrk, Connection: close)
+#            through the same paths to 64 nginx HTTP backends.
+#   dec      BPF time per connection, every program a connection meets summed
+#            (deccost: connect4, getpeername4, sock_release and request
+#            accounting's per packet), at 8, 64 and 256 backends: unsteered,
+#            spread, equal and rebuild; next to an empty program of each hook
+#            type (the floor of dispatch and statistics).
+#   ctl      the control plane (ctlplane.py): the real smg-steerd at 100,
+#            1,000 and 5,000 backends against one fake worker process,
+#            bench/fastworker (C), then the Python reference
+#            tests/lib/fake_worker.py --many at 100 and 1,000: cycle and publish
+#            time, RSS and CPU per cycle; bare gRPC channels (bench/grpcmem) as
+#            the memory anchor.
+#   src      the load sources (sources.py): smg-steerd's CPU per poll at 256
+#            backends of each source it reads (gRPC SGLang, vLLM, TokenSpeed
+#            against bench/fastworker; HTTP /v1/loads and /metrics against
+#            nginx; TCP liveness), interleaved; the anchor is gRPC SGLang.
+#   wire     request accounting on steered sockets (wirecost over one
+#            backend): BPF ns per message and per packet next to an empty
+#            program's floor, keep-alive request/response latency and upload
+#            throughput, steered and unsteered. Variants interleaved: off (no
+#            accounting program), skb (the shipped cgroup_skb pair), step (the
+#            same with --wire-estimator fluid-step), push (the same with
+#            --peer-push's kick on every request), find and lock (the shipped
+#            egress program cut short after the record's lookup and after the
+#            service's lock: where a request's BPF time goes; from
+#            tools/bench/bpf/wire_cost.bpf.c). Then off, skb, find and min (the
+#            least an exact per-socket count writes: a bound, not a design)
+#            with the client and the server placed on one CPU, on two, and on
+#            two with the received packets handed to the client's CPU by RPS.
+#   ingress  clients off the node (ingress.py): network namespaces on a
+#            bridge, through smg-steer's XDP path (native and generic mode),
+#            nftables DNAT (kube-proxy's numgen layout), HAProxy leastconn,
+#            kernel ECMP forwarding and direct to one backend, interleaved;
+#            connections per second, and the XDP program's and the decap's ns
+#            per packet (bpf_stats).
+#   off      what the programs cost an unsteered connection in wall time with
+#            the statistics off (offcost): the shipped data plane, the same
+#            with request accounting off, empty programs of the shipped hook
+#            types and no program, in four sibling cgroups, interleaved; every
+#            operation timed by itself (UDP connect + close, a whole unsteered
+#            TCP connection, a UDP packet each way, a steered connection),
+#            per-round medians paired; then the same rounds with bpf_stats on.
+#   peer     routers sharing their request accounting (--peer, peerbench).
+#            The kernel half: steer_peer_apply with batches of 1 and 32
+#            deltas over a service of 64 backends, and steer_probe_apply
+#            (--step-probe) with 1 and 32 packets, in BPF ns per run (bpf_stats)
+#            and wall time per BPF_PROG_TEST_RUN (what the daemon's thread pays
+#            per batch), next to an empty syscall program, interleaved. Then
+#            two real smg-steerd, R1 and R2, --peer each other on 127.0.0.1
+#            every BENCH_PEER_INTERVAL over 2 backends (loads from
+#            bench/fastworker, polled once): a request sent through R1 on a
+#            keep-alive connection, the time until R2's pinned steer_wire shows
+#            it (send -> seen) and, once answered, until it is gone there
+#            (answer -> seen); and the CPU time of both daemons and of their
+#            peer threads idle, during the samples and with steady traffic
+#            through both. Once per mode of BENCH_PEER_MODES: tick (reports
+#            every interval), push (--peer-push on --peer-phase off: each
+#            request reported as it is sent), push-key (push, every report
+#            signed and checked with --peer-key).
+#   probe    the step probe, live (probecpu.py): smg-steerd --wire-estimator
+#            fluid-step --step-probe over BENCH_PROBE_BACKENDS backends that
+#            stream a completion event every BENCH_PROBE_STEP s
+#            (tests/lib/probe_worker.py; loads from bench/fastworker, so that
+#            every backend is healthy): packets and applies per second,
+#            steer_probe_apply's BPF ns per run and per packet, and the CPU of
+#            the probe thread.
+#
+# Raw results go to $STEER_BUILD/bench/results/*.csv, the summary (the
+# targets' table first, then one section per part: medians over rounds,
+# ratios to their anchors) to summary.md there, printed at the end; they
+# replace the previous results only when the run completes. Every process,
 # pin, cgroup and temp file is removed at exit, also on failure or Ctrl-C.
 #
-# Knobs (environment): BENCH_ROUNDS (8: connbench and deccost rounds),
-# BENCH_CONN_SECONDS (1.5), BENCH_PAIR_SECONDS (20: each connbench --pair run),
-# BENCH_PAIR_BLOCK (200 connections per block), BENCH_WRK_ROUNDS (3), BENCH_WRK_SECONDS (5),
-# BENCH_DEC_CONNECTS (5000), BENCH_CTL_SCALES (100,1000,5000), BENCH_CTL_ROUNDS
-# (2), BENCH_CTL_PY_SCALES (100,1000: the same against the Python fake worker,
-# one round), BENCH_SRC_ROUNDS (3), BENCH_SRC_BACKENDS (256),
-# BENCH_NOREL_SCALES (1000,10000,100000), BENCH_NOREL_POLLS (5),
-# BENCH_WIRE_MESSAGES (5000 round trips per phase), BENCH_WIRE_BULK_MB (32),
-# BENCH_INGRESS_ROUNDS (6), BENCH_INGRESS_SECONDS (1), BENCH_INGRESS_CONC (1,4),
-# BENCH_INGRESS_ARMS (xdp,xdpg,nft,haproxy,ecmp,direct), BENCH_OFF_ROUNDS (1500
-# rounds with the statistics off), BENCH_OFF_ROUNDS_ON (300 with them on),
-# BENCH_OFF_CPU (the CPU offcost is pinned to: the last one; "" for none),
-# BENCH_PEER_ROUNDS (BENCH_ROUNDS: steer_peer_apply rounds), BENCH_PEER_RUNS
-# (20000 runs per variant and round), BENCH_PEER_SAMPLES (1000 propagation
-# samples, after 20 not counted), BENCH_PEER_REQUEST (4000 bytes a request,
-# --bytes-per-token 4: 1,000 tokens), BENCH_PEER_INTERVAL (1ms: both routers'
-# --peer-interval), BENCH_PEER_IDLE_SECONDS (10), BENCH_PEER_BUSY_SECONDS (10),
-# BENCH_PEER_BUSY_RATE (2000 requests/s through each router in the busy phase),
-# BENCH_PEER_READER_GAPS (0,20: the samples take turns between a tight reader of
-# R2's value and one that reads every 20 us; column reader_gap_us),
-# BENCH_PROBE_BACKENDS (16), BENCH_PROBE_STEP (0.02 s), BENCH_PROBE_SECONDS (20),
-# BENCH_PARTS ("conn wrk dec ctl src norel wire ingress off peer probe"). The machine is shared and noisy: many
-# short interleaved rounds and their medians beat a few long ones.
+# Knobs (environment, default in parentheses):
+#   BENCH_PARTS          the parts to run ("conn wrk dec ctl src wire ingress off
+#                        peer probe")
+#   BENCH_ROUNDS         rounds of conn, dec and wire (8)
+#   BENCH_CONN_SECONDS   each connbench run (1.5)
+#   BENCH_PAIR_SECONDS   each connbench --pair run (20); BENCH_PAIR_BLOCK
+#                        connections per block (200)
+#   BENCH_WRK_ROUNDS     (3); BENCH_WRK_SECONDS each wrk run (5)
+#   BENCH_DEC_CONNECTS   connects per deccost measurement (5000)
+#   BENCH_CTL_SCALES     backends (100,1000,5000); BENCH_CTL_ROUNDS (2);
+#                        BENCH_CTL_PY_SCALES, against the Python worker, one
+#                        round (100,1000)
+#   BENCH_SRC_ROUNDS     (3); BENCH_SRC_BACKENDS (256)
+#   BENCH_WIRE_MESSAGES  round trips per phase (5000); BENCH_WIRE_BULK_MB (32)
+#   BENCH_INGRESS_ROUNDS (6); BENCH_INGRESS_SECONDS (1); BENCH_INGRESS_CONC
+#                        (1,4); BENCH_INGRESS_ARMS (xdp,xdpg,nft,haproxy,ecmp,direct)
+#   BENCH_OFF_ROUNDS     rounds with the statistics off (1500);
+#                        BENCH_OFF_ROUNDS_ON with them on (300); BENCH_OFF_CPU
+#                        the CPU offcost is pinned to (the last one; "" for none)
+#   BENCH_PEER_ROUNDS    steer_peer_apply rounds (BENCH_ROUNDS); BENCH_PEER_RUNS
+#                        runs per variant and round (20000)
+#   BENCH_PEER_SAMPLES   propagation samples, after 20 not counted (1000)
+#   BENCH_PEER_REQUEST   bytes a request (4000; --bytes-per-token 4: 1,000 tokens)
+#   BENCH_PEER_INTERVAL  both routers' --peer-interval (1ms)
+#   BENCH_PEER_IDLE_SECONDS, BENCH_PEER_BUSY_SECONDS  (10, 10)
+#   BENCH_PEER_BUSY_RATE requests/s through each router when busy (2000)
+#   BENCH_PEER_READER_GAPS  the samples take turns between a tight reader of
+#                        R2's value and one that reads every N us (0,20)
+#   BENCH_PEER_MODES     ("tick push push-key")
+#   BENCH_PROBE_BACKENDS (16); BENCH_PROBE_STEP s (0.02); BENCH_PROBE_SECONDS (20)
+# The machine is shared and noisy: many short interleaved rounds and their
+# medians beat a few long ones.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -130,8 +146,6 @@ CTL_ROUNDS=${BENCH_CTL_ROUNDS:-2}
 CTL_PY_SCALES=${BENCH_CTL_PY_SCALES:-100,1000}
 SRC_ROUNDS=${BENCH_SRC_ROUNDS:-3}
 SRC_BACKENDS=${BENCH_SRC_BACKENDS:-256}
-NOREL_SCALES=${BENCH_NOREL_SCALES:-1000,10000,100000}
-NOREL_POLLS=${BENCH_NOREL_POLLS:-5}
 WIRE_MESSAGES=${BENCH_WIRE_MESSAGES:-5000}
 WIRE_BULK_MB=${BENCH_WIRE_BULK_MB:-32}
 ING_ROUNDS=${BENCH_INGRESS_ROUNDS:-6}
@@ -154,20 +168,20 @@ PEER_MODES=${BENCH_PEER_MODES:-tick push push-key}
 PROBE_N=${BENCH_PROBE_BACKENDS:-16}
 PROBE_STEP=${BENCH_PROBE_STEP:-0.02}
 PROBE_SECONDS=${BENCH_PROBE_SECONDS:-20}
-PARTS=${BENCH_PARTS:-conn wrk dec ctl src norel wire ingress off peer probe}
+PARTS=${BENCH_PARTS:-conn wrk dec ctl src wire ingress off peer probe}
 
 if [ "$(id -u)" != 0 ]; then
 	echo "bench: must run as root (it loads BPF programs and creates a network namespace)" >&2
 	exit 1
 fi
-for b in onebyte connbench vipctl deccost grpcmem fastworker norelbench wirecost ccprobe xdppass offcost peerbench; do
+for b in onebyte connbench vipctl deccost grpcmem fastworker wirecost xdppass offcost peerbench; do
 	[ -x "$BIN/$b" ] || { echo "bench: $BIN/$b missing; run 'make bench'" >&2; exit 1; }
 done
-for o in steer_wire_msg steer_wire_tr steer_wire_cost steer_wire_lazy steer_ccprobe; do
-	[ -r "$BUILD/$o.bpf.o" ] || { echo "bench: $BUILD/$o.bpf.o missing" >&2; exit 1; }
+COST_OBJ=$BIN/wire_cost.bpf.o # tools/bench/bpf/wire_cost.bpf.c
+[ -r "$COST_OBJ" ] || { echo "bench: $COST_OBJ missing; run 'make bench'" >&2; exit 1; }
+for b in smg-steerd smg-steerctl; do
+	[ -x "$BUILD/$b" ] || { echo "bench: $BUILD/$b missing; run 'make bench'" >&2; exit 1; }
 done
-[ -x "$BUILD/smg-steerd" ] || { echo "bench: $BUILD/smg-steerd missing" >&2; exit 1; }
-[ -r "$BUILD/steer_norel.bpf.o" ] || { echo "bench: $BUILD/steer_norel.bpf.o missing" >&2; exit 1; }
 
 # A private network namespace: nothing here can reach beyond this machine's
 # loopback, and everything bound here disappears with it.
@@ -189,18 +203,11 @@ CG_DEC="$cgroot/$tag-dec" # deccost
 CG_CTL="$cgroot/$tag-ctl" # the control-plane daemons (nobody connects from it)
 CG_CLI="$cgroot/$tag-cli" # the client on the unsteered paths (no programs)
 CG_SRV="$cgroot/$tag-srv" # backends and proxies: their CPU time is read from cpu.stat
-CG_NA="$cgroot/$tag-na"   # norelbench: the data plane as shipped
-CG_NB="$cgroot/$tag-nb"   # norelbench: without the release hook
-CG_NC="$cgroot/$tag-nc"   # norelbench: the release hook cut to its cookie test
-CG_NN="$cgroot/$tag-nn"   # norelbench: no program at all
 CG_WIRE="$cgroot/$tag-wire" # wirecost's client (its server stays outside)
 CG_OS="$cgroot/$tag-os"   # offcost: the data plane as shipped
 CG_OE="$cgroot/$tag-oe"   # offcost: empty programs of the same hook types
 CG_ON="$cgroot/$tag-on"   # offcost: no program (its listener and sink live here)
 CG_OW="$cgroot/$tag-ow"   # offcost: the data plane with request accounting off
-CG_CS="$cgroot/$tag-cs"   # ccprobe: connects that get the congestion-control wrapper
-CG_CN="$cgroot/$tag-cn"   # ccprobe: connects that keep the host's algorithm
-CG_CF="$cgroot/$tag-cf"   # ccprobe: the wrapper without its probes (floor)
 CG_PB="$cgroot/$tag-pb"   # peerbench: the data plane steer_peer_apply is measured on
 CG_PR="$cgroot/$tag-pr"   # the step probe's daemon (nobody connects from it)
 CG_P1="$cgroot/$tag-p1"   # peerbench: router R1's clients
@@ -239,7 +246,7 @@ cleanup() {
 	for cg in "$cgroot/$NETNS"-*; do
 		[ -d "$cg" ] && rmdir "$cg" 2>/dev/null || true
 	done
-	for cg in "$CG_DP" "$CG_DPNW" "$CG_DEC" "$CG_CTL" "$CG_CLI" "$CG_SRV" "$CG_NA" "$CG_NB" "$CG_NC" "$CG_NN" "$CG_WIRE" "$CG_OS" "$CG_OE" "$CG_ON" "$CG_OW" "$CG_CS" "$CG_CN" "$CG_CF" "$CG_PB" "$CG_P1" "$CG_P2" "$CG_PR"; do
+	for cg in "$CG_DP" "$CG_DPNW" "$CG_DEC" "$CG_CTL" "$CG_CLI" "$CG_SRV" "$CG_WIRE" "$CG_OS" "$CG_OE" "$CG_ON" "$CG_OW" "$CG_PB" "$CG_P1" "$CG_P2" "$CG_PR"; do
 		[ -d "$cg" ] && rmdir "$cg" 2>/dev/null || true
 	done
 	rm -rf "$TMP"
@@ -248,7 +255,7 @@ trap cleanup EXIT
 trap 'echo "bench: interrupted" >&2; exit 130' INT
 trap 'exit 143' TERM
 
-mkdir -p "$RES" "$CG_DP" "$CG_DPNW" "$CG_DEC" "$CG_CTL" "$CG_CLI" "$CG_SRV" "$CG_NA" "$CG_NB" "$CG_NC" "$CG_NN" "$CG_WIRE" "$CG_OS" "$CG_OE" "$CG_ON" "$CG_OW" "$CG_CS" "$CG_CN" "$CG_CF" "$CG_PB" "$CG_P1" "$CG_P2" "$CG_PR"
+mkdir -p "$RES" "$CG_DP" "$CG_DPNW" "$CG_DEC" "$CG_CTL" "$CG_CLI" "$CG_SRV" "$CG_WIRE" "$CG_OS" "$CG_OE" "$CG_ON" "$CG_OW" "$CG_PB" "$CG_P1" "$CG_P2" "$CG_PR"
 
 log() { printf '[%s] %s\n' "$(date +%T)" "$*"; }
 
@@ -482,7 +489,7 @@ loadavg() { # what
 	echo "$1: load average $(cut -d' ' -f1-3 /proc/loadavg)" >>"$RES/load.txt"
 }
 
-# ---- 1a. connbench ------------------------------------------------------------------------
+# ---- conn: short connections, connbench ----------------------------------------------------
 
 conn_part() {
 	local out=$RES/conn.csv conc r p c0 s0
@@ -510,13 +517,13 @@ conn_part() {
 # Sequential, steered against unsteered in one thread: blocks of $PAIR_BLOCK
 # connections alternate (ABBA), the client moving between the two cgroups; the
 # ratio of block medians resolves what per-round means cannot on a shared
-# machine (issue 10: steered / direct <= 1.02). Twice: free (as the scheduler
-# places things: a sequential connection often waits for a vCPU to wake from
-# idle, and the client and the backends move between CPUs, which makes block
-# times bimodal) and onecpu (the client and the backends pinned to one CPU:
-# every connection runs the same code path, nothing waits for a wake-up) and
-# twocpu (the client on CPU 0, the backends on CPU 1: every connection crosses
-# CPUs the same way).
+# machine (the target: steered / direct <= 1.02). Three placements: free (as
+# the scheduler places things: a sequential connection often waits for a vCPU
+# to wake from idle, and the client and the backends move between CPUs, which
+# makes block times bimodal), onecpu (the client and the backends pinned to
+# one CPU: every connection runs the same code path, nothing waits for a
+# wake-up) and twocpu (the client on CPU 0, the backends on CPU 1: every
+# connection crosses CPUs the same way).
 conn_pairs() {
 	local out=$RES/conn_pairs.csv cond pair hdr=--header pin=() ob
 	ob=$(pgrep -f "^$BIN/onebyte --base $ONE " | head -1)
@@ -549,7 +556,7 @@ conn_pair_run() {
 		--seconds "$PAIR_SECONDS" "${extra[@]}" "$@"
 }
 
-# ---- 1b. wrk ------------------------------------------------------------------------------
+# ---- wrk: HTTP over short connections ------------------------------------------------------
 
 # wrk's text output -> "rps,p50_ms,p99_ms,requests,errors"
 wrk_parse() {
@@ -596,7 +603,7 @@ stop_dataplane_paths() {
 	PIDS=()
 }
 
-# ---- 2. decision cost -----------------------------------------------------------------------
+# ---- dec: BPF time per connection ----------------------------------------------------------
 
 dec_part() {
 	log "BPF time per connection: 8, 64, 256 backends x passthrough/spread/equal/rebuild, $ROUNDS rounds"
@@ -612,7 +619,7 @@ dec_part() {
 	loadavg "decision cost end"
 }
 
-# ---- 3. control plane -----------------------------------------------------------------------
+# ---- ctl: the control plane ----------------------------------------------------------------
 
 ctl_part() {
 	log "control plane: smg-steerd at $CTL_SCALES backends, $CTL_ROUNDS rounds, C fake worker"
@@ -628,7 +635,7 @@ ctl_part() {
 	loadavg "control plane end"
 }
 
-# ---- 4. load sources ----------------------------------------------------------------------------
+# ---- src: the load sources -----------------------------------------------------------------
 
 src_part() {
 	log "load sources: smg-steerd CPU per poll, $SRC_BACKENDS backends, $SRC_ROUNDS rounds"
@@ -639,33 +646,7 @@ src_part() {
 	loadavg "load sources end"
 }
 
-# ---- 5. issue 10 ablation: no release hook ------------------------------------------------------
-
-norel_part() {
-	local nb=("$BIN/norelbench" --pin "$PIN-norel" --cgroup-a "$CG_NA" --cgroup-b "$CG_NB"
-		--cgroup-c "$CG_NC" --cgroup-none "$CG_NN" --obj "$BUILD/steer_norel.bpf.o"
-		--first 127.0.3.1:9000 --header)
-	log "issue 10 ablation: today against no release hook, $ROUNDS rounds; walk at $NOREL_SCALES sockets"
-	loadavg "norel start"
-	# Part walk holds up to 100,000 sockets in the listeners' backlogs (this namespace only).
-	sysctl -qw net.core.somaxconn=65535
-	# The walk first, on a namespace with no other TCP socket ...
-	fg_wait "${nb[@]}" --part walk --scales "$NOREL_SCALES" --polls "$NOREL_POLLS" --netns-check \
-		>"$RES/norel_walk.csv"
-	bg "$BIN/onebyte" --base 127.0.3.1 --port 9000 --count 256 >"$TMP/onebyte-norel.out" 2>&1
-	local ob=${PIDS[-1]}
-	wait_ready "$TMP/onebyte-norel.out" "onebyte (256)"
-	fg_wait "${nb[@]}" --part bpf --backends 256 --connects "$DEC_CONNECTS" --rounds "$ROUNDS" \
-		>"$RES/norel_bpf.csv"
-	stop_pid "$ob"
-	# ... and again right after the short connections above: with their
-	# TIME_WAIT sockets in the table, as on a node that makes many.
-	fg_wait "${nb[@]}" --part walk --scales 1000 --polls "$NOREL_POLLS" >"$RES/norel_walk_tw.csv"
-	fg_wait "${nb[@]}" --part wall --rounds $((2 * ROUNDS)) --wall-ops 20000 >"$RES/norel_wall.csv"
-	loadavg "norel end"
-}
-
-# ---- 6. request accounting on steered sockets ----------------------------------------------------
+# ---- wire: request accounting on steered sockets -------------------------------------------
 
 # The split placement again, with this namespace's loopback handing every
 # received packet to CPU 0, where the client runs (RPS on lo's rx-0): what
@@ -679,10 +660,9 @@ wire_rps() {
 	WIRE_SYSFS=$sys
 	q="$sys/class/net/lo/queues/rx-0/rps_cpus"
 	if [ "$(ls "$sys/class/net")" = lo ] && [ -w "$q" ] && echo 1 >"$q"; then
-		log "request accounting, client on CPU 0, server on CPU 1, received packets on CPU 0 (RPS): off / shipped / ablations, $ROUNDS rounds"
-		fg_wait "$BIN/wirecost" --pin "$PIN-wire" --cgroup "$CG_WIRE" \
-			--msg-obj "$BUILD/steer_wire_msg.bpf.o" --cost-obj "$BUILD/steer_wire_cost.bpf.o" \
-			--variants off,skb,fast,min,find --cpus split --rounds "$ROUNDS" \
+		log "request accounting, client on CPU 0, server on CPU 1, received packets on CPU 0 (RPS): off / skb / min / find, $ROUNDS rounds"
+		fg_wait "$BIN/wirecost" --pin "$PIN-wire" --cgroup "$CG_WIRE" --cost-obj "$COST_OBJ" \
+			--variants off,skb,min,find --cpus split --rounds "$ROUNDS" \
 			--messages "$WIRE_MESSAGES" --bulk-mb "$WIRE_BULK_MB" --header >"$RES/wire_rps.csv"
 		echo 0 >"$q"
 	else
@@ -693,30 +673,25 @@ wire_rps() {
 }
 
 wire_part() {
-	log "request accounting: off / cgroup_skb (shipped) / sockops+sk_msg+sk_skb (card) / BTF tracepoints (ablation) / cut short, step cadence and lazy answers (cost), $ROUNDS rounds"
+	log "request accounting: off / skb / find / lock / step / push, $ROUNDS rounds"
 	loadavg "wire start"
-	fg_wait "$BIN/wirecost" --pin "$PIN-wire" --cgroup "$CG_WIRE" \
-		--msg-obj "$BUILD/steer_wire_msg.bpf.o" --tr-obj "$BUILD/steer_wire_tr.bpf.o" \
-		--cost-obj "$BUILD/steer_wire_cost.bpf.o" --lazy-obj "$BUILD/steer_wire_lazy.bpf.o" --rounds "$ROUNDS" \
+	fg_wait "$BIN/wirecost" --pin "$PIN-wire" --cgroup "$CG_WIRE" --cost-obj "$COST_OBJ" \
+		--variants off,skb,find,lock,step,push --rounds "$ROUNDS" \
 		--messages "$WIRE_MESSAGES" --bulk-mb "$WIRE_BULK_MB" --header >"$RES/wire.csv"
 	# The same accounting with the client and the server placed: one CPU
 	# (a socket's sends and received packets on one CPU, as a NIC's receive
 	# flow steering gives) and two (every message's lines move between CPUs).
 	for cpus in same split; do
-		log "request accounting, client and server on CPUs '$cpus': off / shipped / without the lock / the least (ablations), $ROUNDS rounds"
-		fg_wait "$BIN/wirecost" --pin "$PIN-wire" --cgroup "$CG_WIRE" \
-			--msg-obj "$BUILD/steer_wire_msg.bpf.o" --cost-obj "$BUILD/steer_wire_cost.bpf.o" \
-			--variants off,skb,fast,min,find --cpus "$cpus" --rounds "$ROUNDS" \
+		log "request accounting, client and server on CPUs '$cpus': off / skb / min / find, $ROUNDS rounds"
+		fg_wait "$BIN/wirecost" --pin "$PIN-wire" --cgroup "$CG_WIRE" --cost-obj "$COST_OBJ" \
+			--variants off,skb,min,find --cpus "$cpus" --rounds "$ROUNDS" \
 			--messages "$WIRE_MESSAGES" --bulk-mb "$WIRE_BULK_MB" --header >"$RES/wire_$cpus.csv"
 	done
 	wire_rps
-	log "request accounting from a per-socket congestion control (ccprobe), $ROUNDS rounds"
-	fg_wait "$BIN/ccprobe" --obj "$BUILD/steer_ccprobe.bpf.o" --cgroup-set "$CG_CS" \
-		--cgroup-none "$CG_CN" --cgroup-floor "$CG_CF" --rounds "$ROUNDS" >"$RES/ccprobe.txt"
 	loadavg "wire end"
 }
 
-# ---- 7. ingress ----------------------------------------------------------------------------
+# ---- ingress: clients off the node ---------------------------------------------------------
 
 ingress_part() {
 	log "ingress: $ING_ARMS through namespaces $NETNS-*, $ING_ROUNDS rounds x $ING_SECONDS s, concurrency $ING_CONC"
@@ -727,20 +702,20 @@ ingress_part() {
 	loadavg "ingress end"
 }
 
-# ---- 8. the programs' cost with the statistics off ------------------------------------------
+# ---- off: the programs' cost with the statistics off ---------------------------------------
 
 off_part() {
 	local cpu=()
 	[ -n "$OFF_CPU" ] && cpu=(--cpu "$OFF_CPU")
-	log "statistics off: ship / nowire / empty / none / trace, $OFF_ROUNDS rounds off, $OFF_ROUNDS_ON on"
+	log "statistics off: ship / nowire / empty / none, $OFF_ROUNDS rounds off, $OFF_ROUNDS_ON on"
 	loadavg "offcost start"
 	fg_wait "$BIN/offcost" --pin "$PIN-off" --cgroup-ship "$CG_OS" --cgroup-empty "$CG_OE" \
-		--cgroup-none "$CG_ON" --cgroup-nowire "$CG_OW" --tr-obj "$BUILD/steer_wire_tr.bpf.o" \
+		--cgroup-none "$CG_ON" --cgroup-nowire "$CG_OW" \
 		--rounds "$OFF_ROUNDS" --rounds-on "$OFF_ROUNDS_ON" --hooks "$RES/offcost_hooks.csv" "${cpu[@]}" --header >"$RES/offcost.csv"
 	loadavg "offcost end"
 }
 
-# ---- 9. routers sharing their request accounting ----------------------------------------
+# ---- peer: routers sharing their request accounting ----------------------------------------
 
 PEER_VIP=127.0.0.110:8000 # steered by R1 and R2
 PEER_BE=127.0.5.1         # backends 127.0.5.1-2: traffic on :8000 (peerbench), loads on :30000
@@ -813,10 +788,10 @@ peer_prop_mode() {
 
 peer_part() {
 	local mode
-	log "routers sharing request accounting: steer_peer_apply, 1 and 32 deltas and the floor, $PEER_ROUNDS rounds x $PEER_RUNS runs"
+	log "routers sharing request accounting: steer_peer_apply (1, 32 deltas), steer_probe_apply (1, 32 packets) and the floor, $PEER_ROUNDS rounds x $PEER_RUNS runs"
 	loadavg "peer start"
 	fg_wait "$BIN/peerbench" --part bpf --pin "$PIN-peerbpf" --cgroup "$CG_PB" \
-		--cost-obj "$BUILD/steer_wire_cost.bpf.o" --first 127.0.4.1:9000 --backends 64 \
+		--cost-obj "$COST_OBJ" --first 127.0.4.1:9000 --backends 64 \
 		--rounds "$PEER_ROUNDS" --runs "$PEER_RUNS" --header >"$RES/peer_bpf.csv"
 	for mode in $PEER_MODES; do
 		peer_prop_mode "$mode"
@@ -824,17 +799,25 @@ peer_part() {
 	loadavg "peer end"
 }
 
-PROBE_BE=127.0.8.1 # backends 127.0.8.1-N: tests/lib/probe_worker.py on :8000
+# ---- probe: the step probe, live -----------------------------------------------------------
+
+PROBE_BE=127.0.8.1 # backends 127.0.8.1-N: tests/lib/probe_worker.py on :8000, loads on :30000
 
 probe_part() {
-	local i d args=()
+	local i d fw ip args=()
 	log "step probe: smg-steerd --step-probe over $PROBE_N backends, a step every $PROBE_STEP s, $PROBE_SECONDS s"
 	loadavg "probe start"
 	mkdir -p "$TMP/probe-ctl"
+	# Their loads from bench/fastworker: healthy backends, as in production
+	# (the probe workers answer any GET with text, which is no load source).
+	bg "$BIN/fastworker" --many "$PROBE_N" --base "$PROBE_BE" --port 30000 >"$TMP/probe-fw.out" 2>&1
+	fw=${PIDS[-1]}
+	wait_ready "$TMP/probe-fw.out" "fastworker (probe)"
 	for i in $(seq 0 $((PROBE_N - 1))); do
-		bg "$PY" "$top/tests/probe_worker.py" --name "w$i" --traffic "$(nth_ip $PROBE_BE "$i"):8000" \
+		ip=$(nth_ip $PROBE_BE "$i")
+		bg "$PY" "$top/tests/lib/probe_worker.py" --name "w$i" --traffic "$ip:8000" \
 			--control "$TMP/probe-ctl" --step "$PROBE_STEP" --tokens 100000000 >"$TMP/probe-w$i.out" 2>&1
-		args+=(--backend "$(nth_ip $PROBE_BE "$i"):8000")
+		args+=(--backend "$ip:8000,loads=grpc://$ip:30000")
 	done
 	for i in $(seq 0 $((PROBE_N - 1))); do
 		wait_ready "$TMP/probe-w$i.out" "probe worker $i"
@@ -848,6 +831,7 @@ probe_part() {
 		--backends "$PROBE_N" --step "$PROBE_STEP" --warmup 3 --seconds "$PROBE_SECONDS" \
 		>"$RES/probe_cpu.md"
 	stop_pid "$d"
+	stop_pid "$fw"
 	cp "$TMP/probe-d.log" "$RES/probe_daemon.log"
 	loadavg "probe end"
 }
@@ -874,18 +858,15 @@ machine >"$RES/machine.md"
 	echo "ctlplane.py --scales $CTL_SCALES --rounds $CTL_ROUNDS --worker fast   # smg-steerd --config ... vs fastworker --many"
 	echo "ctlplane.py --scales $CTL_PY_SCALES --rounds 1 --worker python     # vs tests/lib/fake_worker.py --many"
 	echo "sources.py --backends $SRC_BACKENDS --rounds $SRC_ROUNDS   # CPU per poll by load source (fastworker --engine, nginx)"
-	echo "norelbench --pin PIN --cgroup-a CG --cgroup-b CG --cgroup-c CG --cgroup-none CG --obj steer_norel.bpf.o --first 127.0.3.1:9000 --part walk --scales $NOREL_SCALES --polls $NOREL_POLLS --netns-check   # sysctl net.core.somaxconn=65535"
-	echo "norelbench ... --part bpf --backends 256 --connects $DEC_CONNECTS --rounds $ROUNDS"
-	echo "norelbench ... --part walk --scales 1000 --polls $NOREL_POLLS   # again, with the TIME_WAIT sockets of --part bpf"
-	echo "norelbench ... --part wall --rounds $((2 * ROUNDS)) --wall-ops 20000"
-	echo "wirecost --pin PIN --cgroup CG --msg-obj steer_wire_msg.bpf.o --tr-obj steer_wire_tr.bpf.o --cost-obj steer_wire_cost.bpf.o --lazy-obj steer_wire_lazy.bpf.o --rounds $ROUNDS --messages $WIRE_MESSAGES --bulk-mb $WIRE_BULK_MB   # 512 B requests, 256 B responses (stream: in 8 pieces)"
-	echo "wirecost ... --variants off,skb,fast,min,find --cpus same|split   # placed; then split again with lo's rx-0 rps_cpus = 1 (received packets on CPU 0, a sysfs mounted in the namespace)"
-	echo "ccprobe --obj steer_ccprobe.bpf.o --cgroup-set CG --cgroup-none CG --cgroup-floor CG --rounds $ROUNDS   # a per-socket congestion control as the accounting hook (probe)"
-	echo "offcost --pin PIN --cgroup-ship CG --cgroup-empty CG --cgroup-none CG --cgroup-nowire CG --tr-obj steer_wire_tr.bpf.o --rounds $OFF_ROUNDS --rounds-on $OFF_ROUNDS_ON ${OFF_CPU:+--cpu $OFF_CPU}   # statistics off, then on"
-	echo "peerbench --part bpf --pin PIN --cgroup CG --cost-obj steer_wire_cost.bpf.o --first 127.0.4.1:9000 --backends 64 --rounds $PEER_ROUNDS --runs $PEER_RUNS   # steer_peer_apply: 1 and 32 deltas, the empty syscall program"
-	echo "smg-steerd --pin-path PIN{1,2} --cgroup CG{1,2} --vip $PEER_VIP --backend $PEER_BE:8000,loads=grpc://$PEER_BE:30000 --backend ... --load-check-interval 10m --bytes-per-token 4 --peer 127.0.0.1:949{2,1} --peer-listen 127.0.0.1:949{1,2} --peer-interval $PEER_INTERVAL --peer-timeout 1s [--peer-push on --peer-phase off]   # R1, R2 (modes $PEER_MODES: tick, push); fastworker --many 2 --base $PEER_BE --port 30000"
-	echo "peerbench --part prop --r1-pin PIN1 --r2-pin PIN2 --r1-cgroup CG1 --r2-cgroup CG2 --r1-pid PID1 --r2-pid PID2 --vip $PEER_VIP --first $PEER_BE:8000 --backends 2 --request-bytes $PEER_REQUEST --bytes-per-token 4 --samples $PEER_SAMPLES --warmup 20 --idle-seconds $PEER_IDLE --busy-seconds $PEER_BUSY --busy-rate $PEER_BUSY_RATE"
+	echo "wirecost --pin PIN --cgroup CG --cost-obj wire_cost.bpf.o --variants off,skb,find,lock,step,push --rounds $ROUNDS --messages $WIRE_MESSAGES --bulk-mb $WIRE_BULK_MB   # 512 B requests, 256 B responses (stream: in 8 pieces)"
+	echo "wirecost ... --variants off,skb,min,find --cpus same|split   # placed; then split again with lo's rx-0 rps_cpus = 1 (received packets on CPU 0, a sysfs mounted in the namespace)"
 	echo "ingress.py run --rounds $ING_ROUNDS --seconds $ING_SECONDS --concurrency $ING_CONC --arms $ING_ARMS   # namespaces on a bridge"
+	echo "offcost --pin PIN --cgroup-ship CG --cgroup-empty CG --cgroup-none CG --cgroup-nowire CG --rounds $OFF_ROUNDS --rounds-on $OFF_ROUNDS_ON ${OFF_CPU:+--cpu $OFF_CPU}   # statistics off, then on"
+	echo "peerbench --part bpf --pin PIN --cgroup CG --cost-obj wire_cost.bpf.o --first 127.0.4.1:9000 --backends 64 --rounds $PEER_ROUNDS --runs $PEER_RUNS   # steer_peer_apply: 1 and 32 deltas; steer_probe_apply: 1 and 32 packets; the empty syscall program"
+	echo "smg-steerd --pin-path PIN{1,2} --cgroup CG{1,2} --vip $PEER_VIP --backend $PEER_BE:8000,loads=grpc://$PEER_BE:30000 --backend ... --load-check-interval 10m --bytes-per-token 4 --peer 127.0.0.1:949{2,1} --peer-listen 127.0.0.1:949{1,2} --peer-interval $PEER_INTERVAL --peer-timeout 1s [--peer-push on --peer-phase off [--peer-key FILE]]   # R1, R2 (modes: $PEER_MODES); fastworker --many 2 --base $PEER_BE --port 30000"
+	echo "peerbench --part prop --r1-pin PIN1 --r2-pin PIN2 --r1-cgroup CG1 --r2-cgroup CG2 --r1-pid PID1 --r2-pid PID2 --vip $PEER_VIP --first $PEER_BE:8000 --backends 2 --request-bytes $PEER_REQUEST --bytes-per-token 4 --samples $PEER_SAMPLES --warmup 20 --idle-seconds $PEER_IDLE --busy-seconds $PEER_BUSY --busy-rate $PEER_BUSY_RATE --reader-gap-us $PEER_READER_GAPS"
+	echo "smg-steerd --vip 127.0.0.101:8000 --backend ADDR:8000,loads=grpc://ADDR:30000 (x$PROBE_N) --wire-estimator fluid-step --step-probe /v1/completions   # probe_worker.py --step $PROBE_STEP on each ADDR:8000; fastworker --many $PROBE_N --base $PROBE_BE --port 30000"
+	echo "probecpu.py --backends $PROBE_N --step $PROBE_STEP --warmup 3 --seconds $PROBE_SECONDS"
 	echo '```'
 } >>"$RES/machine.md"
 cat "$RES/machine.md"
@@ -901,7 +882,6 @@ esac
 case " $PARTS " in *" dec "*) dec_part ;; esac
 case " $PARTS " in *" ctl "*) ctl_part ;; esac
 case " $PARTS " in *" src "*) src_part ;; esac
-case " $PARTS " in *" norel "*) norel_part ;; esac
 case " $PARTS " in *" wire "*) wire_part ;; esac
 case " $PARTS " in *" ingress "*) ingress_part ;; esac
 case " $PARTS " in *" off "*) off_part ;; esac

@@ -3,12 +3,20 @@
 
     summarize.py RESULTS_DIR > RESULTS_DIR/summary.md
 
-Every figure is a median over the interleaved rounds; every comparison is a
-ratio against an anchor measured in the same run. Paired ratios (same round)
-are shown as min-max next to the ratio of medians, to show the spread.
+summary.md has, in order: the targets (one table: each target, what measures
+it, this run's figure, its anchor, the part of `make bench` that measures it
+and the verdict), one short section per part, the machine and the commands,
+and the details of every part (every table the raw results give).
+
+Every figure is a median over the interleaved rounds; every comparison is
+against an anchor measured in the same run. Paired ratios (same round) are
+shown as their median and min-max next to the ratio of medians.
 """
+import contextlib
 import csv
+import io
 import os
+import re
 import statistics
 import sys
 
@@ -17,6 +25,7 @@ import ingress_summary  # noqa: E402
 import offcost_summary  # noqa: E402
 import peer_summary  # noqa: E402
 
+NAN = float("nan")
 TARGETS = {
     "vip/direct per-connection time": 1.02,
     "vip/haproxy per-connection time": 0.55,
@@ -37,9 +46,27 @@ def read(path):
         return list(csv.DictReader(f))
 
 
+def num(v):
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        return NAN
+
+
 def med(rows, key):
-    vals = [float(r[key]) for r in rows if r.get(key) not in (None, "", "nan")]
-    return statistics.median(vals) if vals else float("nan")
+    vals = [num(r[key]) for r in rows if r.get(key) not in (None, "")]
+    vals = [v for v in vals if v == v]
+    return statistics.median(vals) if vals else NAN
+
+
+def mid(xs):
+    xs = [x for x in xs if x == x]
+    return statistics.median(xs) if xs else NAN
+
+
+def f0(v, d=0):
+    """A number for a table cell; "-" when not measured."""
+    return "-" if v != v else f"{v:,.{d}f}"
 
 
 def verdict(value, limit):
@@ -48,17 +75,25 @@ def verdict(value, limit):
     return f"met (<= {limit:g})" if value <= limit else f"MISSED (> {limit:g})"
 
 
-def paired_ratios(rows, key, num, den):
+def short_verdict(value, limit, at_least=False):
+    if value != value:
+        return "not measured"
+    ok = value >= limit if at_least else value <= limit
+    return "met" if ok else "**missed**"
+
+
+def paired_ratios(rows, key, num_path, den_path, col="path"):
     """num/den of key per round (rows of the same round paired)."""
     by = {}
     for r in rows:
-        by.setdefault(r["round"], {})[r["path"]] = float(r[key])
-    return [v[num] / v[den] for v in by.values() if num in v and den in v and v[den] > 0]
+        by.setdefault(r["round"], {})[r[col]] = num(r[key])
+    return [v[num_path] / v[den_path] for v in by.values()
+            if num_path in v and den_path in v and v[den_path] > 0]
 
 
-def paired(rows, key, num, den):
+def paired(rows, key, num_path, den_path):
     """'median (min-max)' of the per-round ratios num/den."""
-    ratios = paired_ratios(rows, key, num, den)
+    ratios = paired_ratios(rows, key, num_path, den_path)
     if not ratios:
         return "-"
     return f"{statistics.median(ratios):.3f} ({min(ratios):.3f}-{max(ratios):.3f})"
@@ -67,11 +102,148 @@ def paired(rows, key, num, den):
 def add_cpu_per(rows, count_key, out_key):
     """CPU time of the client's and the servers' cgroups per connection or request."""
     for r in rows:
-        n = float(r.get(count_key) or 0)
+        n = num(r.get(count_key) or 0)
         if "client_cpu_us" in r and n > 0:
-            r[out_key] = (float(r["client_cpu_us"]) + float(r["server_cpu_us"])) / n
+            r[out_key] = (num(r["client_cpu_us"]) + num(r["server_cpu_us"])) / n
         else:
             r[out_key] = "nan"
+
+
+def row(target, measured, figure, anchor, part, verdict_text):
+    return {"target": target, "measured": measured, "figure": figure, "anchor": anchor,
+            "part": part, "verdict": verdict_text}
+
+
+# ---- conn and wrk --------------------------------------------------------------------------
+
+PATH_WORDS = {
+    "direct": "direct: one backend, no BPF",
+    "direct64": "direct64: the client round-robins over the 64 backends, no BPF",
+    "vip": "vip: the virtual address, steered by the BPF programs over the 64 backends",
+    "vipnw": "vipnw: the same with request accounting off (`--wire-estimator off`)",
+    "haproxy": "haproxy: HAProxy mode tcp, balance leastconn, the 64 backends",
+    "nginx": "nginx: nginx stream, least_conn, the 64 backends",
+}
+
+
+def conn_vs(rows, conc, den):
+    sub = [r for r in rows if r["concurrency"] == conc]
+    return mid(paired_ratios(sub, "per_conn_us", "vip", den))
+
+
+def pair_rows(rows):
+    """{(a, b, placement): row} of conn_pairs.csv."""
+    out = {}
+    for r in rows:
+        a, _, cond = r["label_a"].partition("/")
+        out[(a, r["label_b"], cond)] = r
+    return out
+
+
+def wrk_vs(rows, den):
+    # time per request vip/den = requests/s den / requests/s vip, per round
+    return mid(paired_ratios(rows, "requests_per_s", den, "vip"))
+
+
+def conn_brief(res):
+    rows = read(os.path.join(res, "conn.csv"))
+    pairs = read(os.path.join(res, "conn_pairs.csv"))
+    wrk = read(os.path.join(res, "wrk.csv"))
+    direct_t, haproxy_t, nginx_t = [], [], []
+    lim_d = TARGETS["vip/direct per-connection time"]
+    lim_h = TARGETS["vip/haproxy per-connection time"]
+    if pairs:
+        pr = pair_rows(pairs)
+        conds = list(dict.fromkeys(k[2] for k in pr))
+        print("Side by side in one thread (`connbench --pair`): blocks of connections "
+              "alternate between the two paths; ratio of the block means of time per "
+              "connection, with the quartiles of the per-pair ratios. free = placed by the "
+              "scheduler; onecpu = the client and the backends on one CPU; twocpu = the "
+              "client on CPU 0, the backends on CPU 1.\n")
+        print("| placement | vip / direct | vipnw / direct (accounting off) | vip / direct64 |")
+        print("|---|---:|---:|---:|")
+        for c in conds:
+            cells = []
+            for a, b in (("vip", "direct"), ("vipnw", "direct"), ("vip", "direct64")):
+                r = pr.get((a, b, c))
+                cells.append("-" if not r else f"{num(r['ratio_mean']):.3f} "
+                             f"({num(r['ratio_mean_q1']):.3f}-{num(r['ratio_mean_q3']):.3f})")
+            print(f"| {c} | " + " | ".join(cells) + " |")
+        print()
+        for c in conds:
+            r, nw = pr.get(("vip", "direct", c)), pr.get(("vipnw", "direct", c))
+            if not r:
+                continue
+            v = num(r["ratio_mean"])
+            vn = num(nw["ratio_mean"]) if nw else NAN
+            direct_t.append(row(
+                "Steered short connection <= 1.02 x direct (time per connection)",
+                f"connbench --pair, {c}", f"{f0(v, 3)} (accounting off: {f0(vn, 3)})",
+                "direct", "conn",
+                f"{short_verdict(v, lim_d)} (off: {short_verdict(vn, lim_d)})"))
+    if rows:
+        concs = sorted({r["concurrency"] for r in rows}, key=int)
+        n_rounds = len({r["round"] for r in rows})
+        print(f"Connections per second and time per connection (connect, read one byte, "
+              f"close), medians of {n_rounds} interleaved rounds; vs direct = median of the "
+              f"per-round ratios of time per connection.\n")
+        head = "| path |"
+        for c in concs:
+            head += f" conns/s, {c} client{'s' if c != '1' else ''} | µs per conn | vs direct |"
+        print(head)
+        print("|---|" + "---:|---:|---:|" * len(concs))
+        for p in dict.fromkeys(r["path"] for r in rows):
+            cells = []
+            for c in concs:
+                sub = [r for r in rows if r["concurrency"] == c]
+                pr = [r for r in sub if r["path"] == p]
+                ratio = mid(paired_ratios(sub, "per_conn_us", p, "direct"))
+                cells += [f0(med(pr, "conns_per_s")), f0(med(pr, "per_conn_us"), 2),
+                          f0(ratio, 3)]
+            print(f"| {p} | " + " | ".join(cells) + " |")
+        print()
+        for c in concs:
+            who = "sequential" if c == "1" else f"{c} clients"
+            v = conn_vs(rows, c, "direct")
+            direct_t.append(row("Steered short connection <= 1.02 x direct (time per "
+                                "connection)", f"connbench rounds, {who}", f0(v, 3), "direct",
+                                "conn", short_verdict(v, lim_d)))
+            v = conn_vs(rows, c, "haproxy")
+            haproxy_t.append(row("Steered <= 0.55 x HAProxy leastconn (mode tcp)",
+                                 f"connbench rounds, {who}", f0(v, 3), "HAProxy", "conn",
+                                 short_verdict(v, lim_h)))
+        cells = [f"{f0(conn_vs(rows, c, 'nginx'), 3)} ({'sequential' if c == '1' else c})"
+                 for c in concs]
+        if wrk:
+            cells.append(f"{f0(wrk_vs(wrk, 'nginx'), 3)} (wrk)")
+        nginx_t.append(row("Steered against nginx stream least_conn (no target)",
+                           "connbench rounds, wrk", "; ".join(cells), "nginx stream",
+                           "conn, wrk", "anchor"))
+    if wrk:
+        wrk_brief(wrk)
+        v = wrk_vs(wrk, "direct")
+        direct_t.append(row("Steered short connection <= 1.02 x direct (time per connection)",
+                            "wrk, time per request", f0(v, 3), "direct", "wrk",
+                            short_verdict(v, lim_d)))
+        v = wrk_vs(wrk, "haproxy")
+        haproxy_t.append(row("Steered <= 0.55 x HAProxy leastconn (mode tcp)", "wrk",
+                             f0(v, 3), "HAProxy", "wrk", short_verdict(v, lim_h)))
+    return direct_t + haproxy_t + nginx_t
+
+
+def wrk_brief(wrk):
+    n_rounds = len({r["round"] for r in wrk})
+    print(f"HTTP over short connections (`wrk -t2 -c16`, Connection: close, 64 nginx "
+          f"backends), medians of {n_rounds} rounds; vs direct = time per request (inverse "
+          f"requests/s), median of the per-round ratios.\n")
+    print("| path | requests/s | p50 ms | p99 ms | vs direct |")
+    print("|---|---:|---:|---:|---:|")
+    for p in dict.fromkeys(r["path"] for r in wrk):
+        pr = [r for r in wrk if r["path"] == p]
+        ratio = mid(paired_ratios(wrk, "requests_per_s", "direct", p))
+        print(f"| {p} | {f0(med(pr, 'requests_per_s'))} | {f0(med(pr, 'p50_ms'), 3)} | "
+              f"{f0(med(pr, 'p99_ms'), 3)} | {f0(ratio, 3)} |")
+    print()
 
 
 def conn_section(res):
@@ -79,21 +251,18 @@ def conn_section(res):
     if not rows:
         return
     add_cpu_per(rows, "attempts", "cpu_us_per_conn")
-    print("## 1a. Short connections, connbench (connect, read 1 byte, close)\n")
-    print("Paths: **direct** = one backend, no BPF; **direct64** = the client itself "
-          "round-robins over the same 64 backends, no BPF (an extra anchor that separates "
-          "the fan-out from the steering); **vip** = virtual address steered by the "
-          "real BPF programs over 64 backends, client in the attached cgroup; **haproxy** = "
-          "HAProxy mode tcp, balance leastconn, 64 servers; **nginx** = nginx stream, "
-          "least_conn, 64 servers. Latency = connect() to first byte. CPU per connection = "
-          "CPU time (cgroup cpu.stat) of the client plus every backend and proxy process, "
-          "divided by the connections made: less sensitive to the neighbours on a shared "
-          "machine than wall time.\n")
+    print("### conn: rounds (connbench: connect, read 1 byte, close)\n")
+    print("Paths: " + "; ".join(PATH_WORDS[p] for p in ("direct", "direct64", "vip", "haproxy",
+                                                         "nginx")) +
+          ". Latency = connect() to first byte. CPU per connection = CPU time (cgroup "
+          "cpu.stat) of the client plus every backend and proxy process, divided by the "
+          "connections made: less sensitive to the neighbours on a shared machine than wall "
+          "time.\n")
     for conc in sorted({r["concurrency"] for r in rows}, key=int):
         sub = [r for r in rows if r["concurrency"] == conc]
         paths = list(dict.fromkeys(r["path"] for r in sub))
         n_rounds = len({r["round"] for r in sub})
-        print(f"### Concurrency {conc} ({'sequential' if conc == '1' else conc + ' threads'}), "
+        print(f"#### Concurrency {conc} ({'sequential' if conc == '1' else conc + ' threads'}), "
               f"median of {n_rounds} rounds\n")
         print("| path | conns/s | p50 us | p99 us | per-connection us | CPU us per connection | "
               "backends reached | errors | per-conn time vs direct |")
@@ -130,27 +299,29 @@ def conn_pairs_section(res):
     rows = read(os.path.join(res, "conn_pairs.csv"))
     if not rows:
         return
-    print("### Sequential, side by side in one thread (connbench --pair-addr)\n")
+    print("### conn: sequential, side by side in one thread (connbench --pair-addr)\n")
     print("Blocks of connections alternate between the two paths (ABBA order), the client "
           "moving between their cgroups; each connection is timed from socket() to close(). "
           "Ratio = median over block pairs of the blocks' median (or mean) times, with the "
           "quartiles of the per-pair ratios.\n")
-    print("vip = steered as shipped (request accounting on); vipnw = the same data plane with "
-          "`--wire-estimator off`; free = placed by the scheduler; onecpu = the client and the "
-          "backends pinned to one CPU, so that no connection waits for a vCPU to wake from "
-          "idle or for another CPU.\n")
-    print("| pair/condition | blocks of | pairs | p50 us, vip | p50 us, other | ratio of block medians "
-          "(q1-q3) | ratio of block means (q1-q3) | errors | target |")
+    print("vip = steered, request accounting on (the default); vipnw = the same data plane "
+          "with `--wire-estimator off`; free = placed by the scheduler; onecpu = the client "
+          "and the backends pinned to one CPU, so that no connection waits for a vCPU to wake "
+          "from idle or for another CPU; twocpu = the client on CPU 0, the backends on "
+          "CPU 1.\n")
+    print("| pair/condition | blocks of | pairs | p50 us, vip | p50 us, other | ratio of block "
+          "medians (q1-q3) | ratio of block means (q1-q3) | errors | target |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|---|")
     for r in rows:
-        judged = r["label_a"].startswith("vip/") and r["label_b"] == "direct"
+        judged = r["label_a"].startswith("vip") and r["label_b"] == "direct"
         key = "vip/direct per-connection time" if judged else None
-        tgt = verdict(float(r["ratio_mean"]), TARGETS[key]) if key else "-"
-        print(f"| {r['label_a'].split('/')[0]}/{r['label_b']}/{r['label_a'].split('/')[-1]} | {r['block']} | {r['pairs']} | "
-              f"{float(r['p50_a_us']):.2f} | {float(r['p50_b_us']):.2f} | "
-              f"{float(r['ratio_p50']):.4f} ({float(r['ratio_p50_q1']):.3f}-"
-              f"{float(r['ratio_p50_q3']):.3f}) | {float(r['ratio_mean']):.4f} "
-              f"({float(r['ratio_mean_q1']):.3f}-{float(r['ratio_mean_q3']):.3f}) | "
+        tgt = verdict(num(r["ratio_mean"]), TARGETS[key]) if key else "-"
+        a, _, cond = r["label_a"].partition("/")
+        print(f"| {a}/{r['label_b']}/{cond} | {r['block']} | {r['pairs']} | "
+              f"{num(r['p50_a_us']):.2f} | {num(r['p50_b_us']):.2f} | "
+              f"{num(r['ratio_p50']):.4f} ({num(r['ratio_p50_q1']):.3f}-"
+              f"{num(r['ratio_p50_q3']):.3f}) | {num(r['ratio_mean']):.4f} "
+              f"({num(r['ratio_mean_q1']):.3f}-{num(r['ratio_mean_q3']):.3f}) | "
               f"{r['errors']} | {tgt} |")
     print()
 
@@ -160,17 +331,16 @@ def wrk_section(res):
     if not rows:
         return
     add_cpu_per(rows, "requests", "cpu_us_per_req")
-    print("## 1b. HTTP requests over short connections, wrk (Connection: close)\n")
+    print("### wrk: HTTP requests over short connections (Connection: close)\n")
     print("wrk -t2 -c16 against 64 nginx HTTP backends (`return 200 \"ok\"`): direct = one "
-          "backend; vip, haproxy, nginx stream as above.\n")
+          "backend; vip, haproxy, nginx stream as in conn.\n")
     print("| path | requests/s | p50 ms | p99 ms | CPU us per request | errors | time per request "
           "vs direct |")
     print("|---|---:|---:|---:|---:|---:|---:|")
     m = {}
     paths = list(dict.fromkeys(r["path"] for r in rows))
     for p in paths:
-        pr = [r for r in rows if r["path"] == p]
-        m[p] = med(pr, "requests_per_s")
+        m[p] = med([r for r in rows if r["path"] == p], "requests_per_s")
     for p in paths:
         pr = [r for r in rows if r["path"] == p]
         print(f"| {p} | {m[p]:.0f} | {med(pr, 'p50_ms'):.3f} | {med(pr, 'p99_ms'):.3f} | "
@@ -189,11 +359,79 @@ def wrk_section(res):
     print()
 
 
+# ---- dec --------------------------------------------------------------------------------------
+
+SHAPES = ("passthrough", "spread", "equal", "rebuild")
+
+
+def dec_costs(rows):
+    """{(backends, shape): (total, net)} with every program a connection meets (request
+    accounting included when measured), medians over rounds."""
+    out = {}
+    has_wire = any(r.get("total_all_ns") for r in rows)
+    for r in rows:
+        key = (int(r["backends"]), r["shape"])
+        if key in out:
+            continue
+        sub = [x for x in rows if (int(x["backends"]), x["shape"]) == key]
+        if has_wire:
+            out[key] = (med(sub, "total_all_ns"), med(sub, "net_all_ns"))
+        else:
+            out[key] = (med(sub, "total_ns"), med(sub, "net_ns"))
+    return out
+
+
+def dec_brief(res):
+    rows = read(os.path.join(res, "decision.csv"))
+    if not rows:
+        return []
+    cost = dec_costs(rows)
+    sizes = sorted({k[0] for k in cost})
+    shapes = [s for s in SHAPES if any(k[1] == s for k in cost)]
+    print("BPF ns per connection, every program it meets summed (connect4, sock_release, "
+          "request accounting on its packets), total and net of the empty programs' floors "
+          "(in parentheses); bpf_stats, medians over rounds. unsteered = a connection from "
+          "the cgroup to a backend directly; spread, equal = steered, base waits 100 ms "
+          "apart or all equal; rebuild = each connect rebuilds the selection tree.\n")
+    print("| backends | " + " | ".join("unsteered" if s == "passthrough" else s
+                                       for s in shapes) + " |")
+    print("|---:|" + "---:|" * len(shapes))
+    for n in sizes:
+        cells = []
+        for s in shapes:
+            t, nt = cost.get((n, s), (NAN, NAN))
+            cells.append(f"{f0(t)} ({f0(nt)})")
+        print(f"| {n} | " + " | ".join(cells) + " |")
+    print()
+    mism = sum(int(r["mismatches"]) for r in rows if r["shape"] != "passthrough")
+    print(f"The kernel's pick equals the user-space reference (steer_select_at) at every "
+          f"steered connect: {'yes' if mism == 0 else f'NO, {mism} mismatches'}.\n")
+    lim = TARGETS["steered ns at 256 backends"]
+    targets = []
+    sp, eq = cost.get((256, "spread"), (NAN, NAN)), cost.get((256, "equal"), (NAN, NAN))
+    for name, v in (("spread", sp), ("equal", eq)):
+        targets.append(row("BPF time per steered connection, every program, <= 1,000 ns at "
+                           "256 backends", f"deccost, {name}", f"{f0(v[0])} ({f0(v[1])} net)",
+                           "empty programs of each hook type (net)", "dec",
+                           f"total {short_verdict(v[0], lim)}; net {short_verdict(v[1], lim)}"))
+    ratio = eq[0] / sp[0] if sp[0] == sp[0] and sp[0] > 0 else NAN
+    targets.append(row("Equal / spread <= 1.2 at 256 backends", "deccost, totals",
+                       f0(ratio, 2), "spread shape", "dec",
+                       short_verdict(ratio, TARGETS["equal/spread at 256 backends"])))
+    un = cost.get((256, "passthrough"), (NAN, NAN))
+    targets.append(row("Unsteered connection <= 150 ns", "deccost, bpf_stats (statistics on), "
+                       "every program", f"{f0(un[0])} ({f0(un[1])} net)",
+                       "empty programs (net)", "dec",
+                       f"total {short_verdict(un[0], TARGETS['unsteered ns'])}; net "
+                       f"{short_verdict(un[1], TARGETS['unsteered ns'])}"))
+    return targets
+
+
 def dec_section(res):
     rows = read(os.path.join(res, "decision.csv"))
     if not rows:
         return
-    print("## 2. BPF time per connection, every program summed (run_time_ns / run_cnt)\n")
+    print("### dec: BPF time per connection, every program summed (run_time_ns / run_cnt)\n")
     print("Every program a connection meets, from bpf_stats: connect4 and sock_release once "
           "per connection (and getpeername4 when the application calls it, reported per "
           "call). **total** = raw sum; **net** = total minus the floor of each program type, "
@@ -206,8 +444,7 @@ def dec_section(res):
           "every connect, so each one rebuilds the selection tree (what the first connect "
           "after a publish or a drain pays). Medians over rounds.\n")
     sizes = sorted({int(r["backends"]) for r in rows})
-    shapes = [s for s in ("passthrough", "spread", "equal", "rebuild")
-              if any(r["shape"] == s for r in rows)]
+    shapes = [s for s in SHAPES if any(r["shape"] == s for r in rows)]
     has_wire = any(r.get("total_all_ns") for r in rows)
     print("| backends | shape | connect4 ns | release ns | total ns | net ns | getpeername ns "
           "per call (net) | kernel pick = user-space pick |"
@@ -246,12 +483,12 @@ def dec_section(res):
           + (f", cgroup_skb {med(rows, 'floor_wire_ns'):.0f} ns per packet" if has_wire else "")
           + ".\n")
     if has_wire:
-        print("Request accounting (issue 11, on by default) runs once per packet of every "
-              "socket in the cgroup: the handshake, the byte and the teardown of each "
-              "connection here. **all programs** adds it to connect4 and release.\n")
+        print("Request accounting (on by default) runs once per packet of every socket in the "
+              "cgroup: the handshake, the byte and the teardown of each connection here. "
+              "**all programs** adds it to connect4 and release.\n")
     if (256, "spread") in cost and (256, "equal") in cost:
         sp, eq = cost[(256, "spread")], cost[(256, "equal")]
-        un = cost.get((256, "passthrough"), (float("nan"), float("nan")))
+        un = cost.get((256, "passthrough"), (NAN, NAN))
         lim = TARGETS["steered ns at 256 backends"]
         print("| at 256 backends | total ns | net ns | target |")
         print("|---|---:|---:|---|")
@@ -275,164 +512,89 @@ def dec_section(res):
         print()
 
 
-def norel_section(res):
-    """Issue 10's ablation: the data plane without the release hook (norelbench)."""
-    rows = read(os.path.join(res, "norel_bpf.csv"))
-    walk = read(os.path.join(res, "norel_walk.csv"))
-    wall = read(os.path.join(res, "norel_wall.csv"))
-    if not rows and not walk:
-        return
-    print("## 5. Issue 10 ablation: no release hook (norelbench)\n")
-    print("**today** = the shipped programs (connect4, getpeername4, sock_release); **norel** = "
-          "the same without sock_release: a walk of the TCP sockets per poll settles closed "
-          "sockets, tp_btf/tcp_receive_reset counts refused connects (bpf/steer_norel.bpf.c); "
-          "**lean** = today with the release program cut to its cookie test (no layout-0 "
-          "branch). Each attached to its own sibling cgroup, interleaved round by round; 256 "
-          "backends, spread "
-          "shape. total = every program per connection (getpeername per call, apart); net = "
-          "total minus the floors of the cgroup hooks that ran. Medians over rounds.\n")
-    if rows:
-        print("| variant | shape | connect4 ns | release ns | reset signal ns | total ns | "
-              "net ns | getpeername ns per call | errors |")
-        print("|---|---|---:|---:|---:|---:|---:|---:|---:|")
-        for v in ("today", "norel", "lean"):
-            for sh in ("unsteered", "steered", "refused"):
-                sub = [r for r in rows if r["variant"] == v and r["shape"] == sh]
-                if not sub:
-                    continue
-                print(f"| {v} | {sh} | {med(sub, 'connect4_ns'):.0f} | "
-                      f"{med(sub, 'release_ns'):.0f} | {med(sub, 'reset_ns'):.1f} | "
-                      f"{med(sub, 'total_ns'):.0f} | {med(sub, 'net_ns'):.0f} | "
-                      + ("-" if sh != "steered" else f"{med(sub, 'getpeername_ns'):.0f}")
-                      + f" | {sum(int(r['errors']) for r in sub)} |")
-        print()
-        for sh in ("unsteered", "steered", "refused"):
-            by = {}
-            for r in rows:
-                if r["shape"] == sh:
-                    by.setdefault(r["round"], {})[r["variant"]] = float(r["total_ns"])
-            for v in ("norel", "lean"):
-                rat = [d[v] / d["today"] for d in by.values()
-                       if v in d and "today" in d and d["today"] > 0]
-                if rat:
-                    print(f"- {sh}: {v} / today total, per round: "
-                          f"{statistics.median(rat):.3f} ({min(rat):.3f}-{max(rat):.3f})")
-        for v in ("today", "norel", "lean"):
-            un = [r for r in rows if r["variant"] == v and r["shape"] == "unsteered"]
-            if un:
-                tot = [float(r["total_ns"]) for r in un]
-                print(f"- unsteered, {v}, in total: {med(un, 'total_ns'):.0f} ns "
-                      f"({min(tot):.0f}-{max(tot):.0f}): "
-                      f"{verdict(med(un, 'total_ns'), TARGETS['unsteered ns'])}; "
-                      f"rounds <= 150: {sum(t <= 150 for t in tot)} of {len(tot)}")
-        print()
-        print("Floors (an empty program of each type, time per run; runs per connection over "
-              "every connection measured; tracing hooks are host-wide):\n")
-        print("| hook | ns per run | runs per connection |")
-        print("|---|---:|---:|")
-        for name, k, runs in (("cgroup/connect4", "floor_connect4_ns", None),
-                              ("cgroup/sock_release", "floor_release_ns", None),
-                              ("cgroup/getpeername4", "floor_getpeername_ns", "per call"),
-                              ("sockops (cgroup)", "floor_sockops_ns", "sockops_runs"),
-                              ("tp_btf/tcp_receive_reset", "floor_tp_reset_ns", "tp_reset_runs"),
-                              ("tp_btf/inet_sock_set_state", "floor_tp_set_state_ns",
-                               "tp_set_state_runs"),
-                              ("fentry/tcp_done", "floor_fentry_tcp_done_ns",
-                               "fentry_tcp_done_runs")):
-            sub = [r for r in rows if r["shape"] != "refused"]  # ordinary connections
-            v = med(sub, k)
-            r = ("1" if runs is None else runs if runs == "per call"
-                 else f"{med(sub, runs):.2f}")
-            if v < 0:
-                print(f"| {name} | not loadable on this kernel | - |")
-            elif v == 0:
-                rr = [x for x in rows if x["shape"] == "refused"]
-                print(f"| {name} | {med(rr, k):.0f} (measured on refused connects) | {r} "
-                      f"({med(rr, runs):.2f} per refused connect) |")
-            else:
-                print(f"| {name} | {v:.0f} | {r} |")
-        print()
-    walk_tw = read(os.path.join(res, "norel_walk_tw.csv"))
-    if walk or walk_tw:
-        print("The walk that replaces the hook, per poll (N/2 steered sockets held open or "
-              "orphaned, their N/2 peers in the listeners' backlogs; the kernel walks the "
-              "host's whole TCP hash table, visited counts this namespace's sockets):\n")
-        print("| sockets | visited | with a record | walk ms | walk ns per socket | BPF ns per "
-              "socket | record scan ms | polls until live = 0 after close |")
-        print("|---:|---:|---:|---:|---:|---:|---:|---:|")
-        for tw, src in (("", walk), (" + TIME_WAIT of the bpf part", walk_tw)):
-            for n in sorted({int(r["sockets"]) for r in src}):
-                sub = [r for r in src if r["kind"] == "walk" and int(r["sockets"]) == n]
-                lag = [r for r in src if r["kind"] == "lag" and int(r["sockets"]) == n]
-                if not sub:
-                    continue
-                print(f"| {n}{tw} | {med(sub, 'visited'):.0f} | {med(sub, 'matched'):.0f} | "
-                      f"{med(sub, 'walk_ns') / 1e6:.1f} | {med(sub, 'walk_ns_per_socket'):.0f} | "
-                      f"{med(sub, 'walk_bpf_ns_per_socket'):.0f} | "
-                      f"{med(sub, 'scan_ns') / 1e6:.2f} | "
-                      + (lag[0]["poll"] if lag else "-") + " |")
-        print()
-    for r in walk:
-        if r["kind"] == "netns":  # columns: kind, ok, live before, live after, peer ok
-            vals = list(r.values())
-            print(f"A steered socket held open in another network namespace of the same "
-                  f"cgroup (steered and reporting the virtual address: "
-                  f"{'yes' if vals[1] == '1' else 'NO'}): live {vals[2]} before two polls, "
-                  f"{vals[3]} after; getpeername after them reports the virtual address: "
-                  f"{'yes' if vals[4] == '1' else 'no'}. The walk sees its own namespace "
-                  f"only.\n")
-    if wall:
-        by = {}
-        for r in wall:
-            by.setdefault(r["round"], {})[r["variant"]] = float(r["ns_per_socket_close"])
-        full = [d for d in by.values() if len(d) == 4]
-        if full:
-            parts = []
-            for v in ("today", "norel", "lean"):
-                d = [x[v] - x["none"] for x in full]
-                parts.append(f"{v} - none {statistics.median(d):.0f} "
-                             f"({min(d):.0f} to {max(d):.0f})")
-            print(f"socket()+close() without statistics, ns per pair, median of {len(full)} "
-                  f"rounds: none {statistics.median(x['none'] for x in full):.0f}; per round, "
-                  + ", ".join(parts) + ".\n")
+# ---- ctl ---------------------------------------------------------------------------------------
+
+def ctl_figures(cycles, runs):
+    """{backends: dict(cycle, publish, rss, cpu, failed, polls)} medians over rounds."""
+    out = {}
+    for n in sorted({int(r["backends"]) for r in runs}):
+        rr = [r for r in runs if int(r["backends"]) == n]
+        cc = [r for r in cycles if int(r["backends"]) == n]
+        ok = sum(int(r["polls_ok"]) for r in rr)
+        bad = sum(int(r["polls_failed"]) for r in rr)
+        out[n] = {"services": rr[0]["services"],
+                  "cycle": mid([num(r["cycle_s"]) * 1000 for r in cc]),
+                  "cycle_max": max([num(r["cycle_s"]) * 1000 for r in cc], default=NAN),
+                  "publish": mid([num(r["publish_s"]) * 1000 for r in cc]),
+                  "publish_max": max([num(r["publish_s"]) * 1000 for r in cc], default=NAN),
+                  "rss": med(rr, "vmrss_kib") / 1024, "hwm": med(rr, "vmhwm_kib") / 1024,
+                  "cpu_u": med(rr, "daemon_user_ms_per_cycle"),
+                  "cpu_s": med(rr, "daemon_sys_ms_per_cycle"),
+                  "worker": med(rr, "worker_cpu_pct"), "poll": med(rr, "poll_mean_ms"),
+                  "scrape": med(rr, "scrape_ms"), "healthy": med(rr, "healthy"),
+                  "ok": ok, "bad": bad}
+    return out
 
 
-def ctl_table(cycles, runs):
-    """One row per scale; returns {backends: (median cycle ms, median RSS MiB)}."""
+def ctl_brief(res):
+    runs = read(os.path.join(res, "ctl_runs.csv"))
+    if not runs:
+        return []
+    fig = ctl_figures(read(os.path.join(res, "ctl_cycles.csv")), runs)
+    py = ctl_figures(read(os.path.join(res, "ctl_py_cycles.csv")),
+                     read(os.path.join(res, "ctl_py_runs.csv")))
+    grpc = {int(r["backends"]): num(r["rss_after_kib"]) / 1024
+            for r in read(os.path.join(res, "ctl_grpc.csv"))}
+    print("smg-steerd (release build) against one fake worker process answering GetLoads on "
+          "N addresses, polled every second. cycle = GetLoads sent to new tables in effect; "
+          "publish = scoring and publishing, the daemon's own part; CPU = the daemon's user + "
+          "system time per cycle; bare gRPC = N gRPC channels with one call each, nothing "
+          "else (bench/grpcmem).\n")
+    print("| backends | worker | cycle ms | publish ms | daemon CPU ms per cycle | RSS MiB | "
+          "bare gRPC RSS MiB | failed polls |")
+    print("|---:|---|---:|---:|---:|---:|---:|---:|")
+    for worker, figs in (("bench/fastworker (C)", fig), ("fake_worker.py (Python)", py)):
+        for n, f in figs.items():
+            g = grpc.get(n, NAN) if figs is fig else NAN
+            print(f"| {n} | {worker} | {f0(f['cycle'], 1)} | {f0(f['publish'], 1)} | "
+                  f"{f0(f['cpu_u'] + f['cpu_s'])} | {f0(f['rss'], 1)} | {f0(g, 1)} | "
+                  f"{f['bad']} of {f['ok'] + f['bad']} |")
+    print()
+    f = fig.get(1000)
+    if not f:
+        return []
+    g = grpc.get(1000, NAN)
+    return [row("Control-plane cycle <= 50 ms at 1,000 backends", "ctlplane.py, bench/fastworker",
+                f"{f0(f['cycle'], 1)} ms (publish {f0(f['publish'], 1)})",
+                "absolute (the publish part: the daemon's own)", "ctl",
+                short_verdict(f["cycle"], TARGETS["cycle ms at 1000 backends"])),
+            row("RSS <= 32 MiB at 1,000 backends", "ctlplane.py, VmRSS",
+                f"{f0(f['rss'], 1)} MiB ({f0(f['rss'] / g, 2)} x bare gRPC)",
+                "bare gRPC channels (bench/grpcmem)", "ctl",
+                short_verdict(f["rss"], TARGETS["RSS MiB at 1000 backends"]))]
+
+
+def ctl_table(figs):
     print("| backends | services | cycle ms median (max) | publish ms median (max) | VmRSS MiB | "
           "VmHWM MiB | daemon CPU ms/cycle (user+sys) | fake worker CPU % | mean poll ms | "
           "failed polls | scrape ms | healthy at end |")
     print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
-    res_by = {}
-    for n in sorted({int(r["backends"]) for r in runs}):
-        rr = [r for r in runs if int(r["backends"]) == n]
-        cc = [r for r in cycles if int(r["backends"]) == n]
-        cyc = [float(r["cycle_s"]) * 1000 for r in cc]
-        pub = [float(r["publish_s"]) * 1000 for r in cc]
-        ok = sum(int(r["polls_ok"]) for r in rr)
-        bad = sum(int(r["polls_failed"]) for r in rr)
-        rss = med(rr, "vmrss_kib") / 1024
-        cpu_u, cpu_s = med(rr, "daemon_user_ms_per_cycle"), med(rr, "daemon_sys_ms_per_cycle")
-        res_by[n] = (statistics.median(cyc) if cyc else float("nan"), rss)
-        print(f"| {n} | {rr[0]['services']} | "
-              f"{statistics.median(cyc) if cyc else float('nan'):.1f} "
-              f"({max(cyc) if cyc else float('nan'):.1f}) | "
-              f"{statistics.median(pub) if pub else float('nan'):.1f} "
-              f"({max(pub) if pub else float('nan'):.1f}) | {rss:.1f} | "
-              f"{med(rr, 'vmhwm_kib') / 1024:.1f} | {cpu_u + cpu_s:.0f} ({cpu_u:.0f}+{cpu_s:.0f}) | "
-              f"{med(rr, 'worker_cpu_pct'):.0f} | {med(rr, 'poll_mean_ms'):.1f} | "
+    for n, f in figs.items():
+        ok, bad = f["ok"], f["bad"]
+        print(f"| {n} | {f['services']} | {f['cycle']:.1f} ({f['cycle_max']:.1f}) | "
+              f"{f['publish']:.1f} ({f['publish_max']:.1f}) | {f['rss']:.1f} | "
+              f"{f['hwm']:.1f} | {f['cpu_u'] + f['cpu_s']:.0f} ({f['cpu_u']:.0f}+"
+              f"{f['cpu_s']:.0f}) | {f['worker']:.0f} | {f['poll']:.1f} | "
               f"{bad} of {ok + bad} ({100 * bad / max(ok + bad, 1):.1f}%) | "
-              f"{med(rr, 'scrape_ms'):.1f} | {int(med(rr, 'healthy'))} |")
+              f"{f['scrape']:.1f} | {int(f['healthy']) if f['healthy'] == f['healthy'] else '-'} |")
     print()
-    return res_by
 
 
 def ctl_section(res):
-    cycles = read(os.path.join(res, "ctl_cycles.csv"))
     runs = read(os.path.join(res, "ctl_runs.csv"))
     if not runs:
         return
-    print("## 3. Control plane: smg-steerd (release) against fake workers, interval 1 s\n")
+    print("### ctl: smg-steerd (release) against fake workers, interval 1 s\n")
     print("Services of at most 250 backends; one fake worker process answers every GetLoads "
           "on N loopback addresses. cycle = GetLoads sent to "
           "new tables in effect (smg_steer_cycle_seconds); publish = scoring and publishing "
@@ -440,12 +602,13 @@ def ctl_section(res):
           "system time of all its threads per cycle, over a window of cycles with no "
           "/metrics scrapes (rendering /metrics costs the daemon CPU too: its time per scrape "
           "is the last column but one).\n")
-    print("### With bench/fastworker (gRPC core in C, one thread)\n")
-    res_by = ctl_table(cycles, runs)
+    print("#### With bench/fastworker (gRPC core in C, one thread)\n")
+    figs = ctl_figures(read(os.path.join(res, "ctl_cycles.csv")), runs)
+    ctl_table(figs)
     py_runs = read(os.path.join(res, "ctl_py_runs.csv"))
     if py_runs:
-        print("### With tests/lib/fake_worker.py --many (Python, the reference worker)\n")
-        ctl_table(read(os.path.join(res, "ctl_py_cycles.csv")), py_runs)
+        print("#### With tests/lib/fake_worker.py --many (Python, the reference worker)\n")
+        ctl_table(ctl_figures(read(os.path.join(res, "ctl_py_cycles.csv")), py_runs))
     grpc = {int(r["backends"]): r for r in read(os.path.join(res, "ctl_grpc.csv"))}
     if grpc:
         print("Memory anchor: **bare gRPC** = bench/grpcmem, N insecure gRPC channels with one "
@@ -456,26 +619,69 @@ def ctl_section(res):
         print("|---:|---:|---:|---:|---:|")
         for n in sorted(grpc):
             g = grpc[n]
-            g_mib = int(g["rss_after_kib"]) / 1024
-            d_mib = res_by.get(n, (0, float("nan")))[1]
-            print(f"| {n} | {d_mib:.1f} | {g_mib:.1f} | {float(g['kib_per_channel']):.1f} | "
+            g_mib = num(g["rss_after_kib"]) / 1024
+            d_mib = figs[n]["rss"] if n in figs else NAN
+            print(f"| {n} | {d_mib:.1f} | {g_mib:.1f} | {num(g['kib_per_channel']):.1f} | "
                   f"{d_mib / g_mib:.2f} |")
         print()
-    if 1000 in res_by and 100 in res_by:
-        cyc, rss = res_by[1000]
+    if 1000 in figs and 100 in figs:
+        cyc, rss = figs[1000]["cycle"], figs[1000]["rss"]
         print("| at 1,000 backends | value | target |")
         print("|---|---:|---|")
-        print(f"| cycle ms (median) | {cyc:.1f} | {verdict(cyc, TARGETS['cycle ms at 1000 backends'])} |")
+        print(f"| cycle ms (median) | {cyc:.1f} | "
+              f"{verdict(cyc, TARGETS['cycle ms at 1000 backends'])} |")
         print(f"| VmRSS MiB | {rss:.1f} | {verdict(rss, TARGETS['RSS MiB at 1000 backends'])} |")
         print(f"\nRSS growth per backend, (RSS(1000) - RSS(100)) / 900: "
-              f"**{(rss - res_by[100][1]) * 1024 / 900:.1f} KiB**.\n")
+              f"**{(rss - figs[100]['rss']) * 1024 / 900:.1f} KiB**.\n")
+
+
+# ---- src ---------------------------------------------------------------------------------------
+
+def src_figures(rows):
+    """[(source, backends, median CPU us per poll, ratio to gRPC SGLang, per-round ratios,
+    failed polls)]"""
+    base = [r for r in rows if r["source"] == "grpc-sglang"]
+    mb = med(base, "cpu_us_per_poll")
+    by_round = {r["round"]: num(r["cpu_us_per_poll"]) for r in base}
+    out = []
+    for src in dict.fromkeys(r["source"] for r in rows):
+        rr = [r for r in rows if r["source"] == src]
+        m = med(rr, "cpu_us_per_poll")
+        pr = [num(r["cpu_us_per_poll"]) / by_round[r["round"]] for r in rr
+              if by_round.get(r["round"])]
+        out.append((src, rr[0]["backends"], m, m / mb if mb else NAN, pr,
+                    sum(int(r["polls_failed"]) for r in rr)))
+    return out
+
+
+def src_brief(res):
+    rows = read(os.path.join(res, "sources.csv"))
+    if not rows:
+        return []
+    figs = src_figures(rows)
+    print(f"smg-steerd's CPU (user + system) per poll, {figs[0][1]} backends of one source, "
+          f"sources interleaved round by round; vs gRPC SGLang = median of the per-round "
+          f"ratios.\n")
+    print("| source | CPU µs per poll | vs gRPC SGLang | failed polls |")
+    print("|---|---:|---:|---:|")
+    for src, _, m, _, pr, failed in figs:
+        print(f"| {src} | {f0(m, 1)} | {f0(mid(pr), 2)} | {failed} |")
+    print()
+    by = {f[0]: f for f in figs}
+    v = mid(by["http-metrics-vllm"][4]) if "http-metrics-vllm" in by else NAN
+    s = mid(by["http-metrics-sglang"][4]) if "http-metrics-sglang" in by else NAN
+    return [row("An HTTP /metrics poll <= 1.5 x a gRPC GetLoads poll (daemon CPU)",
+                f"sources.py, {figs[0][1]} backends", f"vLLM {f0(v, 2)}; SGLang {f0(s, 2)}",
+                "gRPC SGLang GetLoads", "src",
+                short_verdict(max(v, s) if v == v and s == s else v,
+                              TARGETS["HTTP /metrics poll CPU / gRPC GetLoads poll CPU"]))]
 
 
 def src_section(res):
     rows = read(os.path.join(res, "sources.csv"))
     if not rows:
         return
-    print("## 4. Load sources: smg-steerd CPU per poll\n")
+    print("### src: smg-steerd CPU per poll, by load source\n")
     print("The daemon (release build) polls N backends of one source each second; its user + "
           "system CPU time over a window of whole cycles without scrapes, divided by the polls "
           "in the window. gRPC against bench/fastworker (one idle rank), HTTP against nginx "
@@ -485,20 +691,12 @@ def src_section(res):
     print("| source | backends | CPU us per poll (median) | ratio to gRPC SGLang | per-round "
           "ratios | failed polls |")
     print("|---|---:|---:|---:|---|---:|")
-    base = [r for r in rows if r["source"] == "grpc-sglang"]
-    mb = med(base, "cpu_us_per_poll")
-    ratio_metrics = float("nan")
-    for src in dict.fromkeys(r["source"] for r in rows):
-        rr = [r for r in rows if r["source"] == src]
-        m = med(rr, "cpu_us_per_poll")
-        by_round = {r["round"]: float(r["cpu_us_per_poll"]) for r in base}
-        pr = [float(r["cpu_us_per_poll"]) / by_round[r["round"]] for r in rr
-              if by_round.get(r["round"])]
+    ratio_metrics = NAN
+    for src, n, m, ratio, pr, failed in src_figures(rows):
         spread = f"{min(pr):.2f}-{max(pr):.2f}" if pr else "-"
-        failed = sum(int(r["polls_failed"]) for r in rr)
         if src == "http-metrics-vllm":
-            ratio_metrics = m / mb
-        print(f"| {src} | {rr[0]['backends']} | {m:.1f} | {m / mb:.2f} | {spread} | {failed} |")
+            ratio_metrics = ratio
+        print(f"| {src} | {n} | {m:.1f} | {ratio:.2f} | {spread} | {failed} |")
     print()
     key = "HTTP /metrics poll CPU / gRPC GetLoads poll CPU"
     print(f"| target | value | verdict |\n|---|---:|---|\n"
@@ -506,44 +704,172 @@ def src_section(res):
           f"{verdict(ratio_metrics, TARGETS[key])} |\n")
 
 
+# ---- wire --------------------------------------------------------------------------------------
+
+# Each variant's programs: (program, its floor), as wirecost names them.
+WIRE_PROGS = {"skb": [("skb_egress", "floor_egress"), ("skb_ingress", "floor_ingress")],
+              "step": [("skb_egress", "floor_egress"), ("skb_ingress", "floor_ingress")],
+              "push": [("skb_egress", "floor_egress"), ("skb_ingress", "floor_ingress")],
+              "find": [("cost_find", "floor_egress")],
+              "lock": [("cost_lock", "floor_egress")],
+              "min": [("min_egress", "floor_egress"), ("min_ingress", "floor_ingress")]}
+WIRE_WORDS = {
+    "off": "no accounting program",
+    "skb": "the shipped cgroup_skb pair (`--wire-estimator fluid`, the default)",
+    "step": "the same, `--wire-estimator fluid-step` (the step cadence)",
+    "push": "the same, `--peer-push on` (a kick per request)",
+    "find": "the shipped egress program cut short after the record's lookup",
+    "lock": "the same, cut short after the service's lock",
+    "min": "the least an exact per-socket count writes (a bound, not a design)",
+}
+PLACEMENTS = {"any": "the scheduler's choice", "same": "client and server on CPU 0",
+              "split": "client on CPU 0, server on CPU 1",
+              "rps": "split, the received packets handed to CPU 0 by RPS"}
+
+
 def wire_med(rows, variant, phase, metric):
-    vals = [float(r["value"]) for r in rows
+    vals = [num(r["value"]) for r in rows
             if r["variant"] == variant and r["phase"] == phase and r["metric"] == metric]
-    return statistics.median(vals) if vals else float("nan")
+    return statistics.median(vals) if vals else NAN
+
+
+def wire_net(rows, variant, prog, floor, phase="rr"):
+    """A variant's BPF ns per message of a phase and the same net of its floor."""
+    msgs = wire_med(rows, variant, phase, "messages")
+    per_msg = wire_med(rows, variant, phase, f"{prog}_ns_per_msg")
+    runs = wire_med(rows, variant, phase, f"{prog}_runs")
+    fl = wire_med(rows, variant, phase, f"{floor}_ns_per_run")
+    return per_msg, per_msg - fl * runs / msgs
+
+
+def added_per_later_packet(rows, variant):
+    """BPF ns a variant's ingress program adds to the shipped one (skb) per streamed
+    response packet after the first, and packets per response; (nan, nan) without it."""
+    skb_in = wire_med(rows, "skb", "stream", "skb_ingress_ns_per_msg")
+    v_in = wire_med(rows, variant, "stream", "skb_ingress_ns_per_msg")
+    if v_in != v_in or skb_in != skb_in:
+        return NAN, NAN
+    runs = wire_med(rows, variant, "stream", "skb_ingress_runs") / \
+        wire_med(rows, variant, "stream", "messages")
+    return ((v_in - skb_in) / (runs - 1) if runs > 1 else NAN), runs
+
+
+def wire_runs(res):
+    """[(placement, rows)] of the wire part's runs that exist."""
+    runs = [("any", read(os.path.join(res, "wire.csv")))] + \
+        [(c, read(os.path.join(res, f"wire_{c}.csv"))) for c in ("same", "split", "rps")]
+    return [(c, r) for c, r in runs if r]
+
+
+def wire_brief(res):
+    runs = wire_runs(res)
+    if not runs:
+        return []
+    targets = []
+    lim = TARGETS["wire ns per message"]
+    rows = dict(runs).get("any")
+    if rows:
+        print("One steered keep-alive connection, 512-byte requests and 256-byte responses "
+              "(rr); BPF ns per request sent (egress) and per response received (ingress), "
+              "in all and net of an empty program's floor; round-trip p50 steered (rr) and "
+              "unsteered (direct); uploads in 64 KiB writes, steered / unsteered. Medians "
+              "over interleaved rounds.\n")
+        print("| variant | request sent, ns (net) | response, ns (net) | rr p50 µs | "
+              "direct p50 µs | upload steered / unsteered |")
+        print("|---|---:|---:|---:|---:|---:|")
+        for v in ("off", "skb", "step", "push", "find", "lock"):
+            if wire_med(rows, v, "rr", "messages") != wire_med(rows, v, "rr", "messages"):
+                continue
+            cells = []
+            for prog, floor in (("egress", "floor_egress"), ("ingress", "floor_ingress")):
+                p = {"find": "cost_find", "lock": "cost_lock"}.get(v, f"skb_{prog}")
+                t, n = wire_net(rows, v, p, floor) if v != "off" and \
+                    not (v in ("find", "lock") and prog == "ingress") else (NAN, NAN)
+                cells.append(f"{f0(t)} ({f0(n)})" if t == t else "-")
+            b = wire_med(rows, v, "bulk", "mib_per_s") / wire_med(rows, v, "bulkdirect",
+                                                                   "mib_per_s")
+            print(f"| {v} | {cells[0]} | {cells[1]} | {f0(wire_med(rows, v, 'rr', 'p50_us'), 1)}"
+                  f" | {f0(wire_med(rows, v, 'direct', 'p50_us'), 1)} | {f0(b, 2)} |")
+        print()
+        print("Variants: " + "; ".join(f"**{v}** = {WIRE_WORDS[v]}" for v in
+                                         ("off", "skb", "step", "push", "find", "lock")) + ".\n")
+        later, per = added_per_later_packet(rows, "step")
+        push_out = wire_med(rows, "push", "rr", "skb_egress_ns_per_msg") - \
+            wire_med(rows, "skb", "rr", "skb_egress_ns_per_msg")
+        find = wire_med(rows, "find", "rr", "cost_find_ns_per_msg")
+        lock = wire_med(rows, "lock", "rr", "cost_lock_ns_per_msg")
+        full = wire_med(rows, "skb", "rr", "skb_egress_ns_per_msg")
+        print("| where the BPF time goes | ns |")
+        print("|---|---:|")
+        print(f"| a request sent: to the socket's record (find) | {f0(find)} |")
+        print(f"| + slot, counters, tree and the service's lock (lock - find) | "
+              f"{f0(lock - find)} |")
+        print(f"| + counting (skb - lock) | {f0(full - lock)} |")
+        print(f"| the step cadence: added per streamed response packet after the first "
+              f"({f0(per, 1)} packets per response) | {f0(later)} |")
+        print(f"| --peer-push: added per request sent (the kick) | {f0(push_out)} |")
+        print()
+        unst = max(wire_med(rows, "skb", "direct", "skb_egress_ns_per_run"),
+                   wire_med(rows, "skb", "direct", "skb_ingress_ns_per_run"))
+        fl = wire_med(rows, "skb", "direct", "floor_egress_ns_per_run")
+        targets.append(row("An unsteered socket pays one early return per packet (no "
+                           "target in ns)", "wirecost, direct phase, bpf_stats",
+                           f"{f0(unst)} ns per packet", f"empty program: {f0(fl)} ns",
+                           "wire", "report"))
+        targets.append(row("Step cadence (`fluid-step`): BPF per streamed packet (no target)",
+                           "wirecost, step - skb, stream phase", f"+{f0(later)} ns",
+                           "the same programs, cadence off", "wire", "report"))
+    if len(runs) > 1 or rows:
+        print("By placement of the client and the server: BPF ns per rr message net of the "
+              "floor; min = the least an exact per-socket count writes (a bound); find = a "
+              "request to its record.\n")
+        print("| cpus | shipped: request | shipped: response | min: request | min: response "
+              "| find | rr p50 µs off / shipped |")
+        print("|---|---:|---:|---:|---:|---:|---:|")
+        for cpus, r in runs:
+            cells = [f0(wire_net(r, v, f"{v if v == 'min' else 'skb'}_{p}", f"floor_{p}")[1])
+                     for v in ("skb", "min") for p in ("egress", "ingress")]
+            cells.append(f0(wire_net(r, "find", "cost_find", "floor_egress")[1]))
+            print(f"| {cpus}: {PLACEMENTS[cpus]} | " + " | ".join(cells) +
+                  f" | {f0(wire_med(r, 'off', 'rr', 'p50_us'), 1)} / "
+                  f"{f0(wire_med(r, 'skb', 'rr', 'p50_us'), 1)} |")
+        print()
+        for cpus, r in runs:
+            req = wire_net(r, "skb", "skb_egress", "floor_egress")[1]
+            resp = wire_net(r, "skb", "skb_ingress", "floor_ingress")[1]
+            mreq = wire_net(r, "min", "min_egress", "floor_egress")[1]
+            mresp = wire_net(r, "min", "min_ingress", "floor_ingress")[1]
+            bound = f"; min {f0(mreq)} / {f0(mresp)}" if mreq == mreq else ""
+            targets.append(row("Request accounting <= 150 ns of BPF per message sent or "
+                               "received (net)", f"wirecost, cpus {cpus} ({PLACEMENTS[cpus]})",
+                               f"{f0(req)} / {f0(resp)} (request / response{bound})",
+                               "empty cgroup_skb program (floor)", "wire",
+                               short_verdict(max(req, resp), lim)))
+    return targets
 
 
 def wire_section(res):
     rows = read(os.path.join(res, "wire.csv"))
     if not rows:
         return
-    print("## 6. Request accounting on steered sockets (issue 11)\n")
-    print("wirecost: one backend, one steered keep-alive connection doing 512-byte requests "
-          "and 256-byte responses (rr), the same unsteered (direct: the backend's address, "
-          "same cgroup), and 64 KiB-write uploads (bulk, bulkdirect). Variants interleaved "
-          "round by round: off = no accounting program, skb = the shipped cgroup_skb "
-          "egress/ingress programs, msg = the card's sockops + SOCKHASH + sk_msg + sk_skb "
-          "verdict, trace = the tracepoint ablation (tp_btf sock_send_length + tcp_probe, "
-          "host-wide: they also run for the server's unsteered socket, outside the cgroup). "
-          "BPF ns = run_time_ns / run_cnt (per run) or / messages (per message: "
-          "requests written for egress and sk_msg, responses read for ingress and sk_skb, "
-          "64 KiB writes in bulk); floor = an empty program of the same cgroup type attached "
-          "next to them. Medians over the rounds.\n")
-    progs = {"skb": [("skb_egress", "floor_egress"), ("skb_ingress", "floor_ingress")],
-             "msg": [("sockops", "floor_sockops"), ("sk_msg", None), ("sk_skb", None)],
-             "trace": [("tp_send_length", "floor_tp_send"), ("tp_tcp_probe", "floor_tp_probe")],
-             "find": [("cost_find", "floor_egress")], "lock": [("cost_lock", "floor_egress")],
-             "cad": [("cad_egress", "floor_egress"), ("cad_ingress", "floor_ingress")],
-             "lazy": [("lazy_egress", "floor_egress"), ("lazy_ingress", "floor_ingress")],
-             "step": [("skb_egress", "floor_egress"), ("skb_ingress", "floor_ingress")],
-             "prev": [("prev_ingress", "floor_ingress")],
-             "push": [("skb_egress", "floor_egress"), ("skb_ingress", "floor_ingress")],
-             "fast": [("fast_egress", "floor_egress"), ("fast_ingress", "floor_ingress")],
-             "min": [("min_egress", "floor_egress"), ("min_ingress", "floor_ingress")]}
+    print("### wire: request accounting on steered sockets (wirecost)\n")
+    print("One backend, one steered keep-alive connection doing 512-byte requests and "
+          "256-byte responses (rr), the same unsteered (direct: the backend's address, same "
+          "cgroup), 64 KiB-write uploads (bulk, bulkdirect) and rr with each response in 8 "
+          "writes (stream). Variants interleaved round by round: " +
+          "; ".join(f"**{v}** = {WIRE_WORDS[v]}" for v in
+                    ("off", "skb", "step", "push", "find", "lock")) +
+          ". BPF ns = run_time_ns / run_cnt (per run) or / messages (per message: requests "
+          "written for egress, responses read for ingress, 64 KiB writes in bulk); floor = "
+          "an empty program of the same cgroup type attached next to them. Medians over the "
+          "rounds.\n")
     print("| variant | phase | program | runs per message | ns per run | floor ns per run | "
           "ns per message | net ns per message (minus floor) |")
     print("|---|---|---|---:|---:|---:|---:|---:|")
     net_rr = {}
-    for v, plist in progs.items():
+    for v, plist in WIRE_PROGS.items():
+        if v == "min":
+            continue
         for ph in ("rr", "direct", "bulk", "bulkdirect", "stream"):
             msgs = wire_med(rows, v, ph, "messages")
             for prog, floor in plist:
@@ -552,8 +878,8 @@ def wire_section(res):
                     continue
                 per_run = wire_med(rows, v, ph, f"{prog}_ns_per_run")
                 per_msg = wire_med(rows, v, ph, f"{prog}_ns_per_msg")
-                fl = wire_med(rows, v, ph, f"{floor}_ns_per_run") if floor else float("nan")
-                net = per_msg - fl * runs / msgs if fl == fl else float("nan")
+                fl = wire_med(rows, v, ph, f"{floor}_ns_per_run")
+                net = per_msg - fl * runs / msgs if fl == fl else NAN
                 if v == "skb" and ph == "rr":
                     net_rr[prog] = (per_msg, net)
                 print(f"| {v} | {ph} | {prog} | {runs / msgs:.2f} | {per_run:.0f} | "
@@ -562,7 +888,7 @@ def wire_section(res):
     print("| variant | rr p50 us | rr p99 us | rr mean us | direct p50 us | bulk MiB/s | "
           "bulkdirect MiB/s | bulk / bulkdirect |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|")
-    for v in ("off", "skb", "step", "push", "msg", "trace"):
+    for v in ("off", "skb", "step", "push"):
         if wire_med(rows, v, "rr", "messages") != wire_med(rows, v, "rr", "messages"):
             continue
         b, bd = wire_med(rows, v, "bulk", "mib_per_s"), wire_med(rows, v, "bulkdirect",
@@ -572,8 +898,8 @@ def wire_section(res):
               f"{wire_med(rows, v, 'direct', 'p50_us'):.1f} | {b:.0f} | {bd:.0f} | "
               f"{b / bd:.2f} |")
     print()
-    worst = max((t for t, _ in net_rr.values()), default=float("nan"))
-    worst_net = max((n for _, n in net_rr.values()), default=float("nan"))
+    worst = max((t for t, _ in net_rr.values()), default=NAN)
+    worst_net = max((n for _, n in net_rr.values()), default=NAN)
     unst = max(wire_med(rows, "skb", "direct", "skb_egress_ns_per_run"),
                wire_med(rows, "skb", "direct", "skb_ingress_ns_per_run"))
     print("| target | value | verdict |\n|---|---:|---|")
@@ -585,55 +911,45 @@ def wire_section(res):
     print(f"| unsteered socket, BPF ns per packet (one early return; floor alone "
           f"{wire_med(rows, 'skb', 'direct', 'floor_egress_ns_per_run'):.0f}) | {unst:.0f} | "
           f"report |")
-    trace_rows(rows)
     cost_rows(rows)
-    cad_rows(rows)
     step_rows(rows)
     push_rows(rows)
-    lazy_rows(rows)
-    fast_rows(rows)
     print()
-    placement_rows(res, rows)
+    placement_rows(res)
 
 
-def added_per_later_packet(rows, variant, prog):
-    """BPF ns a variant's ingress program adds to the shipped one (skb) per streamed
-    response packet after the first, and packets per response; (nan, nan) without it."""
-    skb_in = wire_med(rows, "skb", "stream", "skb_ingress_ns_per_msg")
-    v_in = wire_med(rows, variant, "stream", f"{prog}_ns_per_msg")
-    if v_in != v_in or skb_in != skb_in:
-        return float("nan"), float("nan")
-    runs = wire_med(rows, variant, "stream", f"{prog}_runs") / \
-        wire_med(rows, variant, "stream", "messages")
-    return ((v_in - skb_in) / (runs - 1) if runs > 1 else float("nan")), runs
+def cost_rows(rows):
+    """Where a steered request's BPF time goes: the shipped egress program against the same
+    cut short after the record's lookup (find) and after the service's lock (lock)."""
+    find = wire_med(rows, "find", "rr", "cost_find_ns_per_msg")
+    if find != find:
+        return
+    lock = wire_med(rows, "lock", "rr", "cost_lock_ns_per_msg")
+    full = wire_med(rows, "skb", "rr", "skb_egress_ns_per_msg")
+    floor = wire_med(rows, "find", "rr", "floor_egress_ns_per_run")
+    find_net = wire_net(rows, "find", "cost_find", "floor_egress")[1]
+    print(f"| a request sent, BPF ns: to the record {find:.0f}, + slot, counters, tree and the "
+          f"lock {lock - find:.0f}, + counting {full - lock:.0f} (= {full:.0f}; floor "
+          f"{floor:.0f}) | {find_net:.0f} net to the record | report |")
 
 
 def step_rows(rows):
-    """The step cadence as shipped (variant step: the shipped pair, the table published with
+    """The step cadence (variant step: the shipped pair, the table published with
     STEER_TBL_STEP) against the same pair without it (skb): streamed answers (the cadence's
     work on every packet after an answer's first) and single-packet answers (rr)."""
-    later, runs = added_per_later_packet(rows, "step", "skb_ingress")
+    later, runs = added_per_later_packet(rows, "step")
     if runs != runs:
         return
     rr = wire_med(rows, "step", "rr", "skb_ingress_ns_per_msg") - \
         wire_med(rows, "skb", "rr", "skb_ingress_ns_per_msg")
     total = wire_med(rows, "step", "stream", "skb_ingress_ns_per_run")
     floor = wire_med(rows, "step", "stream", "floor_ingress_ns_per_run")
-    print(f"| step cadence (shipped, --wire-estimator fluid-step): BPF ns added per response "
-          f"packet after the first ({runs:.1f} packets per response; such a packet "
-          f"{total:.0f} in all, {total - floor:.0f} net of the floor) | {later:.0f} | "
+    print(f"| step cadence (--wire-estimator fluid-step): BPF ns added per response packet "
+          f"after the first ({runs:.1f} packets per response; such a packet {total:.0f} in "
+          f"all, {total - floor:.0f} net of the floor) | {later:.0f} | "
           f"{verdict(later, TARGETS['wire ns per message'])} |")
-    print(f"| step cadence (shipped): BPF ns added per single-packet response (rr: the answer "
-          f"also moves the step's end) | {rr:.0f} | report |")
-    prev = wire_med(rows, "prev", "rr", "prev_ingress_ns_per_msg")
-    skb = wire_med(rows, "skb", "rr", "skb_ingress_ns_per_msg")
-    if prev == prev:
-        print(f"| step cadence off (the default): BPF ns per response, shipped ingress {skb:.0f} "
-              f"/ as before the cadence {prev:.0f} (rr) | {skb - prev:.0f} | report |")
-        ps = wire_med(rows, "prev", "stream", "prev_ingress_ns_per_msg")
-        ss = wire_med(rows, "skb", "stream", "skb_ingress_ns_per_msg")
-        print(f"| step cadence off: BPF ns per streamed response of 8 packets, shipped {ss:.0f} / "
-              f"before {ps:.0f} | {ss - ps:.0f} | report |")
+    print(f"| step cadence: BPF ns added per single-packet response (rr: the answer also "
+          f"moves the step's end) | {rr:.0f} | report |")
 
 
 def push_rows(rows):
@@ -654,74 +970,27 @@ def push_rows(rows):
           f"its way) | {answered:.0f} | report |")
 
 
-def lazy_rows(rows):
-    """Answers that re-key only a key that fell (variant lazy) against the shipped pair:
-    BPF ns per response received (rr), and the share of answers left to the next connect."""
-    skb = wire_med(rows, "skb", "rr", "skb_ingress_ns_per_msg")
-    lazy = wire_med(rows, "lazy", "rr", "lazy_ingress_ns_per_msg")
-    if lazy != lazy or skb != skb:
-        return
-    floor = wire_med(rows, "lazy", "rr", "floor_ingress_ns_per_run")
-    left = wire_med(rows, "lazy", "rr", "lazy_left")
-    rekeyed = wire_med(rows, "lazy", "rr", "lazy_rekeyed")
-    print(f"| lazy answers (ablation): BPF ns per response, shipped {skb:.0f} / lazy {lazy:.0f} "
-          f"(floor {floor:.0f}; {left / max(left + rekeyed, 1) * 100:.0f} % of answers left the "
-          f"leaf to the next connect) | {lazy - floor:.0f} net | "
-          f"{verdict(lazy - floor, TARGETS['wire ns per message'])} |")
-
-
-def wire_net(rows, variant, prog, floor):
-    """A variant's BPF ns per rr message net of its floor: (ns per message, net)."""
-    msgs = wire_med(rows, variant, "rr", "messages")
-    per_msg = wire_med(rows, variant, "rr", f"{prog}_ns_per_msg")
-    runs = wire_med(rows, variant, "rr", f"{prog}_runs")
-    fl = wire_med(rows, variant, "rr", f"{floor}_ns_per_run")
-    return per_msg, per_msg - fl * runs / msgs
-
-
-def fast_rows(rows):
-    """The accounting without the service's lock (variant fast: atomics on a send, an answer
-    settled with atomics and its leaf left for the next connect's fold) against the shipped
-    pair, side by side: BPF ns per request sent and per response received (rr)."""
-    if wire_med(rows, "fast", "rr", "messages") != wire_med(rows, "fast", "rr", "messages"):
-        return
-    for what, prog, floor in (("request sent", "egress", "floor_egress"),
-                              ("response received", "ingress", "floor_ingress")):
-        skb, skb_net = wire_net(rows, "skb", f"skb_{prog}", floor)
-        fast, fast_net = wire_net(rows, "fast", f"fast_{prog}", floor)
-        print(f"| without the lock (ablation): BPF ns per {what}, shipped {skb:.0f} ({skb_net:.0f} "
-              f"net) / fast {fast:.0f} | {fast_net:.0f} net | "
-              f"{verdict(fast_net, TARGETS['wire ns per message'])} |")
-    sent = wire_med(rows, "fast", "rr", "fast_sent")
-    locked = wire_med(rows, "fast", "rr", "fast_sent_locked")
-    print(f"| without the lock (ablation): sends that took no lock | "
-          f"{sent / max(sent + locked, 1) * 100:.1f} % | report |")
-
-
-def placement_rows(res, rows):
-    """The shipped accounting and the lock-free ablation per placement of the client and
-    the server (wirecost --cpus): BPF ns per message net of the floor, rr."""
-    runs = [("any", rows)] + [(c, read(os.path.join(res, f"wire_{c}.csv")))
-                             for c in ("same", "split", "rps")]
-    runs = [(c, r) for c, r in runs if r]
+def placement_rows(res):
+    """The shipped accounting and the least an exact count writes, per placement of the
+    client and the server (wirecost --cpus): BPF ns per message net of the floor, rr."""
+    runs = wire_runs(res)
     if len(runs) < 2:
         return
-    print("Placement of the client and the server (`--cpus`: any = the scheduler's choice, "
-          "same = both on CPU 0, split = client on CPU 0 and server on CPU 1, rps = split with "
-          "the loopback's received packets handed to CPU 0 by RPS), BPF ns per rr "
-          "message net of the floor, medians of the rounds:\n")
-    print("| cpus | shipped, request sent | shipped, response | without the lock, request sent "
-          "| without the lock, response | the least (record only), request sent | the least, "
-          "response | a request to its record (find) | rr p50 µs off / shipped |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print("Placement of the client and the server (`--cpus`: " +
+          "; ".join(f"{c} = {w}" for c, w in PLACEMENTS.items()) +
+          "), BPF ns per rr message net of the floor, medians of the rounds:\n")
+    print("| cpus | shipped, request sent | shipped, response | the least (record only), "
+          "request sent | the least, response | a request to its record (find) | rr p50 µs "
+          "off / shipped |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
     for cpus, r in runs:
         cells = []
-        for v in ("skb", "fast", "min"):
+        for v in ("skb", "min"):
             for prog, floor in (("egress", "floor_egress"), ("ingress", "floor_ingress")):
-                cells.append(f"{wire_net(r, v, f'{v}_{prog}', floor)[1]:.0f}")
-        cells.append(f"{wire_net(r, 'find', 'cost_find', 'floor_egress')[1]:.0f}")
-        print(f"| {cpus} | {' | '.join(cells)} | {wire_med(r, 'off', 'rr', 'p50_us'):.1f} / "
-              f"{wire_med(r, 'skb', 'rr', 'p50_us'):.1f} |")
+                cells.append(f0(wire_net(r, v, f"{v}_{prog}", floor)[1]))
+        cells.append(f0(wire_net(r, "find", "cost_find", "floor_egress")[1]))
+        print(f"| {cpus} | {' | '.join(cells)} | {f0(wire_med(r, 'off', 'rr', 'p50_us'), 1)} / "
+              f"{f0(wire_med(r, 'skb', 'rr', 'p50_us'), 1)} |")
     print()
     print("| target, per placement | value | verdict |\n|---|---:|---|")
     for cpus, r in runs:
@@ -732,145 +1001,133 @@ def placement_rows(res, rows):
     print()
 
 
-def cad_rows(rows):
-    """The step cadence's work (variant cad) against the shipped pair (skb), both on
-    streamed answers (stream: each response in several packets; the cadence runs on all
-    but the first of each)."""
-    later, runs = added_per_later_packet(rows, "cad", "cad_ingress")
-    if runs != runs:
-        return
-    out = wire_med(rows, "cad", "stream", "cad_egress_ns_per_msg") - \
-        wire_med(rows, "skb", "stream", "skb_egress_ns_per_msg")
-    raised = wire_med(rows, "cad", "stream", "cad_raised")
-    lowered = wire_med(rows, "cad", "stream", "cad_lowered")
-    print(f"| step cadence (ablation): BPF ns added per response packet after the first "
-          f"({runs:.1f} packets per response; {lowered / max(raised + lowered, 1) * 100:.1f} % "
-          f"took the lock) | {later:.0f} | {verdict(later, TARGETS['wire ns per message'])} |")
-    print(f"| step cadence (ablation): BPF ns added per request sent (clearing the socket's "
-          f"time) | {out:.0f} | report |")
+# ---- probe -------------------------------------------------------------------------------------
 
-
-def cost_rows(rows):
-    """Where a steered request's BPF time goes: the shipped egress program against the same
-    cut short after the record's lookup (find) and after the service's lock (lock)."""
-    find = wire_med(rows, "find", "rr", "cost_find_ns_per_msg")
-    if find != find:
-        return
-    lock = wire_med(rows, "lock", "rr", "cost_lock_ns_per_msg")
-    full = wire_med(rows, "skb", "rr", "skb_egress_ns_per_msg")
-    floor = wire_med(rows, "skb", "rr", "floor_egress_ns_per_run")
-    print(f"| a request sent, BPF ns: to the record {find:.0f}, + slot, counters, tree and the "
-          f"lock {lock - find:.0f}, + counting {full - lock:.0f} (= {full:.0f}; floor "
-          f"{floor:.0f}) | {find - floor:.0f} net to the record | report |")
-
-
-def trace_rows(rows):
-    """The tracepoint ablation's steered event: each tracepoint runs once per message for
-    the steered client and once for the unsteered server (both on this host), so the
-    steered run is rr's ns per message less direct's (all unsteered) plus one unsteered
-    run."""
-    if wire_med(rows, "trace", "rr", "messages") != wire_med(rows, "trace", "rr", "messages"):
-        return
-    for prog, floor, what in (("tp_send_length", "floor_tp_send", "send"),
-                              ("tp_tcp_probe", "floor_tp_probe", "receive")):
-        rr = wire_med(rows, "trace", "rr", f"{prog}_ns_per_msg")
-        direct = wire_med(rows, "trace", "direct", f"{prog}_ns_per_msg")
-        unsteered = wire_med(rows, "trace", "direct", f"{prog}_ns_per_run")
-        fl = wire_med(rows, "trace", "direct", f"{floor}_ns_per_run")
-        steered = rr - direct + unsteered
-        print(f"| tracepoint ablation, {what}: BPF ns per steered message (net of the floor "
-              f"{fl:.0f}) | {steered:.0f} ({steered - fl:.0f}) | "
-              f"{verdict(steered - fl, TARGETS['wire ns per message'])} |")
-        print(f"| tracepoint ablation, {what}: unsteered run, any socket of the host "
-              f"(one early return) | {unsteered:.0f} | report |")
-
-
-def ccprobe_section(res):
-    """The congestion-control probe (ccprobe): key=value lines."""
-    path = os.path.join(res, "ccprobe.txt")
+def probe_table(res):
+    """probecpu.py's Markdown: (its paragraph, its table lines, the figures of its row)."""
+    path = os.path.join(res, "probe_cpu.md")
     if not os.path.exists(path):
-        return
-    kv = {}
+        return None
     with open(path) as f:
-        for line in f:
-            k, _, v = line.strip().partition("=")
-            kv[k] = v
-    print("### Request accounting from a per-socket congestion control (probe)\n")
-    print("ccprobe: connect4 sets a wrapper of BBR (struct_ops, BBR's own kfuncs) on each "
-          "connect of one cgroup; its cwnd_event (TX_START) and in_ack_event count request "
-          "bytes from write_seq and look for answer bytes (bytes_received). 'floor' is the "
-          "same wrapper without the probes. Keep-alive requests of 100 B to 300 kB; the late "
-          "server answers after 60 ms, after its delayed ACK. BPF ns = run_time_ns / "
-          "run_cnt, medians of interleaved rounds.\n")
-    print("| measurement | quick server | late server |\n|---|---:|---:|")
-    for key, what in (("requests", "requests sent"), ("tx_starts", "TX_START events"),
-                      ("bytes_written", "request bytes written"),
-                      ("bytes_counted", "request bytes counted"),
-                      ("answered_at_ack", "answers seen when they arrived (at an ACK event)"),
-                      ("answered_next_request", "answers seen only at the next request")):
-        print(f"| {what} | {kv.get('signals.quick.' + key, '-')} | "
-              f"{kv.get('signals.late.' + key, '-')} |")
-    print()
-    print("| measurement | value |\n|---|---:|")
-    rows = (("unsteered.ca", "algorithm of an unsteered connection"),
-            ("unsteered.callback_events", "callbacks run for it (50 requests)"),
-            ("bpf.connect4_none_ns", "connect4 without the setsockopt, BPF ns"),
-            ("bpf.connect4_set_ns", "connect4 with setsockopt(TCP_CONGESTION), BPF ns"),
-            ("bpf.connect4_set_floor_ns", "the same, to the floor's wrapper, BPF ns"),
-            ("bpf.probe_cwnd_event_ns", "cwnd_event with the probe, ns per call"),
-            ("bpf.floor_cwnd_event_ns", "cwnd_event, floor, ns per call"),
-            ("bpf.probe_in_ack_event_ns", "in_ack_event (the probe's alone), ns per call"),
-            ("bpf.floor_main_ns", "cong_control (BBR's main through BPF), ns per call"),
-            ("bpf.probe_per_exchange_ns", "every callback, wrapper, BPF ns per 512 B exchange"),
-            ("bpf.floor_per_exchange_ns", "every callback, floor, BPF ns per exchange"),
-            ("wall.probe_ratio", "wall time per exchange, wrapper / host's algorithm"),
-            ("wall.floor_ratio", "wall time per exchange, floor / host's algorithm"))
-    for key, what in rows:
-        print(f"| {what} | {kv.get(key, '-')} |")
-    print()
+        lines = [ln for ln in f.read().split("\n")]
+    table = [ln for ln in lines if ln.startswith("|")]
+    text = "\n".join(ln for ln in lines if ln and not ln.startswith("|"))
+    figs = {}
+    if len(table) >= 3:
+        head = [c.strip() for c in table[0].strip("|").split("|")]
+        vals = [c.strip().replace(",", "") for c in table[-1].strip("|").split("|")]
+        figs = {h: num(v) for h, v in zip(head, vals)}
+    return text, table, figs
+
+
+def probe_brief(res):
+    got = probe_table(res)
+    if not got:
+        return []
+    _, table, figs = got
+    print("smg-steerd `--wire-estimator fluid-step --step-probe` over backends that stream a "
+          "completion event every step, no client traffic:\n")
+    print("\n".join(table) + "\n")
+    return [row("The step probe's cost (no target)", "probecpu.py, live",
+                f"{f0(figs.get('BPF ns / packet', NAN))} ns BPF per packet; probe thread "
+                f"{f0(figs.get('probe thread % of a core', NAN), 2)} % of a core",
+                "steer_probe_apply alone, next to an empty program (peer: probe1, probe32)",
+                "probe", "report")]
 
 
 def probe_section(res):
-    """10. The step probe: probecpu.py writes its table whole."""
-    path = os.path.join(res, "probe_cpu.md")
-    if not os.path.exists(path):
+    got = probe_table(res)
+    if not got:
         return
-    print("## 10. The step probe (--step-probe): its thread and its kernel half, live\n")
-    print("The same program's cost per run and per packet, measured in isolation next to an "
-          "empty program's floor, is in section 9's table (probe1, probe32).\n")
-    with open(path) as f:
-        print(f.read())
+    text, table, _ = got
+    print("### probe: the step probe (--step-probe), live\n")
+    print("Its kernel half per run and per packet, in isolation next to an empty program's "
+          "floor, is in peer's table (probe1, probe32).\n")
+    print(text + "\n")
+    print("\n".join(table) + "\n")
+
+
+# ---- the summary -------------------------------------------------------------------------------
+
+PARTS = [
+    ("conn", "conn and wrk: short connections and HTTP over them", conn_brief,
+     [conn_section, conn_pairs_section, wrk_section]),
+    ("dec", "dec: BPF time per connection", dec_brief, [dec_section]),
+    ("ctl", "ctl: the control plane", ctl_brief, [ctl_section]),
+    ("src", "src: the load sources", src_brief, [src_section]),
+    ("wire", "wire: request accounting on steered sockets", wire_brief, [wire_section]),
+    ("ingress", "ingress: clients off the node, through XDP", ingress_summary.brief,
+     [ingress_summary.section]),
+    ("off", "off: the programs' cost with the statistics off", offcost_summary.brief,
+     [offcost_summary.section]),
+    ("peer", "peer: routers sharing their request accounting", peer_summary.brief,
+     [peer_summary.section]),
+    ("probe", "probe: the step probe, live", probe_brief, [probe_section]),
+]
+
+
+def captured(fn, *args):
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        out = fn(*args)
+    return buf.getvalue(), out
+
+
+def cell(s):
+    return str(s).replace("|", "\\|")
 
 
 def main():
     res = sys.argv[1]
+    targets, briefs, details, missing = [], [], [], []
+    for name, title, brief, sections in PARTS:
+        text, rows = captured(brief, res)
+        detail = "".join(captured(s, res)[0] for s in sections)
+        if not text.strip() and not detail.strip():
+            missing.append(name)
+            continue
+        targets += rows or []
+        briefs.append(f"### {title}\n\n{text}")
+        details.append(detail)
     print("# smg-steer benchmark summary\n")
-    machine = os.path.join(res, "machine.md")
-    if os.path.exists(machine):
-        with open(machine) as f:
-            print(f.read().replace("# Machine", "## Machine").replace("# Commands",
-                                                                      "## Commands"))
+    machine = ""
+    path = os.path.join(res, "machine.md")
+    if os.path.exists(path):
+        with open(path) as f:
+            machine = f.read()
+    m = re.search(r"^- date: (.*)$", machine, re.M)
+    c = re.search(r"^- smg-steer: (.*)$", machine, re.M)
+    if m or c:
+        print(f"{c.group(1) if c else '?'}, {m.group(1) if m else '?'}; the machine and the "
+              f"commands are at the end.\n")
+    print("## Targets\n")
+    print("Each target, what measures it and this run's figure, the anchor it is measured "
+          "against in the same run, and the part of `make bench` (BENCH_PARTS) that "
+          "measures it.\n")
+    print("| Target | Measured by | This run | Anchor | Part | Verdict |")
+    print("|---|---|---|---|---|---|")
+    for t in targets:
+        print(f"| {cell(t['target'])} | {cell(t['measured'])} | {cell(t['figure'])} | "
+              f"{cell(t['anchor'])} | {t['part']} | {t['verdict']} |")
+    print()
+    if missing:
+        print(f"Not run here: {', '.join(missing)}.\n")
+    print("## The parts\n")
+    for b in briefs:
+        print(b)
+    if machine:
+        print(machine.replace("# Machine", "## Machine").replace("# Commands", "## Commands"))
     load = os.path.join(res, "load.txt")
     if os.path.exists(load):
         print("## Load on the machine during the run\n")
-        print("The machine is shared; these are /proc/loadavg readings (2 cores):\n")
+        print("The machine is shared; these are /proc/loadavg readings:\n")
         with open(load) as f:
             for line in f:
                 print(f"- {line.strip()}")
         print()
-    conn_section(res)
-    conn_pairs_section(res)
-    wrk_section(res)
-    dec_section(res)
-    ctl_section(res)
-    src_section(res)
-    norel_section(res)
-    wire_section(res)
-    ccprobe_section(res)
-    ingress_summary.section(res)
-    offcost_summary.section(res)
-    peer_summary.section(res)
-    probe_section(res)
+    print("## Details\n")
+    for d in details:
+        print(d)
     return 0
 
 

@@ -2,62 +2,41 @@
 /*
  * wirecost.c - what request accounting on steered sockets costs, side by side.
  *
- *   wirecost --pin DIR --cgroup DIR --msg-obj build/steer_wire_msg.bpf.o
- *            [--tr-obj build/steer_wire_tr.bpf.o] [--cost-obj build/steer_wire_cost.bpf.o]
- *            [--lazy-obj build/steer_wire_lazy.bpf.o]
+ *   wirecost --pin DIR --cgroup DIR --cost-obj build/bench/wire_cost.bpf.o
  *            [--backend 127.0.6.1:9600] [--rounds 8] [--messages 5000]
  *            [--request 512] [--response 256] [--bulk-mb 32] [--header]
  *            [--variants off,skb,...] [--cpus any|same|split]
  *
  * Loads and attaches the real data plane (dataplane API) over one backend,
  * forks a server that stays outside the measured cgroup, joins the cgroup
- * and measures, interleaved round by round, three variants:
- *   off  no accounting program attached (the wire links are detached);
- *   skb  the shipped cgroup_skb egress and ingress programs (steer_wire.bpf.c);
- *   msg  the design card's mechanism (steer_wire_msg.bpf.c): sockops puts the
- *        steered socket into a SOCKHASH, sk_msg counts each sendmsg, an sk_skb
- *        stream verdict program sees each chunk received;
- *   trace  (with --tr-obj) BTF tracepoints: sock_send_length counts each
- *        sendmsg, tcp_probe sees each segment received (steer_wire_tr.bpf.c);
- *        host-wide, so its floors (empty programs on the same two
- *        tracepoints) are attached only while it is measured;
- *   find, lock  (with --cost-obj) the shipped egress program cut short after
- *        the record's lookup, or after the service's lock
- *        (steer_wire_cost.bpf.c), attached alone: where a request's BPF
- *        time goes;
- *   lazy  (with --lazy-obj) the shipped pair, except that an answer re-keys
- *        its slot's leaf only when the key fell (steer_wire_lazy.bpf.c);
- *   cad  (with --cost-obj) the shipped pair plus the step cadence's work on
- *        every response packet (steer_wcad_out, steer_wcad_in): what the
- *        kernel half of docs/simulator.md's step cadence would cost, measured
- *        before it was built;
+ * and measures, interleaved round by round, these variants:
+ *   off   no accounting program attached (the wire links are detached);
+ *   skb   the shipped cgroup_skb egress and ingress programs
+ *         (bpf/steer_wire.bpf.c), the table published as smg-steerd's
+ *         default (--wire-estimator fluid);
+ *   find, lock  the shipped egress program cut short after the record's
+ *         lookup, or after the service's lock (tools/bench/bpf/wire_cost.bpf.c),
+ *         attached alone: where a request's BPF time goes;
  *   step  the shipped pair with the table published with STEER_TBL_STEP
- *        (--wire-estimator fluid-step): the step cadence as shipped;
- *   prev  (with --cost-obj) the shipped egress program and the ingress one as
- *        it was before the step cadence (steer_wprev_in): what the cadence's
- *        lookups cost a received packet with the option off;
- *   fast  (with --cost-obj) the ablation without the service's lock
- *        (steer_wfast_out, steer_wfast_in): a send past a socket's first
- *        counts with atomics, an answer settles with atomics and marks its
- *        leaf for the next connect's fold (docs/benchmarks.md run 20);
- *   min   (with --cost-obj) the least an exact per-socket count writes
- *        (steer_wmin_out, steer_wmin_in): the record's unanswered bytes,
- *        per-CPU slot counters, nothing else; a bound, not a design;
+ *         (--wire-estimator fluid-step): the step cadence;
  *   push  the shipped pair with the table published with STEER_TBL_PEER_PUSH
- *        (--peer-push on), the wake-up re-armed and its ring drained before
- *        each request, as smg-steerd's peer thread does: every request pays
- *        the kick (the exchange and the ring record), its answer the test of
- *        the pending word;
+ *         (--peer-push on), the wake-up re-armed and its ring drained before
+ *         each request, as smg-steerd's peer thread does: every request pays
+ *         the kick (the exchange and the ring record), its answer the test of
+ *         the pending word;
+ *   min   the least an exact per-socket count writes (steer_wmin_out,
+ *         steer_wmin_in in wire_cost.bpf.c): the record's unanswered bytes,
+ *         per-CPU slot counters, nothing else; a bound, not a design;
  * each over four phases:
  *   rr          one steered keep-alive connection, --messages request/response
  *               round trips (--request bytes out, --response bytes back);
  *   direct      the same to the backend's address: an unsteered socket;
  *   bulk        a steered connection uploading --bulk-mb MiB in 64 KiB writes;
  *   bulkdirect  the same, unsteered;
- * and, for skb, cad, lazy, step, prev, push and fast only, a fifth:
+ * and, for skb, step and push, a fifth:
  *   stream      rr with every response written in STREAM_CHUNKS pieces (a
- *               streaming answer's packets: the cadence's work runs on all but
- *               the first).
+ *               streaming answer's packets: the step cadence's work runs on
+ *               all but the first).
  * BPF_ENABLE_STATS is held by a descriptor (off again when this exits), and
  * run_time_ns / run_cnt of every accounting program is read around each
  * phase. Empty programs (r0 = 1; exit) of the cgroup types are attached next
@@ -77,7 +56,6 @@
 #include <linux/bpf.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
-#include <poll.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
@@ -102,22 +80,15 @@
 enum variant {
 	V_OFF,
 	V_SKB,
-	V_MSG,
-	V_TR,
 	V_FIND,
 	V_LOCK,
-	V_CAD,
-	V_LAZY,
 	V_STEP,
-	V_PREV,
 	V_PUSH,
-	V_FAST,
 	V_MIN,
 	VARIANTS
 };
-static const char *const variant_names[VARIANTS] = { "off",  "skb",  "msg",  "trace", "find",
-						     "lock", "cad",  "lazy", "step",  "prev",
-						     "push", "fast", "min" };
+static const char *const variant_names[VARIANTS] = { "off",  "skb",  "find", "lock",
+						     "step", "push", "min" };
 enum phase {
 	P_RR,
 	P_DIRECT,
@@ -128,43 +99,25 @@ enum phase {
 };
 static const char *const phase_names[PHASES] = { "rr", "direct", "bulk", "bulkdirect", "stream" };
 
-/* Every program measured: ours, then the empty floors. */
+/* Every program measured: the shipped pair, the floors, the cost object's. */
 enum prog {
 	G_OUT,
 	G_IN,
-	G_OPS,
-	G_MSG,
-	G_SKB,
 	G_FLOOR_OUT,
 	G_FLOOR_IN,
-	G_FLOOR_OPS,
-	G_TR_SEND,
-	G_TR_RECV,
-	G_FLOOR_TR_SEND,
-	G_FLOOR_TR_RECV,
 	G_COST_FIND,
 	G_COST_LOCK,
-	G_CAD_OUT,
-	G_CAD_IN,
-	G_LAZY_OUT,
-	G_LAZY_IN,
-	G_PREV_IN,
-	G_FAST_OUT,
-	G_FAST_IN,
 	G_MIN_OUT,
 	G_MIN_IN,
 	PROGS
 };
 static const char *const prog_names[PROGS] = {
-	"skb_egress",	 "skb_ingress",	   "sockops",	    "sk_msg",	      "sk_skb",
-	"floor_egress",	 "floor_ingress",  "floor_sockops", "tp_send_length", "tp_tcp_probe",
-	"floor_tp_send", "floor_tp_probe", "cost_find",	    "cost_lock",      "cad_egress",
-	"cad_ingress",	 "lazy_egress",	   "lazy_ingress",  "prev_ingress",   "fast_egress",
-	"fast_ingress",	 "min_egress",	   "min_ingress",
+	"skb_egress", "skb_ingress", "floor_egress", "floor_ingress",
+	"cost_find",  "cost_lock",   "min_egress",   "min_ingress",
 };
 
 struct opts {
-	const char *pin, *cgroup, *msg_obj, *tr_obj, *cost_obj, *lazy_obj, *backend;
+	const char *pin, *cgroup, *cost_obj, *backend;
 	int rounds;
 	int client_cpu, server_cpu; /* -1: any */
 	bool only[VARIANTS];	    /* --variants: measure these (all when none named) */
@@ -178,18 +131,12 @@ struct bench {
 	struct steer_addr vip, be;
 	int prog_fd[PROGS];
 	int cg_fd;
-	int link_out, link_in, link_ops; /* -1 when detached */
-	int link_tr[4];			 /* the trace variant's and its floors' */
-	struct bpf_object *msg_obj, *tr_obj, *cost_obj, *lazy_obj;
-	int cad_stats_fd;	     /* steer_wcad_stats (per CPU) */
-	int fast_stats_fd;	     /* steer_wfast_stats (per CPU) */
-	int lazy_stats_fd;	     /* steer_wire_lazy's .bss: steer_wlazy_stats */
+	int link_out, link_in; /* -1 when detached */
+	struct bpf_object *cost_obj;
 	struct ring_buffer *kick_rb; /* the push variant's wake-ups, drained per request */
 	bool pushing;		     /* the push variant is attached */
 	pid_t server;
 };
-
-static long eagain; /* blocking reads that returned EAGAIN (msg variant) */
 
 /* The push variant's ring records: they only wake the peer thread. */
 static int kick_record(void *ctx, void *data, size_t size)
@@ -313,122 +260,50 @@ static int start_server(struct bench *b)
 
 /* ---- programs --------------------------------------------------------------------- */
 
-/* The trace ablation and its floors, loaded but not attached (none without
- * --tr-obj: its descriptors stay -1 and the variant is skipped). */
-static int setup_trace(struct bench *b)
-{
-	int i;
-
-	for (i = 0; i < 4; i++)
-		b->link_tr[i] = -1;
-	b->prog_fd[G_TR_SEND] = b->prog_fd[G_TR_RECV] = -1;
-	b->prog_fd[G_FLOOR_TR_SEND] = b->prog_fd[G_FLOOR_TR_RECV] = -1;
-	if (!b->o.tr_obj)
-		return 0;
-	b->tr_obj = steer_dp_object_open(b->o.tr_obj, b->o.pin);
-	if (!b->tr_obj)
-		return -1;
-	if (bpf_object__load(b->tr_obj) != 0)
-		return -1;
-	b->prog_fd[G_TR_SEND] =
-		bpf_program__fd(bpf_object__find_program_by_name(b->tr_obj, "steer_wtr_send"));
-	b->prog_fd[G_TR_RECV] =
-		bpf_program__fd(bpf_object__find_program_by_name(b->tr_obj, "steer_wtr_recv"));
-	b->prog_fd[G_FLOOR_TR_SEND] = bench_empty_tp_btf("sock_send_length");
-	b->prog_fd[G_FLOOR_TR_RECV] = bench_empty_tp_btf("tcp_probe");
-	return b->prog_fd[G_FLOOR_TR_SEND] < 0 || b->prog_fd[G_FLOOR_TR_RECV] < 0 ? -1 : 0;
-}
-
-/* The cut-short egress programs (none without --cost-obj: the variants are
- * skipped). */
+/* The cost object's programs (tools/bench/bpf/wire_cost.bpf.c), on the
+ * data plane's pinned maps. */
 static int setup_cost(struct bench *b)
 {
-	b->prog_fd[G_COST_FIND] = b->prog_fd[G_COST_LOCK] = -1;
-	b->prog_fd[G_CAD_OUT] = b->prog_fd[G_CAD_IN] = b->cad_stats_fd = -1;
-	b->prog_fd[G_PREV_IN] = b->prog_fd[G_FAST_OUT] = b->prog_fd[G_FAST_IN] = -1;
-	b->prog_fd[G_MIN_OUT] = b->prog_fd[G_MIN_IN] = -1;
-	b->fast_stats_fd = -1;
-	if (!b->o.cost_obj)
-		return 0;
-	b->cost_obj = steer_dp_object_open(b->o.cost_obj, b->o.pin);
-	if (!b->cost_obj)
+	static const struct {
+		enum prog g;
+		const char *name;
+	} progs[] = { { G_COST_FIND, "steer_wcost_find" },
+		      { G_COST_LOCK, "steer_wcost_lock" },
+		      { G_MIN_OUT, "steer_wmin_out" },
+		      { G_MIN_IN, "steer_wmin_in" } };
+	size_t i;
+
+	b->cost_obj = bench_object_open(b->o.cost_obj, b->o.pin);
+	if (!b->cost_obj) {
+		fprintf(stderr, "wirecost: %s: %s\n", b->o.cost_obj, strerror(errno));
 		return -1;
-	if (bpf_object__load(b->cost_obj) != 0)
-		return -1;
-	b->prog_fd[G_COST_FIND] =
-		bpf_program__fd(bpf_object__find_program_by_name(b->cost_obj, "steer_wcost_find"));
-	b->prog_fd[G_COST_LOCK] =
-		bpf_program__fd(bpf_object__find_program_by_name(b->cost_obj, "steer_wcost_lock"));
-	b->prog_fd[G_CAD_OUT] =
-		bpf_program__fd(bpf_object__find_program_by_name(b->cost_obj, "steer_wcad_out"));
-	b->prog_fd[G_CAD_IN] =
-		bpf_program__fd(bpf_object__find_program_by_name(b->cost_obj, "steer_wcad_in"));
-	b->cad_stats_fd =
-		bpf_map__fd(bpf_object__find_map_by_name(b->cost_obj, "steer_wcad_stats"));
-	b->prog_fd[G_PREV_IN] =
-		bpf_program__fd(bpf_object__find_program_by_name(b->cost_obj, "steer_wprev_in"));
-	b->prog_fd[G_FAST_OUT] =
-		bpf_program__fd(bpf_object__find_program_by_name(b->cost_obj, "steer_wfast_out"));
-	b->prog_fd[G_FAST_IN] =
-		bpf_program__fd(bpf_object__find_program_by_name(b->cost_obj, "steer_wfast_in"));
-	b->fast_stats_fd =
-		bpf_map__fd(bpf_object__find_map_by_name(b->cost_obj, "steer_wfast_stats"));
-	b->prog_fd[G_MIN_OUT] =
-		bpf_program__fd(bpf_object__find_program_by_name(b->cost_obj, "steer_wmin_out"));
-	b->prog_fd[G_MIN_IN] =
-		bpf_program__fd(bpf_object__find_program_by_name(b->cost_obj, "steer_wmin_in"));
-	return b->prog_fd[G_COST_FIND] < 0 || b->prog_fd[G_COST_LOCK] < 0 ||
-			       b->prog_fd[G_CAD_OUT] < 0 || b->prog_fd[G_CAD_IN] < 0 ||
-			       b->cad_stats_fd < 0 || b->prog_fd[G_PREV_IN] < 0 ||
-			       b->prog_fd[G_FAST_OUT] < 0 || b->prog_fd[G_FAST_IN] < 0 ||
-			       b->fast_stats_fd < 0 || b->prog_fd[G_MIN_OUT] < 0 ||
-			       b->prog_fd[G_MIN_IN] < 0
-		       ? -1
-		       : 0;
-}
-
-/* The descriptor of an object's .bss map (its zero-initialised globals), or -1. */
-static int bss_map_fd(const struct bpf_object *obj)
-{
-	struct bpf_map *m;
-
-	bpf_object__for_each_map(m, obj)
-	{
-		const char *n = bpf_map__name(m);
-		size_t len = strlen(n);
-
-		if (len >= 4 && strcmp(n + len - 4, ".bss") == 0)
-			return bpf_map__fd(m);
 	}
-	return -1;
-}
-
-/* The lazy-answer ablation's pair (none without --lazy-obj: skipped). */
-static int setup_lazy(struct bench *b)
-{
-	b->prog_fd[G_LAZY_OUT] = b->prog_fd[G_LAZY_IN] = b->lazy_stats_fd = -1;
-	if (!b->o.lazy_obj)
-		return 0;
-	b->lazy_obj = steer_dp_object_open(b->o.lazy_obj, b->o.pin);
-	if (!b->lazy_obj || bpf_object__load(b->lazy_obj) != 0)
+	if (bpf_object__load(b->cost_obj) != 0) {
+		fprintf(stderr, "wirecost: load %s: %s\n", b->o.cost_obj, strerror(errno));
 		return -1;
-	b->prog_fd[G_LAZY_OUT] =
-		bpf_program__fd(bpf_object__find_program_by_name(b->lazy_obj, "steer_wire_out"));
-	b->prog_fd[G_LAZY_IN] =
-		bpf_program__fd(bpf_object__find_program_by_name(b->lazy_obj, "steer_wire_in"));
-	b->lazy_stats_fd = bss_map_fd(b->lazy_obj);
-	return b->prog_fd[G_LAZY_OUT] < 0 || b->prog_fd[G_LAZY_IN] < 0 || b->lazy_stats_fd < 0 ? -1
-											       : 0;
+	}
+	for (i = 0; i < sizeof(progs) / sizeof(progs[0]); i++) {
+		struct bpf_program *p =
+			bpf_object__find_program_by_name(b->cost_obj, progs[i].name);
+
+		b->prog_fd[progs[i].g] = p ? bpf_program__fd(p) : -1;
+		if (b->prog_fd[progs[i].g] < 0) {
+			fprintf(stderr, "wirecost: no program %s in %s\n", progs[i].name,
+				b->o.cost_obj);
+			return -1;
+		}
+	}
+	return 0;
 }
 
 /* The shipped programs (taken off their pinned links, which are removed: the
- * bench attaches them itself), the ablation object and the floors. */
+ * bench attaches them itself), the cost object and the floors. */
 static int setup_programs(struct bench *b)
 {
-	struct bpf_program *p;
-	int lfd, map_fd;
+	int lfd;
 	char path[4096];
 
+	b->link_out = b->link_in = -1;
 	b->prog_fd[G_OUT] = bench_prog_of_link(b->o.pin, STEER_LINK_WIRE_OUT, NULL, &lfd);
 	if (b->prog_fd[G_OUT] < 0)
 		return -1;
@@ -444,37 +319,16 @@ static int setup_programs(struct bench *b)
 	snprintf(path, sizeof(path), "%s/%s", b->o.pin, STEER_LINK_WIRE_IN);
 	unlink(path);
 
-	b->msg_obj = steer_dp_object_open(b->o.msg_obj, b->o.pin);
-	if (!b->msg_obj)
-		return -1;
-	if (bpf_object__load(b->msg_obj) != 0)
-		return -1;
-	b->prog_fd[G_OPS] =
-		bpf_program__fd(bpf_object__find_program_by_name(b->msg_obj, "steer_wmsg_ops"));
-	b->prog_fd[G_MSG] =
-		bpf_program__fd(bpf_object__find_program_by_name(b->msg_obj, "steer_wmsg_send"));
-	b->prog_fd[G_SKB] =
-		bpf_program__fd(bpf_object__find_program_by_name(b->msg_obj, "steer_wmsg_recv"));
-	map_fd = bpf_map__fd(bpf_object__find_map_by_name(b->msg_obj, "steer_wmsg_hash"));
-	(void)p;
-	if (bpf_prog_attach(b->prog_fd[G_MSG], map_fd, BPF_SK_MSG_VERDICT, 0) != 0 ||
-	    bpf_prog_attach(b->prog_fd[G_SKB], map_fd, BPF_SK_SKB_STREAM_VERDICT, 0) != 0)
-		return -1;
-
 	b->prog_fd[G_FLOOR_OUT] =
 		bench_empty_prog(BPF_PROG_TYPE_CGROUP_SKB, BPF_CGROUP_INET_EGRESS);
 	b->prog_fd[G_FLOOR_IN] =
 		bench_empty_prog(BPF_PROG_TYPE_CGROUP_SKB, BPF_CGROUP_INET_INGRESS);
-	b->prog_fd[G_FLOOR_OPS] = bench_empty_prog(BPF_PROG_TYPE_SOCK_OPS, BPF_CGROUP_SOCK_OPS);
-	if (b->prog_fd[G_FLOOR_OUT] < 0 || b->prog_fd[G_FLOOR_IN] < 0 ||
-	    b->prog_fd[G_FLOOR_OPS] < 0)
+	if (b->prog_fd[G_FLOOR_OUT] < 0 || b->prog_fd[G_FLOOR_IN] < 0)
 		return -1;
 	if (bpf_link_create(b->prog_fd[G_FLOOR_OUT], b->cg_fd, BPF_CGROUP_INET_EGRESS, NULL) < 0 ||
-	    bpf_link_create(b->prog_fd[G_FLOOR_IN], b->cg_fd, BPF_CGROUP_INET_INGRESS, NULL) < 0 ||
-	    bpf_link_create(b->prog_fd[G_FLOOR_OPS], b->cg_fd, BPF_CGROUP_SOCK_OPS, NULL) < 0)
+	    bpf_link_create(b->prog_fd[G_FLOOR_IN], b->cg_fd, BPF_CGROUP_INET_INGRESS, NULL) < 0)
 		return -1;
-	b->link_out = b->link_in = b->link_ops = -1;
-	return setup_trace(b) != 0 || setup_cost(b) != 0 ? -1 : setup_lazy(b);
+	return setup_cost(b);
 }
 
 static void detach_fd(int *fd)
@@ -490,9 +344,7 @@ static int publish(struct bench *b, uint32_t flags);
 
 static int use_variant(struct bench *b, enum variant v)
 {
-	static const enum prog tr_progs[4] = { G_TR_SEND, G_TR_RECV, G_FLOOR_TR_SEND,
-					       G_FLOOR_TR_RECV };
-	int i;
+	enum prog out = v == V_MIN ? G_MIN_OUT : G_OUT, in = v == V_MIN ? G_MIN_IN : G_IN;
 
 	/* Only the step variant's table has the step cadence on, only the
 	 * push variant's the push. */
@@ -501,48 +353,16 @@ static int use_variant(struct bench *b, enum variant v)
 	b->pushing = v == V_PUSH;
 	detach_fd(&b->link_out);
 	detach_fd(&b->link_in);
-	detach_fd(&b->link_ops);
-	for (i = 0; i < 4; i++)
-		detach_fd(&b->link_tr[i]);
-	if (v == V_TR) {
-		for (i = 0; i < 4; i++) {
-			b->link_tr[i] = bpf_raw_tracepoint_open(NULL, b->prog_fd[tr_progs[i]]);
-			if (b->link_tr[i] < 0)
-				return -1;
-		}
+	if (v == V_OFF)
 		return 0;
-	}
 	if (v == V_FIND || v == V_LOCK) {
 		b->link_out = bpf_link_create(b->prog_fd[v == V_FIND ? G_COST_FIND : G_COST_LOCK],
 					      b->cg_fd, BPF_CGROUP_INET_EGRESS, NULL);
 		return b->link_out < 0 ? -1 : 0;
 	}
-	if (v == V_SKB || v == V_CAD || v == V_LAZY || v == V_STEP || v == V_PREV || v == V_PUSH ||
-	    v == V_FAST || v == V_MIN) {
-		enum prog out = v == V_CAD    ? G_CAD_OUT
-				: v == V_LAZY ? G_LAZY_OUT
-				: v == V_FAST ? G_FAST_OUT
-				: v == V_MIN  ? G_MIN_OUT
-					      : G_OUT;
-		enum prog in = v == V_CAD    ? G_CAD_IN
-			       : v == V_LAZY ? G_LAZY_IN
-			       : v == V_PREV ? G_PREV_IN
-			       : v == V_FAST ? G_FAST_IN
-			       : v == V_MIN  ? G_MIN_IN
-					     : G_IN;
-
-		b->link_out =
-			bpf_link_create(b->prog_fd[out], b->cg_fd, BPF_CGROUP_INET_EGRESS, NULL);
-		b->link_in =
-			bpf_link_create(b->prog_fd[in], b->cg_fd, BPF_CGROUP_INET_INGRESS, NULL);
-		return b->link_out < 0 || b->link_in < 0 ? -1 : 0;
-	}
-	if (v == V_MSG) {
-		b->link_ops =
-			bpf_link_create(b->prog_fd[G_OPS], b->cg_fd, BPF_CGROUP_SOCK_OPS, NULL);
-		return b->link_ops < 0 ? -1 : 0;
-	}
-	return 0;
+	b->link_out = bpf_link_create(b->prog_fd[out], b->cg_fd, BPF_CGROUP_INET_EGRESS, NULL);
+	b->link_in = bpf_link_create(b->prog_fd[in], b->cg_fd, BPF_CGROUP_INET_INGRESS, NULL);
+	return b->link_out < 0 || b->link_in < 0 ? -1 : 0;
 }
 
 struct stats {
@@ -588,13 +408,6 @@ static int read_n(int fd, char *buf, long n)
 	while (n > 0) {
 		ssize_t r = read(fd, buf, (size_t)n);
 
-		if (r < 0 && errno == EAGAIN) {
-			struct pollfd p = { .fd = fd, .events = POLLIN };
-
-			eagain++;
-			poll(&p, 1, 100);
-			continue;
-		}
 		if (r <= 0)
 			return -1;
 		n -= r;
@@ -658,24 +471,6 @@ static int round_trips(struct bench *b, const struct steer_addr *to, bool stream
 	return rc;
 }
 
-/* One byte of answer. Through the psock of the msg variant, a blocking read
- * can return EAGAIN (tcp_bpf_recvmsg): wait for data and read again. */
-static ssize_t read_answer(int fd, char *k)
-{
-	int tries;
-
-	for (tries = 0; tries < 100; tries++) {
-		struct pollfd p = { .fd = fd, .events = POLLIN };
-		ssize_t n = read(fd, k, 1);
-
-		if (n >= 0 || errno != EAGAIN)
-			return n;
-		eagain++;
-		poll(&p, 1, 100);
-	}
-	return -1;
-}
-
 static int bulk(struct bench *b, const struct steer_addr *to, struct wall *w)
 {
 	long total = b->o.bulk_mb * 1024 * 1024, sent = 0;
@@ -693,7 +488,7 @@ static int bulk(struct bench *b, const struct steer_addr *to, struct wall *w)
 			sent += n;
 		}
 		shutdown(fd, SHUT_WR);
-		if (sent >= total && read_answer(fd, &k) == 1)
+		if (sent >= total && read(fd, &k, 1) == 1)
 			rc = 0;
 		else
 			fprintf(stderr, "wirecost: upload: %ld of %ld bytes, then %s\n", sent,
@@ -707,40 +502,6 @@ static int bulk(struct bench *b, const struct steer_addr *to, struct wall *w)
 	return rc;
 }
 
-/* The first n counters of a one-entry array map's value (zeros when the map
- * is missing). */
-static void array_totals(int fd, int n, uint64_t *out)
-{
-	uint64_t v[8] = { 0 };
-	__u32 zero = 0;
-	int i;
-
-	if (fd < 0 || n > 8 || bpf_map_lookup_elem(fd, &zero, v) != 0)
-		memset(v, 0, sizeof(v));
-	for (i = 0; i < n && i < 8; i++)
-		out[i] = v[i];
-}
-
-/* A per-CPU counter map's n counters summed over the CPUs (zeros when the
- * map is missing). */
-static void percpu_totals(int fd, int n, uint64_t *out)
-{
-	int ncpu = libbpf_num_possible_cpus(), c, i;
-	uint64_t *v = ncpu > 0 ? calloc((size_t)ncpu * (size_t)n, sizeof(*v)) : NULL;
-	__u32 zero = 0;
-
-	for (i = 0; i < n; i++)
-		out[i] = 0;
-	if (!v || fd < 0 || bpf_map_lookup_elem(fd, &zero, v) != 0) {
-		free(v);
-		return;
-	}
-	for (c = 0; c < ncpu; c++)
-		for (i = 0; i < n; i++)
-			out[i] += v[n * c + i];
-	free(v);
-}
-
 static void emit(int round, enum variant v, enum phase p, const char *metric, double value)
 {
 	printf("%d,%s,%s,%s,%.3f\n", round, variant_names[v], phase_names[p], metric, value);
@@ -750,12 +511,8 @@ static int measure(struct bench *b, int round, enum variant v, enum phase p)
 {
 	struct stats s0, s1;
 	struct wall w = { 0 };
-	uint64_t cad0[3], cad1[3], lazy0[2], lazy1[2], fast0[4], fast1[4];
 	int i, rc;
 
-	percpu_totals(b->cad_stats_fd, 3, cad0);
-	percpu_totals(b->fast_stats_fd, 4, fast0);
-	array_totals(b->lazy_stats_fd, 2, lazy0);
 	read_stats(b, &s0);
 	switch (p) {
 	case P_RR:
@@ -772,28 +529,9 @@ static int measure(struct bench *b, int round, enum variant v, enum phase p)
 		rc = bulk(b, &b->be, &w);
 	}
 	read_stats(b, &s1);
-	percpu_totals(b->cad_stats_fd, 3, cad1);
-	percpu_totals(b->fast_stats_fd, 4, fast1);
-	array_totals(b->lazy_stats_fd, 2, lazy1);
 	if (rc != 0) {
 		fprintf(stderr, "wirecost: %s/%s failed\n", variant_names[v], phase_names[p]);
 		return -1;
-	}
-	if (v == V_CAD) {
-		emit(round, v, p, "cad_answers", (double)(cad1[0] - cad0[0]));
-		emit(round, v, p, "cad_raised", (double)(cad1[1] - cad0[1]));
-		emit(round, v, p, "cad_lowered", (double)(cad1[2] - cad0[2]));
-	}
-	if (v == V_FAST) {
-		static const char *const names[4] = { "fast_sent", "fast_sent_locked",
-						      "fast_answered", "fast_raced" };
-
-		for (i = 0; i < 4; i++)
-			emit(round, v, p, names[i], (double)(fast1[i] - fast0[i]));
-	}
-	if (v == V_LAZY) {
-		emit(round, v, p, "lazy_rekeyed", (double)(lazy1[0] - lazy0[0]));
-		emit(round, v, p, "lazy_left", (double)(lazy1[1] - lazy0[1]));
 	}
 	if (p == P_RR || p == P_DIRECT || p == P_STREAM) {
 		emit(round, v, p, "mean_us", w.mean_us);
@@ -803,8 +541,6 @@ static int measure(struct bench *b, int round, enum variant v, enum phase p)
 		emit(round, v, p, "mib_per_s", w.mib_s);
 	}
 	emit(round, v, p, "messages", (double)w.msgs);
-	emit(round, v, p, "eagain_reads", (double)eagain);
-	eagain = 0;
 	for (i = 0; i < PROGS; i++) {
 		uint64_t cnt = s1.cnt[i] - s0.cnt[i], ns = s1.ns[i] - s0.ns[i];
 		char m[64];
@@ -874,14 +610,11 @@ static bool variant_wanted(const struct opts *o, int v)
 static int parse(int argc, char **argv, struct opts *o)
 {
 	static const struct option lo[] = {
-		{ "pin", 1, 0, 'p' },	   { "cgroup", 1, 0, 'c' },
-		{ "msg-obj", 1, 0, 'o' },  { "backend", 1, 0, 'b' },
-		{ "rounds", 1, 0, 'r' },   { "messages", 1, 0, 'm' },
-		{ "request", 1, 0, 'q' },  { "response", 1, 0, 's' },
-		{ "bulk-mb", 1, 0, 'B' },  { "header", 0, 0, 'H' },
-		{ "tr-obj", 1, 0, 't' },   { "cost-obj", 1, 0, 'C' },
-		{ "lazy-obj", 1, 0, 'L' }, { "variants", 1, 0, 'V' },
-		{ "cpus", 1, 0, 'P' },	   { 0, 0, 0, 0 },
+		{ "pin", 1, 0, 'p' },	  { "cgroup", 1, 0, 'c' },   { "cost-obj", 1, 0, 'C' },
+		{ "backend", 1, 0, 'b' }, { "rounds", 1, 0, 'r' },   { "messages", 1, 0, 'm' },
+		{ "request", 1, 0, 'q' }, { "response", 1, 0, 's' }, { "bulk-mb", 1, 0, 'B' },
+		{ "header", 0, 0, 'H' },  { "variants", 1, 0, 'V' }, { "cpus", 1, 0, 'P' },
+		{ 0, 0, 0, 0 },
 	};
 	int c;
 
@@ -901,17 +634,8 @@ static int parse(int argc, char **argv, struct opts *o)
 		case 'c':
 			o->cgroup = optarg;
 			break;
-		case 'o':
-			o->msg_obj = optarg;
-			break;
-		case 't':
-			o->tr_obj = optarg;
-			break;
 		case 'C':
 			o->cost_obj = optarg;
-			break;
-		case 'L':
-			o->lazy_obj = optarg;
 			break;
 		case 'b':
 			o->backend = optarg;
@@ -950,7 +674,7 @@ static int parse(int argc, char **argv, struct opts *o)
 			return -1;
 		}
 	}
-	if (!o->pin || !o->cgroup || !o->msg_obj || o->rounds < 1 || o->messages < 100 ||
+	if (!o->pin || !o->cgroup || !o->cost_obj || o->rounds < 1 || o->messages < 100 ||
 	    o->request < 1 || o->response < 1 || o->bulk_mb < 1)
 		return -1;
 	return 0;
@@ -963,12 +687,12 @@ int main(int argc, char **argv)
 	char err[512];
 	int stats_fd, r, v, p, rc = 0;
 
+	b.link_out = b.link_in = -1;
 	if (parse(argc, argv, &b.o) != 0) {
 		fprintf(stderr,
-			"usage: wirecost --pin DIR --cgroup DIR --msg-obj FILE [--tr-obj "
-			"FILE] [--cost-obj FILE] [--lazy-obj FILE] [--backend "
-			"A:P] [--rounds N] [--messages N] [--request B] [--response B] "
-			"[--bulk-mb N] [--header] [--variants LIST] [--cpus any|same|split]\n");
+			"usage: wirecost --pin DIR --cgroup DIR --cost-obj FILE [--backend A:P] "
+			"[--rounds N] [--messages N] [--request B] [--response B] [--bulk-mb N] "
+			"[--header] [--variants LIST] [--cpus any|same|split]\n");
 		return 2;
 	}
 	if (steer_addr_parse(VIP, &b.vip, err, sizeof(err)) != 0 ||
@@ -1000,11 +724,7 @@ int main(int argc, char **argv)
 		printf("round,variant,phase,metric,value\n");
 	for (r = 1; r <= b.o.rounds && rc == 0; r++)
 		for (v = 0; v < VARIANTS && rc == 0; v++) {
-			if ((v == V_TR && !b.tr_obj) ||
-			    ((v == V_FIND || v == V_LOCK || v == V_CAD || v == V_PREV ||
-			      v == V_FAST || v == V_MIN) &&
-			     !b.cost_obj) ||
-			    (v == V_LAZY && !b.lazy_obj) || !variant_wanted(&b.o, v))
+			if (!variant_wanted(&b.o, v))
 				continue;
 			if (use_variant(&b, (enum variant)v) != 0) {
 				fprintf(stderr, "wirecost: cannot attach %s\n", variant_names[v]);
@@ -1012,8 +732,7 @@ int main(int argc, char **argv)
 				break;
 			}
 			for (p = 0; p < PHASES && rc == 0; p++)
-				if (p != P_STREAM || v == V_SKB || v == V_CAD || v == V_LAZY ||
-				    v == V_STEP || v == V_PREV || v == V_PUSH || v == V_FAST)
+				if (p != P_STREAM || v == V_SKB || v == V_STEP || v == V_PUSH)
 					rc = measure(&b, r, (enum variant)v, (enum phase)p);
 			fflush(stdout);
 		}
@@ -1024,14 +743,8 @@ out:
 		waitpid(b.server, NULL, 0);
 	}
 	ring_buffer__free(b.kick_rb);
-	if (b.msg_obj)
-		bpf_object__close(b.msg_obj);
-	if (b.tr_obj)
-		bpf_object__close(b.tr_obj);
 	if (b.cost_obj)
 		bpf_object__close(b.cost_obj);
-	if (b.lazy_obj)
-		bpf_object__close(b.lazy_obj);
 	steer_dp_detach(b.dp, err, sizeof(err));
 	steer_dp_close(b.dp);
 	return rc;

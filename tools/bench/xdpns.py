@@ -38,7 +38,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TOP = os.path.dirname(os.path.dirname(HERE))
-sys.path.insert(0, os.path.join(TOP, "tests"))
+sys.path.insert(0, os.path.join(TOP, "tests", "lib"))
 os.environ.setdefault("STEER_BUILD", os.path.join(TOP, "build"))
 import topo_lib as T  # noqa: E402
 import e2e_lib as L  # noqa: E402
@@ -135,7 +135,7 @@ def main():
         st = os.path.join(env.tmp, f"b{i}.json")
         with open(st, "w") as f:
             json.dump({"mode": "ok", "loads": [L.rank(0, 0.0, 1000.0)]}, f)
-        env.spawn(topo.cmd(f"b{i}", [L.PY, os.path.join(TOP, "tests", "fake_worker.py"),
+        env.spawn(topo.cmd(f"b{i}", [L.PY, os.path.join(TOP, "tests", "lib", "fake_worker.py"),
                                      "--name", f"b{i}", "--traffic", f"0.0.0.0:{PORT}",
                                      "--grpc", f"{T.backend4(i)}:30000", "--state", st,
                                      "--pb2-dir", os.path.join(L.BUILD, "py")]),
