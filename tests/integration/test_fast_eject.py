@@ -6,8 +6,9 @@ tight loop while one worker is killed (its traffic and GetLoads ports die
 together). The kernel stops choosing it after STEER_FAIL_EJECT (4) steered
 connects in a row were never established; the daemon polls it at once and
 ejects it when that poll fails too. Asserted: at most 20 failed connects in
-all (the bound the project set itself), the worker is ejected, the survivor takes every later
-connect, and the restarted worker is readmitted by its polls."""
+all, fewer than two kernel thresholds (no publish listed the suspect again),
+the worker is ejected, the survivor takes every later connect, and the
+restarted worker is readmitted by its polls."""
 import os
 import signal
 import threading

@@ -121,8 +121,19 @@ def refused(d, reason):
     return d.metric(REFUSED, reason=reason) or 0
 
 
-def refusals(d):
-    return {r: refused(d, r) for r in ("auth", "stale", "replay")}
+def refusals(d, m=None):
+    """d's refusals by reason, from one /metrics scrape (m: that scrape's
+    d.metrics(); None: a new one)."""
+    if m is None:
+        m = d.metrics()
+    return {r: m.get((REFUSED, (("reason", r),))) or 0 for r in ("auth", "stale", "replay")}
+
+
+def received(d, peer, m=None):
+    """The reports d took (verified and applied) from peer, as refusals()."""
+    if m is None:
+        m = d.metrics()
+    return m.get(("smg_steer_peer_reports_received_total", (("peer", peer),))) or 0
 
 
 def mac(key, body):
@@ -323,10 +334,11 @@ def reported(env, addr):
     return b["sent_bytes"] // BPT - b["answered_bytes"] // BPT
 
 
-def exchange(step, key1):
+def exchange(step, key1, before=None):
     """A request through R1 shows exactly at R2 (R1's datagrams signed with
-    key1), and one through R2 exactly at R1; nothing refused on either."""
-    before1, before2 = refusals(r1), refusals(r2)
+    key1), and one through R2 exactly at R1; nothing refused on either from
+    before (R1's and R2's refusals; None: as they are now) on."""
+    before1, before2 = before or (refusals(r1), refusals(r2))
     req = request(f"r1-{step}", b"p" * 4000)
     drain_cap()
     s = connect_via(env1)
@@ -356,6 +368,34 @@ def exchange(step, key1):
     L.wait_for(lambda: peer_pending(env1, z) == 0, 30, f"{step}: answered at R1")
     t.check(refusals(r1) == before1 and refusals(r2) == before2,
             f"{step}: refusals {before1} -> {refusals(r1)}, {before2} -> {refusals(r2)}")
+
+
+def r1_takes_r2_again(step, heard):
+    """R2 was just reloaded with a key R1 accepts, after R1 refused its
+    reports; heard: R1's count of reports taken from R2, read once R1 had
+    refused one. A request through R2 shows exactly at R1 again. Returns
+    R1's and R2's refusals from R1's first /metrics that counts a report
+    taken from R2 after heard: R1 handles R2's datagrams in order (one
+    socket), so that scrape counts every one of R2's that R1 refused. A
+    scrape right after the reload's log line can miss the last of them: R1
+    makes its /metrics copy at most once a second, and R2's peer thread
+    takes the key only at its next report."""
+    req = request(f"r2-{step}", b"w" * 2000)
+    s = connect_via(env2)
+    z = send_held(s, req)
+    want = reported(env2, z)
+    L.wait_for(lambda: peer_pending(env1, z) == want, 30,
+               f"{step}: R1 takes R2's signed report ({want} pending tokens at {z})")
+    release(f"r2-{step}")
+    read_answer(s)
+    s.close()
+    L.wait_for(lambda: peer_pending(env1, z) == 0, 30, f"{step}: answered at R1")
+
+    def counted():
+        m = r1.metrics()
+        return m if received(r1, P2, m) > heard else None
+    m = L.wait_for(counted, 30, f"{step}: R1's /metrics counts a report it took from R2")
+    return refusals(r1, m), refusals(r2)
 
 
 with t.case("rotation: A, then B verifying too, then B signing, then B alone"):
@@ -400,6 +440,7 @@ with t.case("R2 without the key (reload): it takes R1's signed reports, R1 refus
     s = connect_via(env2)
     z = send_held(s, req)
     L.wait_for(lambda: refused(r1, "auth") > before, 30, "R1 refuses R2's unsigned reports")
+    heard = received(r1, P2)  # none of R2's counted from here until it signs again
     t.check(peer_pending(env1, z) == 0, f"R1 applied {peer_pending(env1, z)} of unsigned R2's")
     L.wait_for(lambda: f"peer: dropped a report from {P2}: " in r1.log_text(), 30,
                "R1 warns of R2 by address")
@@ -411,7 +452,7 @@ with t.case("R2 without the key (reload): it takes R1's signed reports, R1 refus
     r2.send(signal.SIGHUP)
     L.wait_for(lambda: r2.log_text().count("reload: reports are signed") > n, 30,
                "R2's reload with the key again")
-    exchange("R2 keyed again", KEY_B)
+    exchange("R2 keyed again", KEY_B, r1_takes_r2_again("keyed again", heard))
 
 with t.case("a reload that also changes --peer-listen still rotates the key"):
     # The listen address waits for a restart; the key must not, or R2 would
@@ -426,10 +467,11 @@ with t.case("a reload that also changes --peer-listen still rotates the key"):
                "R2's reload names the listen change and applies the key")
     L.wait_for(lambda: refused(r1, "auth") > before, 30,
                "R1 refuses R2's reports signed with A (R2 took the new key)")
+    heard = received(r1, P2)
     write_key(K2, KEY_B + b"\n")
     write_cfg2(K2)
     reload_key(r2, K2, KEY_B + b"\n")
-    exchange("after the listen change", KEY_B)
+    exchange("after the listen change", KEY_B, r1_takes_r2_again("listen change", heard))
 
 with t.case("reports from more senders than R2 tracks are counted rejected"):
     REJ = "smg_steer_peer_reports_rejected_total"

@@ -109,8 +109,11 @@ def two_routers(tag, tp, workers):
 def router_args(vip, bpt, loads, extra):
     """A router's smg-steerd arguments: vip over the workers of loads
     (address -> its L.Worker, from start_workers), their loads polled once at
-    start (the next poll is minutes away), --bytes-per-token bpt, then extra."""
-    a = ["--vip", vip, "--load-check-interval", "10m", "--bytes-per-token", str(bpt)] + extra
+    start (the next poll is minutes away, so that poll may take 10 s: a loaded
+    machine's fake worker can answer it after the default second), then
+    --bytes-per-token bpt, then extra."""
+    a = ["--vip", vip, "--load-check-interval", "10m", "--load-timeout", "10s",
+         "--bytes-per-token", str(bpt)] + extra
     for addr, w in loads.items():
         a += ["--backend", f"{addr},loads=grpc://{w.grpc}"]
     return a

@@ -27,6 +27,10 @@
 #define EXIT_ERROR 1
 #define EXIT_USAGE 2
 
+/* The width status text fits: a terminal's, for 8 backends with IPv6
+ * addresses (the backends' table sizes each column to its widest cell). */
+#define STATUS_COLUMNS 120
+
 enum output_format {
 	OUTPUT_TEXT,
 	OUTPUT_JSON,

@@ -339,21 +339,6 @@ void health_text(const struct steer_view_backend *b, const struct steer_bk_info 
 		snprintf(buf, len, "%s", health_name(info->health));
 }
 
-static int address_width(const struct steer_view_service *s)
-{
-	int w = (int)strlen("BACKEND");
-	size_t i;
-
-	for (i = 0; i < s->n_backends; i++) {
-		char a[STEER_ADDR_STRLEN];
-		int l = (int)strlen(steer_addr_format(&s->backends[i].addr, a, sizeof(a)));
-
-		if (l > w)
-			w = l;
-	}
-	return w;
-}
-
 /* Seconds since the backend's last good GetLoads snapshot (info->snapshot_ns != 0). */
 double snapshot_age_s(const struct steer_bk_info *info)
 {
@@ -368,40 +353,108 @@ uint64_t backend_pending_tokens(const struct steer_view_service *s,
 	return b->pending_bytes / steer_bytes_per_token((__u16)s->bytes_per_token);
 }
 
-static void print_backend_row(const struct steer_dp *dp, const struct steer_view_service *s,
-			      const struct steer_view_backend *b, int aw)
+/*
+ * The backends' table: where connections go now (health, rank, base wait,
+ * the work each holds, how fresh its load is), each column as wide as its
+ * widest cell: 8 IPv6 backends fit 120 columns. explain has every term of
+ * the scores (ns per token, the load's source), -o json the counters by
+ * backend (steered, fallbacks) too; the service's line has their totals.
+ */
+enum {
+	COL_BACKEND,
+	COL_HEALTH,
+	COL_RANK,
+	COL_BASE,
+	COL_INFLIGHT,
+	COL_PENDING,
+	COL_LIVE,
+	COL_AGE,
+	COL_MODE,
+	N_COLS
+};
+
+static const struct {
+	const char *head;
+	bool left; /* left-aligned (text); numbers are right-aligned */
+} columns[N_COLS] = {
+	[COL_BACKEND] = { "BACKEND", true },	[COL_HEALTH] = { "HEALTH", true },
+	[COL_RANK] = { "RANK", false },		[COL_BASE] = { "BASE_MS", false },
+	[COL_INFLIGHT] = { "INFLIGHT", false }, [COL_PENDING] = { "PENDING", false },
+	[COL_LIVE] = { "LIVE", false },		[COL_AGE] = { "SNAP_AGE", false },
+	[COL_MODE] = { "MODE", true },
+};
+
+#define CELL_LEN STEER_ADDR_STRLEN
+
+static void backend_cells(const struct steer_dp *dp, const struct steer_view_service *s,
+			  const struct steer_view_backend *b, char (*cell)[CELL_LEN])
 {
 	const struct steer_bk_info *info = bk_info(dp, b);
-	char a[STEER_ADDR_STRLEN], health[32], rank[16], base[32], npt[32], age[32];
 
-	steer_addr_format(&b->addr, a, sizeof(a));
-	health_text(b, info, health, sizeof(health));
+	steer_addr_format(&b->addr, cell[COL_BACKEND], CELL_LEN);
+	health_text(b, info, cell[COL_HEALTH], CELL_LEN);
+	snprintf(cell[COL_RANK], CELL_LEN, "-");
+	snprintf(cell[COL_BASE], CELL_LEN, "-");
 	if (b->rank >= 0) {
-		snprintf(rank, sizeof(rank), "%d", b->rank);
-		snprintf(base, sizeof(base), "%.3f", (double)b->base_wait_ns / 1e6);
-		snprintf(npt, sizeof(npt), "%llu", (unsigned long long)b->ns_per_token);
-	} else {
-		snprintf(rank, sizeof(rank), "-");
-		snprintf(base, sizeof(base), "-");
-		snprintf(npt, sizeof(npt), "-");
+		snprintf(cell[COL_RANK], CELL_LEN, "%d", b->rank);
+		snprintf(cell[COL_BASE], CELL_LEN, "%.3f", (double)b->base_wait_ns / 1e6);
 	}
+	snprintf(cell[COL_INFLIGHT], CELL_LEN, "%llu", (unsigned long long)b->ctr.inflight_tokens);
+	snprintf(cell[COL_PENDING], CELL_LEN, "%llu",
+		 (unsigned long long)backend_pending_tokens(s, b));
+	snprintf(cell[COL_LIVE], CELL_LEN, "%lld", (long long)b->ctr.live);
+	snprintf(cell[COL_AGE], CELL_LEN, "-");
 	if (info->snapshot_ns)
-		snprintf(age, sizeof(age), "%.1f", snapshot_age_s(info));
-	else
-		snprintf(age, sizeof(age), "-");
-	printf("  %-*s  %-16s %4s %12s %10s %10llu %10llu %6lld %9llu %9llu %8s  %-8s %s\n", aw, a,
-	       health, rank, base, npt, (unsigned long long)b->ctr.inflight_tokens,
-	       (unsigned long long)backend_pending_tokens(s, b), (long long)b->ctr.live,
-	       (unsigned long long)b->ctr.steered, (unsigned long long)b->ctr.fallbacks, age,
-	       mode_name(info->mode), steer_source_name((enum steer_source)info->source));
+		snprintf(cell[COL_AGE], CELL_LEN, "%.1f", snapshot_age_s(info));
+	snprintf(cell[COL_MODE], CELL_LEN, "%s", mode_name(info->mode));
+}
+
+/* One row: two blanks before the table and after the address, one between
+ * the other columns; no trailing blanks. */
+static void print_row(char (*cell)[CELL_LEN], const int *w)
+{
+	int c;
+
+	for (c = 0; c < N_COLS; c++) {
+		printf("%s", c <= COL_HEALTH ? "  " : " ");
+		if (!columns[c].left)
+			printf("%*s", w[c], cell[c]);
+		else if (c == N_COLS - 1)
+			printf("%s", cell[c]);
+		else
+			printf("%-*s", w[c], cell[c]);
+	}
+	printf("\n");
+}
+
+static void print_backends_text(const struct steer_dp *dp, const struct steer_view_service *s)
+{
+	char(*cells)[N_COLS][CELL_LEN] = calloc(s->n_backends + 1, sizeof(*cells));
+	int w[N_COLS] = { 0 };
+	size_t i;
+	int c;
+
+	if (!cells) {
+		fprintf(stderr, "%s: out of memory\n", prog);
+		return;
+	}
+	for (c = 0; c < N_COLS; c++)
+		snprintf(cells[0][c], CELL_LEN, "%s", columns[c].head);
+	for (i = 0; i < s->n_backends; i++)
+		backend_cells(dp, s, &s->backends[i], cells[i + 1]);
+	for (i = 0; i <= s->n_backends; i++)
+		for (c = 0; c < N_COLS; c++)
+			if ((int)strlen(cells[i][c]) > w[c])
+				w[c] = (int)strlen(cells[i][c]);
+	for (i = 0; i <= s->n_backends; i++)
+		print_row(cells[i], w);
+	free(cells);
 }
 
 static void print_service_text(const struct steer_dp *dp, const struct steer_view *v,
 			       const struct steer_view_service *s)
 {
 	char vip[STEER_ADDR_STRLEN];
-	int aw = address_width(s);
-	size_t i;
 
 	printf("service %s\n", steer_addr_format(&s->vip, vip, sizeof(vip)));
 	print_table_state(v, s);
@@ -412,11 +465,7 @@ static void print_service_text(const struct steer_dp *dp, const struct steer_vie
 		printf("  (no configured backends)\n");
 		return;
 	}
-	printf("  %-*s  %-16s %4s %12s %10s %10s %10s %6s %9s %9s %8s  %-8s %s\n", aw, "BACKEND",
-	       "HEALTH", "RANK", "BASE_WAIT_MS", "NS/TOKEN", "INFLIGHT", "PENDING", "LIVE",
-	       "STEERED", "FALLBACKS", "SNAP_AGE", "MODE", "SOURCE");
-	for (i = 0; i < s->n_backends; i++)
-		print_backend_row(dp, s, &s->backends[i], aw);
+	print_backends_text(dp, s);
 }
 
 static void status_text(const struct ctl *c, const struct steer_dp *dp, const struct steer_view *v)
@@ -518,7 +567,7 @@ struct json_object *json_backend_status(const struct steer_dp *dp,
 	jadd(o, "base_wait_ns", b->rank >= 0 ? json_object_new_uint64(b->base_wait_ns) : NULL);
 	jadd(o, "ns_per_token", b->rank >= 0 ? json_object_new_uint64(b->ns_per_token) : NULL);
 	jadd_u64(o, "inflight_tokens", b->ctr.inflight_tokens);
-	/* Request bytes on this node's steered sockets. */
+	/* Request bytes on this node's steered sockets (request accounting). */
 	jadd_u64(o, "pending_bytes", b->pending_bytes);
 	jadd_u64(o, "pending_tokens", backend_pending_tokens(s, b));
 	jadd_u64(o, "sent_bytes", b->wire.sent_bytes);

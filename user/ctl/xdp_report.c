@@ -70,8 +70,37 @@ struct json_object *steer_xdp_report_json(const char *pin_dir, const struct stee
 	return o;
 }
 
+/*
+ * "name: label N, label N, ...", at indent; a counter that would pass
+ * STATUS_COLUMNS starts a new line, two blanks further in, so that
+ * big counters of IPv6 addresses fit a terminal as the backends' table does.
+ */
+static void ctr_text(FILE *f, int indent, const char *name, const char *const *labels,
+		     const unsigned long long *vals, size_t n)
+{
+	int col = fprintf(f, "%*s%s:", indent, "", name);
+	char item[64];
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		int len = snprintf(item, sizeof(item), "%s %llu%s", labels[i], vals[i],
+				   i + 1 < n ? "," : "");
+
+		if (col + 1 + len > STATUS_COLUMNS)
+			col = fprintf(f, "\n%*s", indent + 2, "") - 1;
+		else
+			col += fprintf(f, " ");
+		col += fprintf(f, "%s", item);
+	}
+	fprintf(f, "\n");
+}
+
 void steer_xdp_report_text(FILE *f, const char *pin_dir, const struct steer_view *v)
 {
+	static const char *const vip_labels[] = { "packets", "bytes", "new flows", "lru misses",
+						  "refused", "icmp",  "no route" };
+	static const char *const backend_labels[] = { "packets", "bytes", "new flows", "ended",
+						      "no route" };
 	char devs[STEER_XDP_DEVS_MAX][STEER_IFNAME_LEN], buf[STEER_ADDR_STRLEN];
 	size_t n_devs = steer_xdp_devs(pin_dir, devs, STEER_XDP_DEVS_MAX), i, j, flows = 0;
 	struct steer_xdp_stats *st;
@@ -90,23 +119,18 @@ void steer_xdp_report_text(FILE *f, const char *pin_dir, const struct steer_view
 
 		if (steer_xdp_stats_vip(st, s->svc_id, &c) != 0)
 			continue;
-		fprintf(f,
-			"  %s: packets %llu, bytes %llu, new flows %llu, lru misses %llu, "
-			"refused %llu, icmp %llu, no route %llu\n",
-			steer_addr_format(&s->vip, buf, sizeof(buf)), (unsigned long long)c.packets,
-			(unsigned long long)c.bytes, (unsigned long long)c.new_flows,
-			(unsigned long long)c.lru_miss, (unsigned long long)c.refused,
-			(unsigned long long)c.icmp, (unsigned long long)c.no_route);
+		ctr_text(f, 2, steer_addr_format(&s->vip, buf, sizeof(buf)), vip_labels,
+			 (const unsigned long long[]){ c.packets, c.bytes, c.new_flows, c.lru_miss,
+						       c.refused, c.icmp, c.no_route },
+			 7);
 		for (j = 0; j < s->n_backends; j++) {
 			if (steer_xdp_stats_backend(st, s->backends[j].slot, &c) != 0)
 				continue;
-			fprintf(f,
-				"    %s: packets %llu, bytes %llu, new flows %llu, ended %llu, "
-				"no route %llu\n",
-				steer_addr_format(&s->backends[j].addr, buf, sizeof(buf)),
-				(unsigned long long)c.packets, (unsigned long long)c.bytes,
-				(unsigned long long)c.new_flows, (unsigned long long)c.ended,
-				(unsigned long long)c.no_route);
+			ctr_text(f, 4, steer_addr_format(&s->backends[j].addr, buf, sizeof(buf)),
+				 backend_labels,
+				 (const unsigned long long[]){ c.packets, c.bytes, c.new_flows,
+							       c.ended, c.no_route },
+				 5);
 		}
 	}
 	steer_xdp_stats_close(st);

@@ -241,20 +241,6 @@ int services_build_dns(struct daemon *d, const struct steer_config *cfg, struct 
 	return rc;
 }
 
-/* A name's addresses changed: rebuild as a reload does, keeping what is unchanged. */
-void discovery_apply(struct daemon *d)
-{
-	struct service *svcs;
-
-	if (services_build_dns(d, &d->cfg, &svcs) != 0) {
-		log_error("dns: out of memory; the backends stay as they were");
-		return;
-	}
-	services_free(d, d->svcs, d->n_svcs); /* what was not taken over */
-	d->svcs = svcs;
-	peers_follow(d); /* a --peer-dns name may be what changed */
-}
-
 /* Every backend that has a slot, with its service's id in the data plane:
  * what the peer and probe threads map their work to. A calloc'd array the
  * caller frees (*n may be 0), or NULL when out of memory. */

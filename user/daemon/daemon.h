@@ -2,12 +2,16 @@
 /*
  * daemon.h - smg-steerd's own state, shared by its parts (private to the daemon):
  *
- *   smg-steerd.c       signals, start, reload, shutdown, the main loop
- *   backends.c  services and backends: building them, and rebuilding on reload
- *   polls.c     load polls, health, fast ejection, waiting for results
- *   publish.c   scoring, publishing, draining, metrics
- *   peers.c     sharing the request accounting with other routers (--peer)
- *   probes.c     the step probe (--step-probe)
+ *   smg-steerd.c  start, reload, DNS changes, shutdown, the main loop
+ *   polls.c       load polls, health, fast ejection, waiting for results
+ *   publish.c     scoring, publishing, draining, metrics
+ *   peers.c       sharing the request accounting with other routers (--peer)
+ *   probes.c      the step probe (--step-probe)
+ *   backends.c    services and backends: building them, and rebuilding on reload
+ *   signals.c     the stop and reload flags the signals set
+ *
+ * Each calls only parts listed below it (and reload.c, the reload's parse,
+ * which calls none): publishing starts no poll, nothing calls the main loop.
  */
 #ifndef STEER_DAEMON_H
 #define STEER_DAEMON_H
@@ -40,7 +44,11 @@
  * endpoint must not hold back everyone else's fresh snapshots. */
 #define STRAGGLER_QUIET_MIN_NS (50 * NS_PER_MS)
 
+/* ---- signals.c ---- */
+
+/* Set by SIGTERM or SIGINT, and by SIGHUP. */
 extern volatile sig_atomic_t stop_requested, reload_requested;
+void install_signals(void);
 
 struct service;
 
@@ -113,7 +121,7 @@ struct daemon {
 	struct steer_peer *peer;	       /* --peer (peer.c), or NULL */
 	struct steer_probe *probe;	       /* --step-probe (probe.c), or NULL */
 	struct steer_probe_stats *probe_stats; /* as /metrics last read them */
-	uint64_t peer_metrics_ns;	       /* when peers_tick last refreshed /metrics */
+	uint64_t peer_metrics_ns;	       /* when metrics_tick last refreshed /metrics */
 	struct service *svcs;
 	size_t n_svcs;
 	size_t pending; /* load polls in flight */
@@ -148,14 +156,13 @@ struct slotted_backend {
 	uint32_t slot_gen; /* steer_slot.gen of b->slot now */
 };
 struct slotted_backend *slotted_backends(struct daemon *d, size_t *n);
-/* A DNS answer changed a service's addresses: rebuild the services. */
-void discovery_apply(struct daemon *d);
 
 /* ---- polls.c ---- */
 
 void start_polls(struct daemon *d);
 /* Fast ejection: keep out of the tables, and poll at once, a backend whose
- * last STEER_FAIL_EJECT steered connects failed in a row. */
+ * last STEER_FAIL_EJECT steered connects failed in a row. Every wait slice
+ * runs it, and the main loop before each publish. */
 void check_fast_ejections(struct daemon *d);
 /* Handle results until deadline_ns (CLOCK_MONOTONIC): while collecting a
  * cycle's (until_all_done), until none is pending or only stragglers are;
@@ -165,11 +172,15 @@ void wait_results(struct daemon *d, uint64_t deadline_ns, bool until_all_done);
 /* ---- publish.c ---- */
 
 void seed_random(struct daemon *d);
-/* Score every service and publish its table; drains and steer_bkinfo follow. */
+/* Score every service and publish its table; drains and steer_bkinfo follow.
+ * It starts no poll: the caller has run check_fast_ejections. */
 void publish(struct daemon *d);
 /* Until its first real table, a service refuses connects (adopted tables stay). */
 void publish_refusing_tables(struct daemon *d);
 void update_metrics(struct daemon *d);
+/* Between publishes, with --peer: /metrics again once a second, so that the
+ * peers' figures (and the pending work they report) stay current. */
+void metrics_tick(struct daemon *d, uint64_t now_ns);
 
 /* ---- peers.c ---- */
 
@@ -183,9 +194,6 @@ void peers_update_targets(struct daemon *d);
 void peers_reload(struct daemon *d, struct steer_config *next);
 void peers_follow(struct daemon *d);
 void peers_metrics(struct daemon *d, struct steer_metrics_snapshot *snap);
-/* Between publishes: /metrics again once a second, so that the peers'
- * figures (and the pending work they report) stay current. */
-void peers_tick(struct daemon *d, uint64_t now_ns);
 void peers_stop(struct daemon *d);
 
 /* ---- probes.c ---- */

@@ -224,14 +224,6 @@ void peers_metrics(struct daemon *d, struct steer_metrics_snapshot *snap)
 	free(st);
 }
 
-void peers_tick(struct daemon *d, uint64_t now_ns)
-{
-	if (!d->peer || now_ns - d->peer_metrics_ns < 1000 * NS_PER_MS)
-		return;
-	d->peer_metrics_ns = now_ns;
-	update_metrics(d);
-}
-
 void peers_stop(struct daemon *d)
 {
 	steer_peer_stop(d->peer);

@@ -69,9 +69,10 @@ void start_polls(struct daemon *d)
  * Fast ejection, the daemon's half. The kernel stops choosing a backend once
  * STEER_FAIL_EJECT of its steered connects in a row were never established
  * (a dead worker refuses thousands of connects a second; polls come once a
- * second). Looked at every wait slice (<= 100 ms): such a backend is kept
- * out of the tables, so that a publish does not list it and reset the
- * kernel's count, and polled at once; the poll decides (handle_result).
+ * second). Looked at every wait slice (<= 100 ms) and by the main loop before
+ * each publish: such a backend is kept out of the tables, so that a publish
+ * does not list it and reset the kernel's count, and polled at once; the
+ * poll decides (handle_result).
  */
 void check_fast_ejections(struct daemon *d)
 {
@@ -263,7 +264,7 @@ void wait_results(struct daemon *d, uint64_t deadline_ns, bool until_all_done)
 		if (now >= deadline_ns)
 			break;
 		check_fast_ejections(d);
-		peers_tick(d, now);
+		metrics_tick(d, now);
 		until = deadline_ns - now > SLICE_NS ? now + SLICE_NS : deadline_ns;
 		if (steer_loads_next(d->loads, until, &r) == 1)
 			handle_result(d, &r);

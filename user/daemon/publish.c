@@ -232,7 +232,6 @@ void publish(struct daemon *d)
 		goto out;
 	}
 	d->n_drained = steer_dp_drained_list(d->dp, d->drained, STEER_MAX_DRAINED);
-	check_fast_ejections(d); /* listing a failing backend would reset the kernel's count */
 	for (i = 0; i < d->n_svcs; i++) {
 		struct service *s = &d->svcs[i];
 		struct publish_buf *pb = &bufs[i];
@@ -433,4 +432,12 @@ out:
 	free(snap.backends);
 	free(snap.dns_names);
 	free(snap.dns_entries);
+}
+
+void metrics_tick(struct daemon *d, uint64_t now_ns)
+{
+	if (!d->peer || now_ns - d->peer_metrics_ns < 1000 * NS_PER_MS)
+		return;
+	d->peer_metrics_ns = now_ns;
+	update_metrics(d);
 }

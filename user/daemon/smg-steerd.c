@@ -12,7 +12,6 @@
  */
 #include <errno.h>
 #include <malloc.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,36 +20,16 @@
 
 #include "daemon.h"
 
-volatile sig_atomic_t stop_requested, reload_requested;
-
-/* ---- signals ----------------------------------------------------------------- */
-
-static void on_stop(int sig)
-{
-	(void)sig;
-	stop_requested = 1;
-}
-
-static void on_hup(int sig)
-{
-	(void)sig;
-	reload_requested = 1;
-}
-
-static void install_signals(void)
-{
-	struct sigaction sa = { 0 };
-
-	sigemptyset(&sa.sa_mask);
-	sa.sa_handler = on_stop;
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGINT, &sa, NULL);
-	sa.sa_handler = on_hup;
-	sigaction(SIGHUP, &sa, NULL);
-	signal(SIGPIPE, SIG_IGN);
-}
-
 /* ---- lifecycle ---------------------------------------------------------------------------- */
+
+/* Fast ejection before every publish: a publish that listed a backend the
+ * kernel stopped choosing would reset the kernel's count of its failed
+ * connects (check_fast_ejections keeps it out, and polls it at once). */
+static void publish_checked(struct daemon *d)
+{
+	check_fast_ejections(d);
+	publish(d);
+}
 
 static void run_cycle(struct daemon *d)
 {
@@ -62,7 +41,7 @@ static void run_cycle(struct daemon *d)
 	 * completion's delivery. */
 	wait_results(d, steer_monotonic_ns() + d->cfg.timeout_ns + 200 * NS_PER_MS, true);
 	if (!stop_requested)
-		publish(d);
+		publish_checked(d);
 	/* Nearly every call of the cycle has ended and its memory is free: hand the free
 	 * pages inside the heap back to the kernel (free() only trims the top).
 	 * At 1,000 backends: ~0.9 ms per cycle, VmRSS -2.6 MiB (0.96x) and
@@ -128,7 +107,21 @@ static void reload(struct daemon *d)
 	probes_reload(d, &d->cfg);
 	log_info("reloaded %s: %zu service(s)",
 		 d->cfg.config_path[0] ? d->cfg.config_path : "flags", d->n_svcs);
-	publish(d);
+	publish_checked(d);
+}
+
+/* A name's addresses changed: rebuild as a reload does, keeping what is unchanged. */
+static void discovery_apply(struct daemon *d)
+{
+	struct service *svcs;
+
+	if (services_build_dns(d, &d->cfg, &svcs) != 0) {
+		log_error("dns: out of memory; the backends stay as they were");
+		return;
+	}
+	services_free(d, d->svcs, d->n_svcs); /* what was not taken over */
+	d->svcs = svcs;
+	peers_follow(d); /* a --peer-dns name may be what changed */
 }
 
 /*
