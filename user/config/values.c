@@ -239,7 +239,7 @@ static const struct knob_bound {
 	[KNOB_THROUGHPUT] = { 1, 1e9, false, "a number of tokens/s from 1 to 1e9" },
 	[KNOB_PREFILL] = { 1, 1e7, true, "an integer from 1 to 10000000 (tokens)" },
 	[KNOB_PEERS] = { 1, 1024, true, "an integer from 1 to 1024 (routers)" },
-	[KNOB_BYTES_PER_TOKEN] = { 1, STEER_POLICY_MAX_BYTES_PER_TOKEN, true,
+	[KNOB_BYTES_PER_TOKEN] = { 1, STEER_MAX_BYTES_PER_TOKEN, true,
 				   "an integer from 1 to 1024 (request bytes per token)" },
 };
 
