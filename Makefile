@@ -3,6 +3,7 @@
 #   make          build smg-steerd and smg-steerctl into build/ (installs missing
 #                 Debian packages first)
 #   make check    the unit tests (no root, no package installation, a few minutes)
+#   make man      regenerate the OPTIONS of docs/man/smg-steerd.8 from the options table
 #   make test     build with ASan/UBSan into build/san/ and run every test
 #   make demo     live demo, about 30 s (DEMO_SECONDS=N to change)
 #   make install  PREFIX=/usr/local DESTDIR=
@@ -47,7 +48,7 @@ CFLAGS ?=
 CFLAGS_ALL := $(CFLAGS_BASE) $(CFLAGS)
 
 .SECONDARY:
-.PHONY: all build-all deps deps-test deps-bench deps-image check check-build test tests \
+.PHONY: all build-all deps deps-test deps-bench deps-image check check-build man test tests \
 	demo bench sim image image-test image-dockerfile install clean format check-format \
 	fuzz fuzz-build
 .DEFAULT_GOAL := all
@@ -211,6 +212,13 @@ $(O)/tests/unit/test_sim: tests/unit/test_sim.c tests/lib/tap.h $(SIM_LIB_SRCS) 
 
 UNIT_TESTS += $(O)/tests/unit/test_sim
 
+# The options' test compares the man page with what tools/man writes.
+MAN_LIB_SRCS := $(filter-out tools/man/gen_options.c,$(wildcard tools/man/*.c))
+$(O)/tests/unit/test_options: tests/unit/test_options.c tests/lib/tap.h $(MAN_LIB_SRCS) $(wildcard tools/man/*.h) $(call libs_of,$(UNIT_MODS)) $(USER_HDRS)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_ALL) $(TEST_CFLAGS) -Itools/man $< $(MAN_LIB_SRCS) $(call libs_of,$(UNIT_MODS)) \
+		-o $@ $(LDFLAGS_SAN) $(call ldlibs_of,$(UNIT_MODS)) -lpthread
+
 # The request-accounting tests share their responders and client.
 WIRE_TESTS := $(patsubst %,$(O)/tests/integration/%,test_wire test_wire_fluid test_wire_cgroup)
 $(WIRE_TESTS): $(O)/obj/tests/wire_lib.o
@@ -238,6 +246,17 @@ check:
 	@tests/run.sh build/check unit
 
 check-build: $(UNIT_TESTS) $(PY_PROTO) $(O)/smg-steerd
+
+# make man: the OPTIONS of smg-steerd(8), written from the options table
+# (user/config/options.c) by a build tool; test_options fails when the
+# committed page differs from what it writes.
+$(O)/gen-options: $(wildcard tools/man/*.c tools/man/*.h) $(call libs_of,$(UNIT_MODS)) $(USER_HDRS)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_ALL) -Itools/man $(wildcard tools/man/*.c) $(call libs_of,$(UNIT_MODS)) -o $@ \
+		$(LDFLAGS_SAN) $(call ldlibs_of,$(UNIT_MODS)) -lpthread
+
+man: $(O)/gen-options
+	$(O)/gen-options docs/man/smg-steerd.8
 
 # make test: everything, the README's test command.
 test: deps deps-test
@@ -298,7 +317,8 @@ image-dockerfile: deps-image
 # ---- misc -----------------------------------------------------------------------
 
 FORMAT_FILES = $(wildcard bpf/*.c bpf/*.h user/*/*.c user/*/*.h tests/*/*.c tests/*/*.h \
-	tools/sim/*.c tools/sim/*.h tools/bench/*.c tools/bench/*.h tools/bench/bpf/*.c)
+	tools/sim/*.c tools/sim/*.h tools/bench/*.c tools/bench/*.h tools/bench/bpf/*.c \
+	tools/man/*.c tools/man/*.h)
 
 format:
 	clang-format -i $(FORMAT_FILES)

@@ -55,7 +55,10 @@
 
 #define STEER_DEFAULT_CREDIT_TOKENS 1024 /* tokens credited per new connection */
 #define STEER_DEFAULT_BYTES_PER_TOKEN 4	 /* request bytes per token (--bytes-per-token) */
-#define STEER_MAX_BYTES_PER_TOKEN 65535	 /* steer_table.bytes_per_token is 16 bits */
+/* --bytes-per-token's bound, checked by the configuration, the policy and
+ * the publish alike: more is a unit mistake (JSON text is about 4 bytes a
+ * token), and it fits steer_table.bytes_per_token's 16 bits. */
+#define STEER_MAX_BYTES_PER_TOKEN 1024
 #define STEER_DEFAULT_PIN_DIR "/sys/fs/bpf/smg-steer"
 
 /* ---- Pinned object names: prefixed "steer_", at most 15 characters ---- */
@@ -142,11 +145,10 @@ struct steer_table {
 	__u32 svc_id;	     /* index into steer_svcst */
 	__u32 n;	     /* entries in use, <= STEER_MAX_BACKENDS; 0 refuses connects */
 	__u32 credit_tokens; /* tokens added to the chosen backend's in-flight counter */
-	/* (flags and bytes_per_token were one __u32 flags before the wire
-	 * accounting: same size and offsets, so the pinned generation map's
-	 * layout did not change; the kernel reads neither flag.) */
-	__u16 flags;	       /* STEER_TBL_* */
-	__u16 bytes_per_token; /* request bytes per token of pending work; 0: the default (4) */
+	__u16 flags;	     /* STEER_TBL_*; the kernel reads none of them */
+	/* Request bytes per token of pending work; 0: the default
+	 * (steer_bytes_per_token). */
+	__u16 bytes_per_token;
 	struct steer_entry e[STEER_MAX_BACKENDS]; /* sorted by base_wait_ns ascending */
 };
 
@@ -264,7 +266,7 @@ struct steer_wire {
 	__u64 cache_base_ns;   /* ns; that entry's base_wait_ns (kernel) */
 	__u64 cache_npt;       /* ns per token; that entry's ns_per_token (kernel) */
 	__u16 cache_pos;       /* the entry's table position (kernel) */
-	__u16 cache_bpt;       /* bytes per token of that table, resolved (kernel) */
+	__u16 bytes_per_token; /* that table's, resolved (kernel) */
 	__u32 cache_credit;    /* credit_tokens of that table (kernel) */
 	__u64 answered_tokens; /* tokens; answered requests' real sizes, credited to
 				* steer_slot.inflight_tokens at their first response byte
@@ -303,9 +305,11 @@ static __always_inline __u64 steer_wire_pending(const struct steer_wire *w)
 	return w->sent_bytes - w->answered_bytes;
 }
 
-static __always_inline __u32 steer_bytes_per_token(__u16 table_value)
+/* The bytes per token in effect for a value as stored (a table's, a
+ * policy's, a view's): 0 is the default. The one place that says so. */
+static __always_inline __u32 steer_bytes_per_token(__u32 bytes_per_token)
 {
-	return table_value ? table_value : STEER_DEFAULT_BYTES_PER_TOKEN;
+	return bytes_per_token ? bytes_per_token : STEER_DEFAULT_BYTES_PER_TOKEN;
 }
 
 /* The slot's pending work in tokens: this router's pending bytes in tokens,

@@ -164,10 +164,11 @@ static __always_inline void steer_busy_add(struct steer_wire *w, __u64 now, __u6
 static __always_inline void steer_busy_sent(struct steer_wire *w, __u64 now, __u64 before,
 					    __u64 after)
 {
-	__u32 bpt = steer_bytes_per_token(w->cache_bpt);
-	__u64 p = after / bpt;
+	__u32 bytes_per_token = steer_bytes_per_token(w->bytes_per_token);
+	__u64 p = after / bytes_per_token;
 
-	steer_busy_add(w, now, p - before / bpt, steer_sat_add(p, w->peer_pending_tokens));
+	steer_busy_add(w, now, p - before / bytes_per_token,
+		       steer_sat_add(p, w->peer_pending_tokens));
 }
 
 /* Pending work dropped at now (a first response byte, an abandoned request,
@@ -178,11 +179,12 @@ static __always_inline void steer_busy_cap(struct steer_wire *w, __u64 now)
 	__u64 cap = now;
 
 	/* Nothing left pending (the usual answer): idle from now, no division. */
-	if (steer_wire_pending(w) || w->peer_pending_tokens)
-		cap = steer_sat_add(now,
-				    steer_sat_mul(steer_wire_pending_tokens(
-							  w, steer_bytes_per_token(w->cache_bpt)),
-						  steer_busy_unit(w)));
+	if (steer_wire_pending(w) || w->peer_pending_tokens) {
+		__u32 bytes_per_token = steer_bytes_per_token(w->bytes_per_token);
+		__u64 pending = steer_wire_pending_tokens(w, bytes_per_token);
+
+		cap = steer_sat_add(now, steer_sat_mul(pending, steer_busy_unit(w)));
+	}
 	if (w->busy_until_ns > cap)
 		w->busy_until_ns = cap;
 }
@@ -199,9 +201,10 @@ static __always_inline void steer_busy_peer(struct steer_wire *w, __u64 now, __u
 					    __u64 answered)
 {
 	if (sent) {
+		__u32 bytes_per_token = steer_bytes_per_token(w->bytes_per_token);
+
 		w->peer_pending_tokens = steer_sat_add(w->peer_pending_tokens, sent);
-		steer_busy_add(w, now, sent,
-			       steer_wire_pending_tokens(w, steer_bytes_per_token(w->cache_bpt)));
+		steer_busy_add(w, now, sent, steer_wire_pending_tokens(w, bytes_per_token));
 	}
 	if (answered) {
 		w->peer_pending_tokens -=
@@ -410,7 +413,7 @@ static __always_inline void steer_tree_build_at(struct steer_svc_tree *tr,
 						void *ctx, steer_wire_fn wire_at, void *wctx,
 						__u64 epoch, __u64 now, struct steer_tree_clock *ck)
 {
-	__u32 n = t->n, i, bpt = steer_bytes_per_token(t->bytes_per_token);
+	__u32 n = t->n, i, bytes_per_token = steer_bytes_per_token(t->bytes_per_token);
 
 	/* In the clock's memory, not in a register: a register that is a
 	 * constant on some paths and not on others would keep the verifier
@@ -435,7 +438,7 @@ static __always_inline void steer_tree_build_at(struct steer_svc_tree *tr,
 			w->cache_base_ns = e->base_wait_ns;
 			w->cache_npt = e->ns_per_token;
 			w->cache_pos = (__u16)i;
-			w->cache_bpt = (__u16)bpt;
+			w->bytes_per_token = (__u16)bytes_per_token;
 			w->cache_credit = t->credit_tokens;
 			w->cache_peers = e->peers ? e->peers : 1;
 			w->cache_flags = t->flags;

@@ -188,7 +188,8 @@ static __always_inline __u64 wire_answered(struct steer_sock *r, __u64 cookie)
 		__u64 now = key_clock(ref.st, clock);
 		/* The engine has the request: its real size is in flight from now
 		 * on, as a connect's credit is, until the daemon drains it. */
-		__u64 tokens = wire_settle(r, ref.w) / steer_bytes_per_token(ref.w->cache_bpt);
+		__u64 tokens =
+			wire_settle(r, ref.w) / steer_bytes_per_token(ref.w->bytes_per_token);
 
 		ref.s->inflight_tokens += tokens;
 		ref.w->answered_tokens += tokens;

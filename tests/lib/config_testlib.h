@@ -140,7 +140,7 @@ static inline const struct steer_service_cfg *service_of(const struct steer_conf
 /* Runs fn with stdout in a temporary file and returns what it printed. */
 static inline char *capture_stdout(int (*fn)(void *), void *arg, int *rc)
 {
-	char path[PATH_MAX], *text = calloc(1, 8192);
+	char path[PATH_MAX], *text = calloc(1, 65536);
 	int saved, fd;
 	FILE *f;
 
@@ -156,7 +156,7 @@ static inline char *capture_stdout(int (*fn)(void *), void *arg, int *rc)
 	close(saved);
 	f = fopen(path, "r");
 	if (f && text)
-		text[fread(text, 1, 8191, f)] = 0;
+		text[fread(text, 1, 65535, f)] = 0;
 	if (f)
 		fclose(f);
 	unlink(path);

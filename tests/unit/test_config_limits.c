@@ -72,7 +72,7 @@ static int accepted_all(const char *const (*args)[10], size_t n)
 
 #define N(a) (sizeof(a) / sizeof((a)[0]))
 
-/* ---- D2: addresses ---------------------------------------------------------------------- */
+/* ---- Addresses -------------------------------------------------------------------------- */
 
 static const struct refusal bad_addresses[] = {
 	/* the VIP is a backend, or where a backend's load is read */
@@ -227,7 +227,7 @@ static void test_addresses_across_services(void)
 	      "rc=%d err=%s", rc, err);
 }
 
-/* ---- D6: bounds ------------------------------------------------------------------------- */
+/* ---- Bounds ----------------------------------------------------------------------------- */
 
 static const struct refusal out_of_bounds[] = {
 	{ { BASE, "--load-check-interval", "1ns" },
@@ -469,7 +469,7 @@ static void test_bounds_in_help(void)
 	CHECK(i == N(bounds), "--help lacks '%s'", bounds[i]);
 }
 
-/* ---- D3: nesting ------------------------------------------------------------------------ */
+/* ---- Nesting ---------------------------------------------------------------------------- */
 
 /* "x: " and n '[' ... n ']': the top-level mapping and n lists, n + 1 levels. */
 static char *nested(size_t n, const char *before)

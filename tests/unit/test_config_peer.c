@@ -84,10 +84,20 @@ static void test_flags_refused(void)
 		      "--peer-timeout: must be at least 3 x the peer-interval (1ms), got 2ms",
 		      NULL),
 	      "a timeout under 3 intervals");
+	/* The interval given alone is the one to change: the message names it,
+	 * with its value, against the default timeout. */
 	CHECK(refused(ARGS(BASE, PEERS, "--peer-interval", "500ms"), NULL,
-		      "--peer-interval: must be at least 3 x the peer-interval (500ms), got 1s",
+		      "--peer-interval: must be at most a third of the peer-timeout (1s), got "
+		      "500ms",
 		      NULL),
-	      "an interval that leaves the default timeout under 3 intervals");
+	      "an interval that leaves the default timeout under 3 intervals: '%s'", err);
+	CHECK(refused(ARGS(BASE, PEERS, "--peer-interval", "1s"), NULL,
+		      "--peer-interval: must be at most a third of the peer-timeout (1s), got 1s",
+		      NULL),
+	      "an interval equal to the default timeout: '%s'", err);
+	CHECK(refused(ARGS(BASE, PEERS, "--peer-interval", "1s", "--peer-timeout", "2s"), NULL,
+		      "--peer-timeout: must be at least 3 x the peer-interval (1s), got 2s", NULL),
+	      "both given: the timeout is named: '%s'", err);
 	CHECK(refused(ARGS(BASE, "--peer-push", "on"), NULL,
 		      "--peer-push and --peer-phase need --peer", NULL),
 	      "--peer-push without --peer");
@@ -174,6 +184,12 @@ static void test_file_refused(void)
 		      "peer: 127.0.0.2:9470\npeer-listen: 127.0.0.1:9470\npeer-timeout: 1ms\n",
 		      ":3: peer-timeout: must be at least 3 x the peer-interval", NULL),
 	      "the file's timeout under 3 intervals: '%s'", err);
+	CHECK(refused(ARGS(BASE),
+		      "peer: 127.0.0.2:9470\npeer-listen: 127.0.0.1:9470\npeer-interval: 400ms\n",
+		      ":3: peer-interval: must be at most a third of the peer-timeout (1s), got "
+		      "400ms",
+		      NULL),
+	      "the file's interval over a third of the default timeout: '%s'", err);
 	CHECK(refused(ARGS(BASE), "peer: 127.0.0.2:9470\npeer-listen: nowhere\n",
 		      ":2: peer-listen: ", NULL),
 	      "the file's bad listen address: '%s'", err);

@@ -858,8 +858,8 @@ static void test_wire_bytes_per_token(void)
 	struct steer_policy p = STEER_POLICY_DEFAULTS;
 	char why[160] = "";
 
-	CHECK(steer_policy_bytes_per_token(&p) == 4, "default %u",
-	      steer_policy_bytes_per_token(&p));
+	CHECK(steer_bytes_per_token(p.bytes_per_token) == 4, "default %u",
+	      steer_bytes_per_token(p.bytes_per_token));
 	CHECK(steer_policy_wire_tokens(&p, 1003) == 250, "1003 B / 4 = %llu",
 	      (ull)steer_policy_wire_tokens(&p, 1003));
 	p.bytes_per_token = 3;
@@ -867,12 +867,12 @@ static void test_wire_bytes_per_token(void)
 	      (ull)steer_policy_wire_tokens(&p, 1000));
 	CHECK(steer_policy_wire_tokens(&p, UINT64_MAX) == UINT64_MAX / 3, "no overflow");
 	p.bytes_per_token = 0;
-	CHECK(steer_policy_bytes_per_token(&p) == 4 && steer_policy_wire_tokens(&p, 8) == 2,
+	CHECK(steer_bytes_per_token(p.bytes_per_token) == 4 && steer_policy_wire_tokens(&p, 8) == 2,
 	      "0 is the default");
 	CHECK(steer_policy_check(&p, why, sizeof(why)) == 0, "0 rejected: %s", why);
-	p.bytes_per_token = 1024;
+	p.bytes_per_token = STEER_MAX_BYTES_PER_TOKEN;
 	CHECK(steer_policy_check(&p, why, sizeof(why)) == 0, "1024 rejected: %s", why);
-	p.bytes_per_token = 1025;
+	p.bytes_per_token = STEER_MAX_BYTES_PER_TOKEN + 1;
 	CHECK(steer_policy_check(&p, why, sizeof(why)) == -1 && strstr(why, "bytes-per-token"),
 	      "1025: '%s'", why);
 }

@@ -447,7 +447,7 @@ static void step_packet(struct steer_svc_tree *tr, struct steer_tree_clock *ck,
  * and an answer caps it at what is still pending. */
 static void test_busy_until_rule(void)
 {
-	struct steer_wire w = { .cache_npt = 1000, .cache_bpt = 4, .cache_peers = 2 };
+	struct steer_wire w = { .cache_npt = 1000, .bytes_per_token = 4, .cache_peers = 2 };
 	uint64_t t0 = 5000000000ULL;
 
 	/* 400 bytes = 100 tokens at an idle backend: 100 x 2 x 1000 ns. */
@@ -509,7 +509,7 @@ static void test_tree_with_busy_until_picks_what_steer_select_at_picks(void)
 					  : 1 + (__u32)(rnd() % STEER_MAX_BACKENDS);
 		uint64_t now = 1000000000ULL + rnd() % 1000000000000ULL, epoch = 7;
 		struct steer_tree_clock ck = { 0, STEER_U64_MAX };
-		__u32 i, bpt;
+		__u32 i, bytes_per_token;
 
 		random_table(&t, n, round % 5 == 0);
 		/* Every other round with the step cadence: response packets then
@@ -523,7 +523,7 @@ static void test_tree_with_busy_until_picks_what_steer_select_at_picks(void)
 		}
 		t.credit_tokens = 1024;
 		t.bytes_per_token = (__u16)(round % 3 == 0 ? 0 : 1 + rnd() % 8);
-		bpt = steer_bytes_per_token(t.bytes_per_token);
+		bytes_per_token = steer_bytes_per_token(t.bytes_per_token);
 		t.generation = (__u64)round + 1;
 		memset(&tr, 0xa5, sizeof(tr));
 		tr.tgen = 0;
@@ -586,7 +586,7 @@ static void test_tree_with_busy_until_picks_what_steer_select_at_picks(void)
 				x = upto(steer_wire_pending(w));
 				w->answered_bytes += x;
 				if (rnd() % 2)
-					sl->inflight_tokens += x / bpt;
+					sl->inflight_tokens += x / bytes_per_token;
 				steer_busy_cap(w, now);
 				steer_tree_rekey(&tr, sl, w, &ck);
 				break;
@@ -608,7 +608,7 @@ static void test_tree_with_busy_until_picks_what_steer_select_at_picks(void)
 				/* fallthrough */
 			default: /* time passes */
 				now += rnd() % 4 ? rnd() % 3000000 : rnd() % 300000000;
-				(void)bpt;
+				(void)bytes_per_token;
 			}
 		}
 		memset(slots, 0, sizeof(slots));

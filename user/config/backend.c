@@ -7,9 +7,9 @@
  * or as a YAML mapping {address, loads, engine, auth}: both forms end in the
  * same key handlers, so that they accept and refuse the same values.
  *
- * loads: SCHEME is grpc or http; no scheme is gRPC (the syntax before there
- * were schemes); a path only with http. Without loads=, the load is probed
- * on the traffic address (STEER_SCHEME_AUTO).
+ * loads: SCHEME is grpc or http, and no scheme is gRPC; a path only with
+ * http. Without loads=, the load is probed on the traffic address
+ * (STEER_SCHEME_AUTO).
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE

@@ -16,25 +16,15 @@
 
 #include "config_int.h"
 
-#define DEFAULT_METRICS_LISTEN "127.0.0.1:9464"
-
 /* ---- Resolution ------------------------------------------------------------------------- */
 
+/* The table's defaults (options.c), and the probe's body, whose default the
+ * table describes in words. */
 static void defaults_set(struct steer_config *cfg)
 {
 	memset(cfg, 0, sizeof(*cfg));
-	snprintf(cfg->pin_path, sizeof(cfg->pin_path), "%s", STEER_DEFAULT_PIN_DIR);
-	cfg->interval_ns = NS_PER_S;
-	cfg->unhealthy_after = 3;
-	cfg->healthy_after = 2;
-	cfg->log_level = STEER_LOG_INFO;
-	cfg->metrics_enabled = true;
-	cfg->dns_interval_ns = CFG_DNS_INTERVAL_DEFAULT_NS;
-	cfg_parse_xdp_encap_src(STEER_XDP_ENCAP_SRC_DEFAULT, cfg, NULL, 0);
-	cfg_peer_defaults(cfg);
+	cfg_defaults_apply(cfg);
 	cfg_probe_defaults(cfg);
-	snprintf(cfg->metrics_listen, sizeof(cfg->metrics_listen), "%s", DEFAULT_METRICS_LISTEN);
-	steer_addr_parse(DEFAULT_METRICS_LISTEN, &cfg->metrics_addr, NULL, 0);
 }
 
 /* Defaults that follow the interval, unless given. */

@@ -230,6 +230,56 @@ int steer_config_dns_backend(const struct steer_dns_backend_cfg *e, const struct
 /* "250ms", "2s", "1.5s", "1m" (also "us", "ns", "h") -> ns; -1 when invalid or <= 0. */
 int steer_parse_duration(const char *s, uint64_t *ns);
 
+/* ---- The options ---------------------------------------------------------------
+ *
+ * Every option of smg-steerd is described once, in a table (options.c): the
+ * command line, the file's keys and the checks of the values read it, --help
+ * is printed from it, and tools/man/ writes the man page's OPTIONS from it.
+ */
+
+/* What a SIGHUP does with a changed value. */
+enum steer_option_reload {
+	STEER_RELOAD_YES,     /* applied */
+	STEER_RELOAD_RESTART, /* the running value stays until a restart */
+	STEER_RELOAD_NA,      /* not a setting: --help, --check-config... */
+};
+
+/* Where the --config file takes the option. */
+enum steer_option_scope {
+	STEER_KEY_NONE,	   /* nowhere: a flag only */
+	STEER_KEY_TOP,	   /* a top-level key */
+	STEER_KEY_SERVICE, /* a key of each service */
+	STEER_KEY_BOTH,	   /* a top-level key, and each service's (the policy) */
+};
+
+struct steer_option {
+	const char *name; /* the flag without "--" */
+	char short_name;  /* -h; 0: none */
+	const char *arg;  /* the value's placeholder; NULL: the flag takes none */
+	const char *def;  /* the default, as text; NULL: none */
+	/* The values accepted, as text; NULL when the help says it. */
+	const char *bounds;
+	/* What it does: lower case, no final period. '\n' starts a new line,
+	 * for the few that need several. */
+	const char *help;
+	const char *key; /* the file's key; NULL with STEER_KEY_NONE */
+	enum steer_option_scope scope;
+	enum steer_option_reload reload;
+	const char *reload_note; /* what a SIGHUP does besides, or NULL */
+	unsigned section;	 /* steer_config_section(section) */
+};
+
+/* A group of options in --help and the man page. */
+struct steer_option_section {
+	const char *title;
+	const char *note; /* lower case, or NULL */
+};
+
+/* The options in --help order; NULL past the last. */
+const struct steer_option *steer_config_option(size_t i);
+/* The sections, in order; NULL past the last. */
+const struct steer_option_section *steer_config_section(size_t i);
+
 /* Prints the --help text to f. */
 void steer_config_usage(FILE *f);
 

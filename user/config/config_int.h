@@ -4,6 +4,8 @@
  * to user/config (the interface is config.h).
  *
  *   config.c     entry point, defaults, resolution
+ *   options.c    the table of options: names, help, file keys, bounds, and
+ *                the parser of each (the one list of them)
  *   cli.c        the command line (getopt_long) and --help
  *   yaml.c       the --config file (libyaml)
  *   service.c    the services being assembled, and the checks across them
@@ -13,10 +15,11 @@
  *   auth.c       auth=bearer:FILE token files
  *   peer.c       the options of several routers; peer_key.c --peer-key FILE
  *   probe.c      the step probe's options; wire.c --wire-cgroup; xdp.c XDP
- *   values.c     errors, scalars, durations, bounds, the option table
+ *   values.c     errors, scalars, durations, bounds, the layers
  *   addr.c       addresses and paths that cannot be right
  *
- * Each calls only the ones listed after it.
+ * Each calls only the ones listed after it, but for the table, which names
+ * the parsers of the others.
  *
  * Options come from up to three layers: built-in defaults, the --config
  * file and the flags. Each layer is parsed on its own into a "layer" that
@@ -37,7 +40,7 @@
 #define WHY_LEN 512
 
 /*
- * Bounds of the options (the knobs' are in values.c); docs/operations.md
+ * Bounds of the options, for the table (options.c); docs/operations.md
  * gives the reasons. The interval: below 10 ms a poll round (a network round
  * trip per backend) cannot finish before the next starts; above 1 h loads are
  * too old to steer by. The timeout: at most the interval (checked apart). The
@@ -56,7 +59,12 @@
  * that come and go would wait too long to be found. */
 #define CFG_DNS_INTERVAL_MIN_NS (100 * NS_PER_MS)
 #define CFG_DNS_INTERVAL_MAX_NS (3600 * NS_PER_S)
-#define CFG_DNS_INTERVAL_DEFAULT_NS (5 * NS_PER_S)
+/* Between routers: up to 10 s, since with --peer-push the ticks carry little
+ * more than liveness; a silent router is forgotten within a minute. */
+#define CFG_PEER_INTERVAL_MIN_NS (100 * NS_PER_US)
+#define CFG_PEER_INTERVAL_MAX_NS (10 * NS_PER_S)
+#define CFG_PEER_TIMEOUT_MIN_NS NS_PER_MS
+#define CFG_PEER_TIMEOUT_MAX_NS (60 * NS_PER_S)
 #define BACKEND_SYNTAX                                                                             \
 	"ADDR:PORT[,loads=[grpc://|http://]ADDR:PORT[/path]][,engine=auto|sglang|vllm|tokenspeed]" \
 	"[,auth=bearer:FILE]"
@@ -64,7 +72,7 @@
 	"NAME:PORT[,loads=[grpc://|http://]:PORT[/path]][,engine=auto|sglang|vllm|tokenspeed]" \
 	"[,auth=bearer:FILE]"
 
-/* ---- Options shared by the flags and the file's top level ------------------ */
+/* ---- The table of options (options.c) ------------------------------------------ */
 
 enum knob {
 	KNOB_WEIGHT,
@@ -75,9 +83,8 @@ enum knob {
 	N_KNOBS,
 };
 
-extern const char *const cfg_knob_names[N_KNOBS];
-
-/* Global (non-policy) options. */
+/* What an option sets: a global option a layer records (below N_OPTS), a
+ * policy knob, or what a flag of its own does. */
 enum opt {
 	OPT_CGROUP,
 	OPT_PIN_PATH,
@@ -107,7 +114,51 @@ enum opt {
 	OPT_STEP_PROBE,
 	OPT_STEP_PROBE_BODY,
 	N_OPTS,
+	OPT_KNOB = N_OPTS, /* a policy knob (struct cfg_option.knob) */
+	OPT_VIP,
+	OPT_BACKEND,
+	OPT_BACKEND_DNS,
+	OPT_CONFIG,
+	OPT_CHECK_CONFIG,
+	OPT_HELP,
+	OPT_VERSION,
 };
+
+/* How a value is read. */
+enum value_kind {
+	VALUE_NONE,	/* the flag does what cli.c says */
+	VALUE_PARSE,	/* the option's own parser */
+	VALUE_DURATION, /* a duration within [min, max] ns, a uint64_t */
+	VALUE_COUNT,	/* an integer within [min, max], a uint32_t */
+	VALUE_KNOB,	/* a policy knob within [min, max] */
+};
+
+typedef int (*opt_parser)(const char *v, struct steer_config *dst, char *why, size_t whylen);
+
+/* One option: what --help and the man page say of it, and how it is read. */
+struct cfg_option {
+	struct steer_option doc;
+	enum opt opt;
+	enum value_kind kind;
+	opt_parser parse; /* VALUE_PARSE; v is NULL for a flag without value */
+	enum knob knob;	  /* VALUE_KNOB */
+	/* Where the value goes, in struct steer_config (in struct steer_policy
+	 * for a knob): a layer that set the option copies these bytes. */
+	size_t field, size;
+	uint64_t min, max; /* VALUE_DURATION (ns), VALUE_COUNT, VALUE_KNOB */
+	/* VALUE_COUNT: the unit ("consecutive good polls"); VALUE_KNOB: what
+	 * the value must be ("an integer from 1 to 1024 (tokens)"). */
+	const char *what;
+	bool def_is_value; /* doc.def is the built-in default, parsed as a value */
+};
+
+#define CFG_N_OPTIONS 39
+extern const struct cfg_option cfg_options[CFG_N_OPTIONS];
+
+/* The option of a file key (service: a service's key, else a top-level
+ * one), NULL when there is none; the option that sets o. */
+const struct cfg_option *cfg_option_by_key(const char *key, bool service);
+const struct cfg_option *cfg_option_of(enum opt o);
 
 /* Policy knobs set by one source (flags, top level or one service). */
 struct knob_layer {
@@ -123,26 +174,11 @@ struct layer {
 	struct knob_layer knobs;
 };
 
-typedef int (*opt_parser)(const char *v, struct steer_config *dst, char *why, size_t whylen);
-
-/* One option: a global one (parse) or a policy knob (knob >= 0). */
-struct setting {
-	const char *name; /* the flag without "--", and the top-level key */
-	enum opt opt;
-	int knob;
-	opt_parser parse;
-};
-
-/* Every option that is both a flag and a top-level key, in --help order. */
-#define CFG_N_SETTINGS 32
-extern const struct setting cfg_settings[CFG_N_SETTINGS];
-
 /* ---- XDP ingress options (xdp.c) ---------------------------------------- */
 
 int cfg_parse_xdp_dev(const char *v, struct steer_config *dst, char *why, size_t whylen);
 int cfg_parse_xdp_mode(const char *v, struct steer_config *dst, char *why, size_t whylen);
 int cfg_parse_xdp_encap_src(const char *v, struct steer_config *dst, char *why, size_t whylen);
-void cfg_xdp_apply(struct steer_config *dst, const struct layer *l);
 
 /* ---- Other routers (peer.c) -------------------------------------------- */
 
@@ -150,14 +186,10 @@ struct ctx;
 
 int cfg_parse_peer(const char *v, struct steer_config *dst, char *why, size_t whylen);
 int cfg_parse_peer_listen(const char *v, struct steer_config *dst, char *why, size_t whylen);
-int cfg_parse_peer_interval(const char *v, struct steer_config *dst, char *why, size_t whylen);
-int cfg_parse_peer_timeout(const char *v, struct steer_config *dst, char *why, size_t whylen);
 int cfg_parse_peer_push(const char *v, struct steer_config *dst, char *why, size_t whylen);
 int cfg_parse_peer_phase(const char *v, struct steer_config *dst, char *why, size_t whylen);
 int cfg_parse_peer_dns(const char *v, struct steer_config *dst, char *why, size_t whylen);
 int cfg_parse_peer_key(const char *v, struct steer_config *dst, char *why, size_t whylen);
-void cfg_peer_apply(struct steer_config *dst, const struct layer *l);
-void cfg_peer_defaults(struct steer_config *cfg);
 /* Between options: a listen address with peers, the timeout above the
  * interval, the request accounting on. */
 int cfg_check_peers(struct ctx *c);
@@ -176,21 +208,17 @@ void cfg_peer_keys_free(struct steer_peer_keys *k);
 void cfg_probe_defaults(struct steer_config *cfg);
 int cfg_parse_step_probe(const char *v, struct steer_config *dst, char *why, size_t whylen);
 int cfg_parse_step_probe_body(const char *v, struct steer_config *dst, char *why, size_t whylen);
-void cfg_probe_apply(struct steer_config *dst, const struct layer *l);
 /* Between options: the probe needs fluid-step, a body needs the probe. */
 int cfg_check_probe(struct ctx *c);
 void cfg_probe_summary(FILE *f, const struct steer_config *c);
 
 /* Between options (values.c): "--NAME" or "FILE:LINE: NAME", whichever
  * gave the option, in buf; and whether it was given at all. */
-const char *cfg_origin(struct ctx *c, enum opt o, const char *name, char *buf, size_t len);
+const char *cfg_origin(struct ctx *c, enum opt o, char *buf, size_t len);
 bool cfg_given(const struct ctx *c, enum opt o);
 
-/* Durations (values.c): the exact value in the largest unit that divides it;
- * and a duration within [min, max] into *dst, or -1 with the reason in why. */
+/* Durations (values.c): the exact value in the largest unit that divides it. */
 const char *cfg_duration_text(uint64_t ns, char *buf, size_t len);
-int cfg_parse_duration_to(const char *v, uint64_t *dst, uint64_t min, uint64_t max, char *why,
-			  size_t whylen);
 
 /* ---- Request accounting's cgroup (wire.c) ------------------------------- */
 
@@ -235,8 +263,13 @@ struct service_draft *cfg_service_append(struct ctx *c);
 /* Addresses that clash across services: a VIP that is a backend or a loads=. */
 int cfg_services_check(struct ctx *c);
 
-/* ---- values.c: errors, values, bounds, the option table -------------- */
+/* ---- values.c: errors, values, bounds, the layers ---------------------- */
 
+/*
+ * Errors. A function that fails for its caller to say where writes the
+ * reason into why (whylen bytes) and returns -1; one that has the context
+ * writes the whole line with cfg_fail and returns STEER_CONFIG_USAGE.
+ */
 /* Writes the one-line reason into c->err and returns STEER_CONFIG_USAGE. */
 int cfg_fail(struct ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Writes the reason into why and returns -1. */
@@ -247,13 +280,26 @@ int cfg_secret_read(const char *file, char *buf, size_t cap, bool first_line, si
 
 /* true/yes/on or false/no/off, any case: 0, else -1. */
 int cfg_parse_bool(const char *s, bool *out);
-const struct setting *cfg_setting_find(const char *name);
+/* The parsers of the general options, for the table. */
+int cfg_parse_cgroup(const char *v, struct steer_config *dst, char *why, size_t whylen);
+int cfg_parse_pin_path(const char *v, struct steer_config *dst, char *why, size_t whylen);
+int cfg_parse_keep_pinned(const char *v, struct steer_config *dst, char *why, size_t whylen);
+int cfg_parse_log_level(const char *v, struct steer_config *dst, char *why, size_t whylen);
+int cfg_parse_wire_estimator(const char *v, struct steer_config *dst, char *why, size_t whylen);
+int cfg_parse_metrics(const char *v, struct steer_config *dst, char *why, size_t whylen);
+int cfg_parse_dns_server(const char *v, struct steer_config *dst, char *why, size_t whylen);
+/* A global option's value into cfg, or -1 with the reason in why. */
+int cfg_value_parse(const struct cfg_option *o, const char *v, struct steer_config *cfg, char *why,
+		    size_t whylen);
 /* Parses v into the layer; line is the file line (0 for a flag). */
-int cfg_setting_parse(const struct setting *s, const char *v, struct layer *l, int line, char *why,
-		      size_t whylen);
+int cfg_option_parse(const struct cfg_option *o, const char *v, struct layer *l, int line,
+		     char *why, size_t whylen);
 /* Parses one knob's value into kl. */
-int cfg_knob_parse(const char *v, struct knob_layer *kl, enum knob k, char *why, size_t whylen);
+int cfg_knob_parse(const struct cfg_option *o, const char *v, struct knob_layer *kl, char *why,
+		   size_t whylen);
 void cfg_knobs_apply(struct steer_policy *dst, const struct knob_layer *kl);
+/* The built-in defaults of the options whose default is a value. */
+void cfg_defaults_apply(struct steer_config *cfg);
 /* Copies the options the layer set into dst. */
 void cfg_layer_apply(struct steer_config *dst, const struct layer *l);
 /* The checks between options, once the layers are resolved into c->out. */
@@ -313,18 +359,18 @@ void cfg_auths_free(struct steer_auth *a, size_t n);
 int cfg_flags_parse(struct ctx *c, int argc, char *const argv[]);
 int cfg_file_parse(struct ctx *c);
 
-/* ---- addr.c (errors as steer_seterr: negative, reason in err) ------- */
+/* ---- addr.c ------------------------------------------------------------ */
 
 /* steer_addr_parse, and a port in plain decimal: no sign, no leading zero. */
-int cfg_addr_parse(const char *s, struct steer_addr *out, char *err, size_t errlen);
+int cfg_addr_parse(const char *s, struct steer_addr *out, char *why, size_t whylen);
 /* Not unspecified, multicast or broadcast; role names it ("a backend"). */
-int cfg_addr_check_usable(const struct steer_addr *a, const char *role, char *err, size_t errlen);
+int cfg_addr_check_usable(const struct steer_addr *a, const char *role, char *why, size_t whylen);
 /* A listener: the unspecified address is fine, multicast and broadcast are not. */
-int cfg_addr_check_listen(const struct steer_addr *a, char *err, size_t errlen);
+int cfg_addr_check_listen(const struct steer_addr *a, char *why, size_t whylen);
 /* --dns-server: "ADDR[:PORT][,ADDR[:PORT]]..." (IPv6 bracketed when a port
  * follows) into out as "IPV4:PORT,[IPV6]:PORT,...", port 53 by default. */
-int cfg_dns_servers_parse(const char *v, char *out, size_t outlen, char *err, size_t errlen);
+int cfg_dns_servers_parse(const char *v, char *out, size_t outlen, char *why, size_t whylen);
 /* "" (the root) or an existing cgroup2 directory, by absolute path. */
-int cfg_cgroup_check(const char *path, char *err, size_t errlen);
+int cfg_cgroup_check(const char *path, char *why, size_t whylen);
 
 #endif /* STEER_CONFIG_INT_H */

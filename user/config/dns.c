@@ -274,7 +274,7 @@ int steer_config_dns_backend(const struct steer_dns_backend_cfg *e, const struct
 	out->loads.port = htons(e->loads_port);
 	steer_addr_format(&out->addr, out->addr_str, sizeof(out->addr_str));
 	steer_addr_format(&out->loads, out->loads_str, sizeof(out->loads_str));
-	return cfg_addr_check_usable(&out->addr, "a discovered backend", why, whylen) ? -1 : 0;
+	return cfg_addr_check_usable(&out->addr, "a discovered backend", why, whylen);
 }
 
 /* ---- --check-config ------------------------------------------------------------------ */

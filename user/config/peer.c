@@ -1,28 +1,15 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /*
  * peer.c - the options of several routers sharing their work
- * (user/peer/peer.c): --peer ADDR:PORT (repeatable, or a comma-separated list;
- * the file's peer key), --peer-dns NAME:PORT (the same forms), --peer-listen
- * ADDR:PORT, --peer-interval DUR, --peer-timeout DUR, --peer-push on|off,
- * --peer-phase on|off, --peer-key FILE (its file is read in peer_key.c).
+ * (user/peer/peer.c): the parsers of --peer ADDR:PORT (repeatable, or a
+ * comma-separated list), --peer-dns NAME:PORT (the same forms), --peer-listen,
+ * --peer-push, --peer-phase and --peer-key FILE (its file is read in
+ * peer_key.c), and the checks between them; --peer-interval and
+ * --peer-timeout are durations of the table (options.c).
  */
 #include <string.h>
 
 #include "config_int.h"
-
-#define PEER_INTERVAL_DEFAULT_NS NS_PER_MS
-#define PEER_INTERVAL_MIN_NS (100 * NS_PER_US)
-/* Up to 10 s: with --peer-push the ticks carry little more than liveness. */
-#define PEER_INTERVAL_MAX_NS (10 * NS_PER_S)
-#define PEER_TIMEOUT_DEFAULT_NS NS_PER_S
-#define PEER_TIMEOUT_MIN_NS NS_PER_MS
-#define PEER_TIMEOUT_MAX_NS (60 * NS_PER_S)
-
-void cfg_peer_defaults(struct steer_config *cfg)
-{
-	cfg->peer_interval_ns = PEER_INTERVAL_DEFAULT_NS;
-	cfg->peer_timeout_ns = PEER_TIMEOUT_DEFAULT_NS;
-}
 
 /* One address of a --peer list: a router's --peer-listen. */
 static int peer_add(const char *p, size_t len, struct steer_config *dst, char *why, size_t whylen)
@@ -121,18 +108,6 @@ int cfg_parse_peer_listen(const char *v, struct steer_config *dst, char *why, si
 	return 0;
 }
 
-int cfg_parse_peer_interval(const char *v, struct steer_config *dst, char *why, size_t whylen)
-{
-	return cfg_parse_duration_to(v, &dst->peer_interval_ns, PEER_INTERVAL_MIN_NS,
-				     PEER_INTERVAL_MAX_NS, why, whylen);
-}
-
-int cfg_parse_peer_timeout(const char *v, struct steer_config *dst, char *why, size_t whylen)
-{
-	return cfg_parse_duration_to(v, &dst->peer_timeout_ns, PEER_TIMEOUT_MIN_NS,
-				     PEER_TIMEOUT_MAX_NS, why, whylen);
-}
-
 int cfg_parse_peer_push(const char *v, struct steer_config *dst, char *why, size_t whylen)
 {
 	if (cfg_parse_bool(v, &dst->peer_push))
@@ -164,48 +139,37 @@ int cfg_parse_peer_key(const char *v, struct steer_config *dst, char *why, size_
 	return 0;
 }
 
-void cfg_peer_apply(struct steer_config *dst, const struct layer *l)
-{
-	const struct steer_config *v = &l->v;
-
-	if (l->set[OPT_PEER]) {
-		memcpy(dst->peers, v->peers, sizeof(dst->peers));
-		memcpy(dst->peer_strs, v->peer_strs, sizeof(dst->peer_strs));
-		dst->n_peers = v->n_peers;
-	}
-	if (l->set[OPT_PEER_DNS]) {
-		memcpy(dst->peer_dns, v->peer_dns, sizeof(dst->peer_dns));
-		dst->n_peer_dns = v->n_peer_dns;
-	}
-	if (l->set[OPT_PEER_LISTEN]) {
-		dst->peer_listen_set = v->peer_listen_set;
-		dst->peer_listen = v->peer_listen;
-		memcpy(dst->peer_listen_str, v->peer_listen_str, sizeof(dst->peer_listen_str));
-	}
-	if (l->set[OPT_PEER_INTERVAL])
-		dst->peer_interval_ns = v->peer_interval_ns;
-	if (l->set[OPT_PEER_TIMEOUT])
-		dst->peer_timeout_ns = v->peer_timeout_ns;
-	if (l->set[OPT_PEER_PUSH])
-		dst->peer_push = v->peer_push;
-	if (l->set[OPT_PEER_PHASE])
-		dst->peer_no_phase = v->peer_no_phase;
-	if (l->set[OPT_PEER_KEY])
-		memcpy(dst->peer_key_file, v->peer_key_file, sizeof(dst->peer_key_file));
-}
-
 /* Where sharing was asked for: --peer's origin, or --peer-dns's without it. */
 static const char *peers_origin(struct ctx *c, char *where, size_t len)
 {
 	if (c->out.n_peers)
-		return cfg_origin(c, OPT_PEER, "peer", where, len);
-	return cfg_origin(c, OPT_PEER_DNS, "peer-dns", where, len);
+		return cfg_origin(c, OPT_PEER, where, len);
+	return cfg_origin(c, OPT_PEER_DNS, where, len);
+}
+
+/* A timeout under 3 intervals: the option given names the fix, the timeout
+ * when both are. */
+static int peer_timing_fail(struct ctx *c)
+{
+	char where[PATH_MAX + 32], t[32], i[32];
+
+	cfg_duration_text(c->out.peer_interval_ns, i, sizeof(i));
+	cfg_duration_text(c->out.peer_timeout_ns, t, sizeof(t));
+	if (cfg_given(c, OPT_PEER_TIMEOUT))
+		return cfg_fail(c,
+				"%s: must be at least 3 x the peer-interval (%s), got %s: a "
+				"router would be forgotten between two of its reports",
+				cfg_origin(c, OPT_PEER_TIMEOUT, where, sizeof(where)), i, t);
+	return cfg_fail(c,
+			"%s: must be at most a third of the peer-timeout (%s), got %s: a router "
+			"would be forgotten between two of its reports",
+			cfg_origin(c, OPT_PEER_INTERVAL, where, sizeof(where)), t, i);
 }
 
 int cfg_check_peers(struct ctx *c)
 {
 	const struct steer_config *o = &c->out;
-	char where[PATH_MAX + 32], t[32], i[32];
+	char where[PATH_MAX + 32];
 	size_t k;
 
 	if (!steer_config_peers_on(o)) {
@@ -216,11 +180,10 @@ int cfg_check_peers(struct ctx *c)
 					   "--peer-push and --peer-phase need --peer ADDR:PORT or "
 					   "--peer-dns NAME:PORT (the other routers)");
 		if (cfg_given(c, OPT_PEER_KEY))
-			return cfg_fail(
-				c,
-				"%s: needs --peer ADDR:PORT or --peer-dns NAME:PORT (the "
-				"routers whose reports it signs and verifies)",
-				cfg_origin(c, OPT_PEER_KEY, "peer-key", where, sizeof(where)));
+			return cfg_fail(c,
+					"%s: needs --peer ADDR:PORT or --peer-dns NAME:PORT (the "
+					"routers whose reports it signs and verifies)",
+					cfg_origin(c, OPT_PEER_KEY, where, sizeof(where)));
 		return STEER_CONFIG_OK;
 	}
 	if (!o->peer_listen_set)
@@ -236,19 +199,10 @@ int cfg_check_peers(struct ctx *c)
 	for (k = 0; k < o->n_peers; k++)
 		if (steer_addr_equal(&o->peers[k], &o->peer_listen))
 			return cfg_fail(c, "%s: %s is this router's own --peer-listen",
-					cfg_origin(c, OPT_PEER, "peer", where, sizeof(where)),
+					cfg_origin(c, OPT_PEER, where, sizeof(where)),
 					o->peer_strs[k]);
 	if (o->peer_timeout_ns < 3 * o->peer_interval_ns)
-		return cfg_fail(c,
-				"%s: must be at least 3 x the peer-interval (%s), got %s: a "
-				"router would be forgotten between two of its reports",
-				cfg_given(c, OPT_PEER_TIMEOUT)
-					? cfg_origin(c, OPT_PEER_TIMEOUT, "peer-timeout", where,
-						     sizeof(where))
-					: cfg_origin(c, OPT_PEER_INTERVAL, "peer-interval", where,
-						     sizeof(where)),
-				cfg_duration_text(o->peer_interval_ns, i, sizeof(i)),
-				cfg_duration_text(o->peer_timeout_ns, t, sizeof(t)));
+		return peer_timing_fail(c);
 	return o->peer_key_file[0] ? cfg_peer_key_load(c) : STEER_CONFIG_OK;
 }
 

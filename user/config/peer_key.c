@@ -129,8 +129,8 @@ int cfg_peer_key_load(struct ctx *c)
 	free(kf);
 	if (rc) {
 		cfg_peer_keys_free(k);
-		return cfg_fail(c, "%s: %s",
-				cfg_origin(c, OPT_PEER_KEY, "peer-key", where, sizeof(where)), why);
+		return cfg_fail(c, "%s: %s", cfg_origin(c, OPT_PEER_KEY, where, sizeof(where)),
+				why);
 	}
 	c->out.peer_keys = k; /* freed with c->out (steer_config_free) */
 	return STEER_CONFIG_OK;

@@ -81,16 +81,6 @@ int cfg_parse_step_probe_body(const char *v, struct steer_config *dst, char *why
 	return 0;
 }
 
-void cfg_probe_apply(struct steer_config *dst, const struct layer *l)
-{
-	const struct steer_config *v = &l->v;
-
-	if (l->set[OPT_STEP_PROBE])
-		memcpy(dst->step_probe_path, v->step_probe_path, sizeof(dst->step_probe_path));
-	if (l->set[OPT_STEP_PROBE_BODY])
-		memcpy(dst->step_probe_body, v->step_probe_body, sizeof(dst->step_probe_body));
-}
-
 int cfg_check_probe(struct ctx *c)
 {
 	const struct steer_config *o = &c->out;
@@ -99,15 +89,14 @@ int cfg_check_probe(struct ctx *c)
 	if (!o->step_probe_path[0]) {
 		if (cfg_given(c, OPT_STEP_PROBE_BODY))
 			return cfg_fail(c, "%s: needs --step-probe PATH (the probe it is sent by)",
-					cfg_origin(c, OPT_STEP_PROBE_BODY, "step-probe-body", where,
-						   sizeof(where)));
+					cfg_origin(c, OPT_STEP_PROBE_BODY, where, sizeof(where)));
 		return STEER_CONFIG_OK;
 	}
 	if (!o->wire_step)
 		return cfg_fail(c,
 				"%s: feeds the step cadence, which only --wire-estimator "
 				"fluid-step keeps; give that too, or leave the probe out",
-				cfg_origin(c, OPT_STEP_PROBE, "step-probe", where, sizeof(where)));
+				cfg_origin(c, OPT_STEP_PROBE, where, sizeof(where)));
 	return STEER_CONFIG_OK;
 }
 

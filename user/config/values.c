@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /*
  * values.c - errors, and the values of the options: numbers, durations and the
- * policy knobs, each checked against its bounds, and the table of options
- * that are both a flag and a top-level key of the file (see config_int.h).
+ * policy knobs, each checked against the bounds of its row in the table
+ * (options.c); the parsers of the general options; and the layers, which
+ * copy what each source set (see config_int.h).
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -50,14 +51,6 @@ int cfg_why(char *why, size_t whylen, const char *fmt, ...)
 	va_end(ap);
 	return -1;
 }
-
-const char *const cfg_knob_names[N_KNOBS] = {
-	[KNOB_WEIGHT] = "least-load-kv-pressure-weight",
-	[KNOB_THROUGHPUT] = "least-load-default-throughput",
-	[KNOB_PREFILL] = "least-load-mean-prefill-tokens",
-	[KNOB_PEERS] = "peer-routers",
-	[KNOB_BYTES_PER_TOKEN] = "bytes-per-token",
-};
 
 /* ---- Scalars ---------------------------------------------------------------------- */
 
@@ -202,99 +195,52 @@ const char *cfg_duration_text(uint64_t ns, char *buf, size_t len)
 
 /* ---- Policy knobs ------------------------------------------------------------------- */
 
-static void knob_put(struct steer_policy *p, enum knob k, double v)
-{
-	switch (k) {
-	case KNOB_WEIGHT:
-		p->kv_pressure_weight = v;
-		break;
-	case KNOB_THROUGHPUT:
-		p->default_throughput = v;
-		break;
-	case KNOB_PREFILL:
-		p->mean_prefill_tokens = (uint32_t)v;
-		break;
-	case KNOB_PEERS:
-		p->peer_routers = (uint32_t)v;
-		break;
-	case KNOB_BYTES_PER_TOKEN:
-		p->bytes_per_token = (uint32_t)v;
-		break;
-	default:
-		break;
-	}
-}
-
 /*
- * The accepted range of each knob (docs/operations.md says why), narrower
+ * A knob within its row's bounds (docs/operations.md says why), narrower
  * than what the policy module can compute with (steer_policy_check):
- * outside it a value is a typo or a unit mistake, never a setting.
+ * outside them a value is a typo or a unit mistake, never a setting. An
+ * integer knob is a uint32_t of struct steer_policy, the others a double.
  */
-static const struct knob_bound {
-	double min, max;
-	bool integer;
-	const char *text; /* "must be %s" */
-} knob_bounds[N_KNOBS] = {
-	[KNOB_WEIGHT] = { 0, 3600, false, "a number of seconds from 0 to 3600" },
-	[KNOB_THROUGHPUT] = { 1, 1e9, false, "a number of tokens/s from 1 to 1e9" },
-	[KNOB_PREFILL] = { 1, 1e7, true, "an integer from 1 to 10000000 (tokens)" },
-	[KNOB_PEERS] = { 1, 1024, true, "an integer from 1 to 1024 (routers)" },
-	[KNOB_BYTES_PER_TOKEN] = { 1, STEER_POLICY_MAX_BYTES_PER_TOKEN, true,
-				   "an integer from 1 to 1024 (request bytes per token)" },
-};
-
-/* Parses one knob's value into kl; the policy module agrees with every value in range. */
-int cfg_knob_parse(const char *v, struct knob_layer *kl, enum knob k, char *why, size_t whylen)
+static int knob_value(const struct cfg_option *o, const char *v, struct steer_policy *p)
 {
-	const struct knob_bound *b = &knob_bounds[k];
-	struct steer_policy p = STEER_POLICY_DEFAULTS;
+	bool integer = o->size == sizeof(uint32_t);
 	uint32_t u = 0;
 	double d = 0;
-	int rc;
+	int rc = integer ? parse_u32(v, &u) : parse_finite(v, &d);
 
-	if (b->integer) {
-		rc = parse_u32(v, &u);
+	if (integer)
 		d = u;
-	} else {
-		rc = parse_finite(v, &d);
-	}
-	if (rc == 0 && (d < b->min || d > b->max))
-		rc = -1;
-	if (rc == 0) {
-		knob_put(&p, k, d);
-		rc = steer_policy_check(&p, NULL, 0);
-	}
-	if (rc)
-		return cfg_why(why, whylen, "must be %s, got '%s'", b->text, v);
-	knob_put(&kl->p, k, d);
-	kl->set[k] = true;
+	if (rc || d < (double)o->min || d > (double)o->max)
+		return -1;
+	if (integer)
+		memcpy((char *)p + o->field, &u, sizeof(u));
+	else
+		memcpy((char *)p + o->field, &d, sizeof(d));
+	return 0;
+}
+
+/* Parses one knob's value into kl; the policy module agrees with every value in range. */
+int cfg_knob_parse(const struct cfg_option *o, const char *v, struct knob_layer *kl, char *why,
+		   size_t whylen)
+{
+	struct steer_policy p = STEER_POLICY_DEFAULTS;
+
+	if (knob_value(o, v, &p) || steer_policy_check(&p, NULL, 0))
+		return cfg_why(why, whylen, "must be %s, got '%s'", o->what, v);
+	knob_value(o, v, &kl->p);
+	kl->set[o->knob] = true;
 	return 0;
 }
 
 void cfg_knobs_apply(struct steer_policy *dst, const struct knob_layer *kl)
 {
-	int k;
+	size_t i;
 
-	for (k = 0; k < N_KNOBS; k++) {
-		if (!kl->set[k])
-			continue;
-		switch (k) {
-		case KNOB_WEIGHT:
-			dst->kv_pressure_weight = kl->p.kv_pressure_weight;
-			break;
-		case KNOB_THROUGHPUT:
-			dst->default_throughput = kl->p.default_throughput;
-			break;
-		case KNOB_PREFILL:
-			dst->mean_prefill_tokens = kl->p.mean_prefill_tokens;
-			break;
-		case KNOB_BYTES_PER_TOKEN:
-			dst->bytes_per_token = kl->p.bytes_per_token;
-			break;
-		default:
-			dst->peer_routers = kl->p.peer_routers;
-			break;
-		}
+	for (i = 0; i < CFG_N_OPTIONS; i++) {
+		const struct cfg_option *o = &cfg_options[i];
+
+		if (o->kind == VALUE_KNOB && kl->set[o->knob])
+			memcpy((char *)dst + o->field, (const char *)&kl->p + o->field, o->size);
 	}
 }
 
@@ -309,14 +255,14 @@ static int parse_path(const char *v, char *dst, char *why, size_t whylen)
 }
 
 /* Checked when given, so that --check-config says it; "" is the cgroup2 root. */
-static int parse_cgroup(const char *v, struct steer_config *dst, char *why, size_t whylen)
+int cfg_parse_cgroup(const char *v, struct steer_config *dst, char *why, size_t whylen)
 {
 	if (parse_path(v, dst->cgroup, why, whylen))
 		return -1;
-	return cfg_cgroup_check(v, why, whylen) ? -1 : 0;
+	return cfg_cgroup_check(v, why, whylen);
 }
 
-static int parse_pin_path(const char *v, struct steer_config *dst, char *why, size_t whylen)
+int cfg_parse_pin_path(const char *v, struct steer_config *dst, char *why, size_t whylen)
 {
 	if (v[0] != '/')
 		return cfg_why(why, whylen, "must be an absolute directory path in bpffs, got '%s'",
@@ -325,7 +271,7 @@ static int parse_pin_path(const char *v, struct steer_config *dst, char *why, si
 }
 
 /* v is NULL for the flag, which takes no value. */
-static int parse_keep_pinned(const char *v, struct steer_config *dst, char *why, size_t whylen)
+int cfg_parse_keep_pinned(const char *v, struct steer_config *dst, char *why, size_t whylen)
 {
 	if (!v) {
 		dst->keep_pinned = true;
@@ -337,7 +283,7 @@ static int parse_keep_pinned(const char *v, struct steer_config *dst, char *why,
 }
 
 /* A duration within [min, max]: outside, it is a typo or a unit mistake. */
-int cfg_parse_duration_to(const char *v, uint64_t *dst, uint64_t min, uint64_t max, char *why,
+static int duration_parse(const struct cfg_option *o, const char *v, uint64_t *dst, char *why,
 			  size_t whylen)
 {
 	char lo[32], hi[32];
@@ -345,69 +291,27 @@ int cfg_parse_duration_to(const char *v, uint64_t *dst, uint64_t min, uint64_t m
 
 	if (steer_parse_duration(v, &ns))
 		return cfg_why(why, whylen, "'%s' is not a duration > 0 " DURATION_EXAMPLES, v);
-	if (ns < min || ns > max)
+	if (ns < o->min || ns > o->max)
 		return cfg_why(why, whylen, "must be between %s and %s, got '%s'",
-			       cfg_duration_text(min, lo, sizeof(lo)),
-			       cfg_duration_text(max, hi, sizeof(hi)), v);
+			       cfg_duration_text(o->min, lo, sizeof(lo)),
+			       cfg_duration_text(o->max, hi, sizeof(hi)), v);
 	*dst = ns;
 	return 0;
 }
 
-static int parse_interval(const char *v, struct steer_config *dst, char *why, size_t whylen)
-{
-	return cfg_parse_duration_to(v, &dst->interval_ns, CFG_INTERVAL_MIN_NS, CFG_INTERVAL_MAX_NS,
-				     why, whylen);
-}
-
-static int parse_timeout(const char *v, struct steer_config *dst, char *why, size_t whylen)
-{
-	return cfg_parse_duration_to(v, &dst->timeout_ns, CFG_TIMEOUT_MIN_NS, CFG_TIMEOUT_MAX_NS,
-				     why, whylen);
-}
-
-static int parse_max_age(const char *v, struct steer_config *dst, char *why, size_t whylen)
-{
-	return cfg_parse_duration_to(v, &dst->max_age_ns, CFG_MAX_AGE_MIN_NS, CFG_MAX_AGE_MAX_NS,
-				     why, whylen);
-}
-
-static int parse_dns_interval(const char *v, struct steer_config *dst, char *why, size_t whylen)
-{
-	return cfg_parse_duration_to(v, &dst->dns_interval_ns, CFG_DNS_INTERVAL_MIN_NS,
-				     CFG_DNS_INTERVAL_MAX_NS, why, whylen);
-}
-
-/* Checked here so that a typo is refused before anything starts; c-ares
- * reads the same text. */
-static int parse_dns_server(const char *v, struct steer_config *dst, char *why, size_t whylen)
-{
-	return cfg_dns_servers_parse(v, dst->dns_servers, sizeof(dst->dns_servers), why, whylen)
-		       ? -1
-		       : 0;
-}
-
-static int parse_count(const char *v, uint32_t *dst, const char *what, char *why, size_t whylen)
+static int count_parse(const struct cfg_option *o, const char *v, uint32_t *dst, char *why,
+		       size_t whylen)
 {
 	uint32_t n;
 
-	if (parse_u32(v, &n) || n < 1 || n > CFG_HEALTH_COUNT_MAX)
-		return cfg_why(why, whylen, "must be an integer from 1 to %d (%s), got '%s'",
-			       CFG_HEALTH_COUNT_MAX, what, v);
+	if (parse_u32(v, &n) || n < o->min || n > o->max)
+		return cfg_why(why, whylen, "must be an integer from %llu to %llu (%s), got '%s'",
+			       (unsigned long long)o->min, (unsigned long long)o->max, o->what, v);
 	*dst = n;
 	return 0;
 }
 
-static int parse_unhealthy(const char *v, struct steer_config *dst, char *why, size_t whylen)
-{
-	return parse_count(v, &dst->unhealthy_after, "consecutive failed polls", why, whylen);
-}
-
-static int parse_healthy(const char *v, struct steer_config *dst, char *why, size_t whylen)
-{
-	return parse_count(v, &dst->healthy_after, "consecutive good polls", why, whylen);
-}
-
-static int parse_log_level(const char *v, struct steer_config *dst, char *why, size_t whylen)
+int cfg_parse_log_level(const char *v, struct steer_config *dst, char *why, size_t whylen)
 {
 	static const char *const names[] = { "error", "warn", "info", "debug" };
 	int i;
@@ -421,7 +325,7 @@ static int parse_log_level(const char *v, struct steer_config *dst, char *why, s
 	return cfg_why(why, whylen, "must be one of error, warn, info, debug, got '%s'", v);
 }
 
-static int parse_wire_estimator(const char *v, struct steer_config *dst, char *why, size_t whylen)
+int cfg_parse_wire_estimator(const char *v, struct steer_config *dst, char *why, size_t whylen)
 {
 	if (!strcmp(v, "fluid") || !strcmp(v, "fluid-step") || !strcmp(v, "off")) {
 		dst->wire_step = !strcmp(v, "fluid-step");
@@ -433,6 +337,13 @@ static int parse_wire_estimator(const char *v, struct steer_config *dst, char *w
 			       "'pending' is no longer offered: use fluid (the default), which "
 			       "scores unanswered requests by the time they keep the backend busy");
 	return cfg_why(why, whylen, "must be fluid, fluid-step or off, got '%s'", v);
+}
+
+/* Checked here so that a typo is refused before anything starts; c-ares
+ * reads the same text. */
+int cfg_parse_dns_server(const char *v, struct steer_config *dst, char *why, size_t whylen)
+{
+	return cfg_dns_servers_parse(v, dst->dns_servers, sizeof(dst->dns_servers), why, whylen);
 }
 
 /*
@@ -462,7 +373,7 @@ static const char *unbracket_v4(const char *v, char *buf, size_t len)
 	return buf;
 }
 
-static int parse_metrics(const char *v, struct steer_config *dst, char *why, size_t whylen)
+int cfg_parse_metrics(const char *v, struct steer_config *dst, char *why, size_t whylen)
 {
 	char detail[WHY_LEN], plain[STEER_ADDR_STRLEN + 8];
 
@@ -481,117 +392,74 @@ static int parse_metrics(const char *v, struct steer_config *dst, char *why, siz
 	return 0;
 }
 
-/* Every option that is both a flag and a top-level key, in --help order. */
-const struct setting cfg_settings[] = {
-	{ "cgroup", OPT_CGROUP, -1, parse_cgroup },
-	{ "pin-path", OPT_PIN_PATH, -1, parse_pin_path },
-	{ "keep-pinned", OPT_KEEP_PINNED, -1, parse_keep_pinned },
-	{ "load-check-interval", OPT_INTERVAL, -1, parse_interval },
-	{ "load-timeout", OPT_TIMEOUT, -1, parse_timeout },
-	{ "snapshot-max-age", OPT_MAX_AGE, -1, parse_max_age },
-	{ "least-load-kv-pressure-weight", N_OPTS, KNOB_WEIGHT, NULL },
-	{ "least-load-default-throughput", N_OPTS, KNOB_THROUGHPUT, NULL },
-	{ "least-load-mean-prefill-tokens", N_OPTS, KNOB_PREFILL, NULL },
-	{ "peer-routers", N_OPTS, KNOB_PEERS, NULL },
-	{ "bytes-per-token", N_OPTS, KNOB_BYTES_PER_TOKEN, NULL },
-	{ "wire-estimator", OPT_WIRE_ESTIMATOR, -1, parse_wire_estimator },
-	{ "wire-cgroup", OPT_WIRE_CGROUP, -1, cfg_parse_wire_cgroup },
-	{ "unhealthy-after", OPT_UNHEALTHY, -1, parse_unhealthy },
-	{ "healthy-after", OPT_HEALTHY, -1, parse_healthy },
-	{ "log-level", OPT_LOG_LEVEL, -1, parse_log_level },
-	{ "metrics-listen", OPT_METRICS, -1, parse_metrics },
-	{ "dns-interval", OPT_DNS_INTERVAL, -1, parse_dns_interval },
-	{ "dns-server", OPT_DNS_SERVER, -1, parse_dns_server },
-	{ "xdp-dev", OPT_XDP_DEV, -1, cfg_parse_xdp_dev },
-	{ "xdp-mode", OPT_XDP_MODE, -1, cfg_parse_xdp_mode },
-	{ "xdp-encap-src", OPT_XDP_ENCAP_SRC, -1, cfg_parse_xdp_encap_src },
-	{ "peer", OPT_PEER, -1, cfg_parse_peer },
-	{ "peer-dns", OPT_PEER_DNS, -1, cfg_parse_peer_dns },
-	{ "peer-listen", OPT_PEER_LISTEN, -1, cfg_parse_peer_listen },
-	{ "peer-interval", OPT_PEER_INTERVAL, -1, cfg_parse_peer_interval },
-	{ "peer-timeout", OPT_PEER_TIMEOUT, -1, cfg_parse_peer_timeout },
-	{ "peer-push", OPT_PEER_PUSH, -1, cfg_parse_peer_push },
-	{ "peer-phase", OPT_PEER_PHASE, -1, cfg_parse_peer_phase },
-	{ "peer-key", OPT_PEER_KEY, -1, cfg_parse_peer_key },
-	{ "step-probe", OPT_STEP_PROBE, -1, cfg_parse_step_probe },
-	{ "step-probe-body", OPT_STEP_PROBE_BODY, -1, cfg_parse_step_probe_body },
-};
+/* ---- The layers ------------------------------------------------------------------ */
 
-const struct setting *cfg_setting_find(const char *name)
+int cfg_value_parse(const struct cfg_option *o, const char *v, struct steer_config *cfg, char *why,
+		    size_t whylen)
 {
-	size_t i;
+	char *field = (char *)cfg + o->field;
 
-	for (i = 0; i < CFG_N_SETTINGS; i++) {
-		if (!strcmp(cfg_settings[i].name, name))
-			return &cfg_settings[i];
+	switch (o->kind) {
+	case VALUE_PARSE:
+		return o->parse(v, cfg, why, whylen);
+	case VALUE_DURATION:
+		return duration_parse(o, v, (uint64_t *)(void *)field, why, whylen);
+	case VALUE_COUNT:
+		return count_parse(o, v, (uint32_t *)(void *)field, why, whylen);
+	default:
+		return cfg_why(why, whylen, "takes no value here");
 	}
-	return NULL;
 }
 
-/* Parses v into the layer; line is the file line (0 for a flag). */
-int cfg_setting_parse(const struct setting *s, const char *v, struct layer *l, int line, char *why,
-		      size_t whylen)
+int cfg_option_parse(const struct cfg_option *o, const char *v, struct layer *l, int line,
+		     char *why, size_t whylen)
 {
-	if (s->knob >= 0)
-		return cfg_knob_parse(v, &l->knobs, (enum knob)s->knob, why, whylen);
-	if (s->parse(v, &l->v, why, whylen))
+	if (o->kind == VALUE_KNOB)
+		return cfg_knob_parse(o, v, &l->knobs, why, whylen);
+	if (cfg_value_parse(o, v, &l->v, why, whylen))
 		return -1;
-	l->set[s->opt] = true;
-	l->line[s->opt] = line;
+	l->set[o->opt] = true;
+	l->line[o->opt] = line;
 	return 0;
 }
 
-/* Copies the options the layer set into dst. */
-void cfg_layer_apply(struct steer_config *dst, const struct layer *l)
+/* The defaults that are values in the table; the others stay zero, or follow
+ * another option (config.c). Each of them parses: the unit tests check it. */
+void cfg_defaults_apply(struct steer_config *cfg)
 {
-	const struct steer_config *v = &l->v;
+	char why[WHY_LEN];
+	size_t i;
 
-	if (l->set[OPT_CGROUP])
-		memcpy(dst->cgroup, v->cgroup, sizeof(dst->cgroup));
-	if (l->set[OPT_PIN_PATH])
-		memcpy(dst->pin_path, v->pin_path, sizeof(dst->pin_path));
-	if (l->set[OPT_KEEP_PINNED])
-		dst->keep_pinned = v->keep_pinned;
-	if (l->set[OPT_INTERVAL])
-		dst->interval_ns = v->interval_ns;
-	if (l->set[OPT_TIMEOUT])
-		dst->timeout_ns = v->timeout_ns;
-	if (l->set[OPT_MAX_AGE])
-		dst->max_age_ns = v->max_age_ns;
-	if (l->set[OPT_UNHEALTHY])
-		dst->unhealthy_after = v->unhealthy_after;
-	if (l->set[OPT_HEALTHY])
-		dst->healthy_after = v->healthy_after;
-	if (l->set[OPT_LOG_LEVEL])
-		dst->log_level = v->log_level;
-	if (l->set[OPT_WIRE_ESTIMATOR]) {
-		dst->wire_step = v->wire_step;
-		dst->wire_off = v->wire_off;
-	}
-	if (l->set[OPT_WIRE_CGROUP])
-		memcpy(dst->wire_cgroup, v->wire_cgroup, sizeof(dst->wire_cgroup));
-	if (l->set[OPT_DNS_INTERVAL])
-		dst->dns_interval_ns = v->dns_interval_ns;
-	if (l->set[OPT_DNS_SERVER])
-		memcpy(dst->dns_servers, v->dns_servers, sizeof(dst->dns_servers));
-	cfg_xdp_apply(dst, l);
-	cfg_peer_apply(dst, l);
-	cfg_probe_apply(dst, l);
-	if (l->set[OPT_METRICS]) {
-		dst->metrics_enabled = v->metrics_enabled;
-		dst->metrics_addr = v->metrics_addr;
-		memcpy(dst->metrics_listen, v->metrics_listen, sizeof(dst->metrics_listen));
+	for (i = 0; i < CFG_N_OPTIONS; i++) {
+		if (cfg_options[i].def_is_value)
+			cfg_value_parse(&cfg_options[i], cfg_options[i].doc.def, cfg, why,
+					sizeof(why));
 	}
 }
 
-/* "--NAME" or "FILE:LINE: NAME", whichever gave the option: how an error
- * between options names the one to change. */
-const char *cfg_origin(struct ctx *c, enum opt o, const char *name, char *buf, size_t len)
+/* Copies the options the layer set into dst: the bytes of each one's fields. */
+void cfg_layer_apply(struct steer_config *dst, const struct layer *l)
 {
+	size_t i;
+
+	for (i = 0; i < CFG_N_OPTIONS; i++) {
+		const struct cfg_option *o = &cfg_options[i];
+
+		if (o->opt < N_OPTS && l->set[o->opt])
+			memcpy((char *)dst + o->field, (const char *)&l->v + o->field, o->size);
+	}
+}
+
+/* "--NAME" or "FILE:LINE: KEY", whichever gave the option: how an error
+ * between options names the one to change. */
+const char *cfg_origin(struct ctx *c, enum opt o, char *buf, size_t len)
+{
+	const struct cfg_option *opt = cfg_option_of(o);
+
 	if (c->flags.set[o])
-		snprintf(buf, len, "--%s", name);
+		snprintf(buf, len, "--%s", opt->doc.name);
 	else
-		snprintf(buf, len, "%s:%d: %s", c->config_path, c->top.line[o], name);
+		snprintf(buf, len, "%s:%d: %s", c->config_path, c->top.line[o], opt->doc.key);
 	return buf;
 }
 
@@ -604,17 +472,14 @@ bool cfg_given(const struct ctx *c, enum opt o)
 /* A poll that may outlast its interval would overlap the next one. */
 static int timeout_check(struct ctx *c)
 {
-	char t[32], i[32];
+	char where[PATH_MAX + 32], t[32], i[32];
 
 	if (c->out.timeout_ns <= c->out.interval_ns)
 		return STEER_CONFIG_OK;
-	cfg_duration_text(c->out.timeout_ns, t, sizeof(t));
-	cfg_duration_text(c->out.interval_ns, i, sizeof(i));
-	if (c->flags.set[OPT_TIMEOUT])
-		return cfg_fail(
-			c, "--load-timeout: must be <= the load-check-interval (%s), got %s", i, t);
-	return cfg_fail(c, "%s:%d: load-timeout: must be <= the load-check-interval (%s), got %s",
-			c->config_path, c->top.line[OPT_TIMEOUT], i, t);
+	return cfg_fail(c, "%s: must be <= the load-check-interval (%s), got %s",
+			cfg_origin(c, OPT_TIMEOUT, where, sizeof(where)),
+			cfg_duration_text(c->out.interval_ns, i, sizeof(i)),
+			cfg_duration_text(c->out.timeout_ns, t, sizeof(t)));
 }
 
 /*
@@ -625,21 +490,15 @@ static int timeout_check(struct ctx *c)
  */
 static int max_age_check(struct ctx *c)
 {
-	char a[32], i[32];
+	char where[PATH_MAX + 32], a[32], i[32];
 
 	if (c->out.max_age_ns > c->out.interval_ns)
 		return STEER_CONFIG_OK;
 	cfg_duration_text(c->out.max_age_ns, a, sizeof(a));
 	cfg_duration_text(c->out.interval_ns, i, sizeof(i));
-	if (c->flags.set[OPT_MAX_AGE])
-		return cfg_fail(
-			c, "--snapshot-max-age: must be > the load-check-interval (%s), got %s", i,
-			a);
-	if (c->top.set[OPT_MAX_AGE])
-		return cfg_fail(
-			c,
-			"%s:%d: snapshot-max-age: must be > the load-check-interval (%s), got %s",
-			c->config_path, c->top.line[OPT_MAX_AGE], i, a);
+	if (cfg_given(c, OPT_MAX_AGE))
+		return cfg_fail(c, "%s: must be > the load-check-interval (%s), got %s",
+				cfg_origin(c, OPT_MAX_AGE, where, sizeof(where)), i, a);
 	return cfg_fail(c, "--load-check-interval: %s is not below --snapshot-max-age (%s)", i, a);
 }
 

@@ -2,8 +2,8 @@
 /*
  * wire.c - --wire-cgroup PATH (the file's wire-cgroup key): the
  * cgroup2 directory request accounting (the cgroup_skb programs of
- * wire.c) attaches to. Their dispatch costs every packet of every
- * socket in that cgroup, steered or not (docs/benchmarks.md, run 10), so an
+ * bpf/steer_wire.bpf.c) attaches to. Their dispatch costs every packet of
+ * every socket in that cgroup, steered or not (docs/benchmarks.md), so an
  * operator who steers at the host's root can count request bytes only where
  * the inference clients run. It must lie within --cgroup: a steered socket
  * is counted only when both its connect and its packets pass the programs.
@@ -57,22 +57,20 @@ int cfg_check_wire_cgroup(struct ctx *c)
 	if (!o->wire_cgroup[0])
 		return STEER_CONFIG_OK;
 	if (o->wire_off)
-		return cfg_fail(
-			c,
-			"%s: given with --wire-estimator off, which counts no request "
-			"bytes anywhere; leave one of them out",
-			cfg_origin(c, OPT_WIRE_CGROUP, "wire-cgroup", where, sizeof(where)));
+		return cfg_fail(c,
+				"%s: given with --wire-estimator off, which counts no request "
+				"bytes anywhere; leave one of them out",
+				cfg_origin(c, OPT_WIRE_CGROUP, where, sizeof(where)));
 	/* An empty --cgroup is the cgroup2 root: every cgroup2 directory
 	 * (checked when parsed) lies within it. */
 	if (o->cgroup[0] && is_within(o->wire_cgroup, o->cgroup, &within, why, sizeof(why)))
-		return cfg_fail(c, "%s: %s",
-				cfg_origin(c, OPT_WIRE_CGROUP, "wire-cgroup", where, sizeof(where)),
+		return cfg_fail(c, "%s: %s", cfg_origin(c, OPT_WIRE_CGROUP, where, sizeof(where)),
 				why);
 	if (!within)
 		return cfg_fail(c,
 				"%s: '%s' is not the --cgroup (%s) or a cgroup below it: steered "
 				"connections are made only there",
-				cfg_origin(c, OPT_WIRE_CGROUP, "wire-cgroup", where, sizeof(where)),
+				cfg_origin(c, OPT_WIRE_CGROUP, where, sizeof(where)),
 				o->wire_cgroup, o->cgroup);
 	return STEER_CONFIG_OK;
 }

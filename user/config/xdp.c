@@ -58,26 +58,23 @@ static int encap_one(const char *s, struct steer_xdp_cfg *out, bool *seen4, bool
 	int i;
 
 	if (!slash || (size_t)(slash - s) >= sizeof(addr))
-		return steer_seterr(why, whylen, EINVAL, "'%s' is not a prefix ADDR/LEN", s);
+		return cfg_why(why, whylen, "'%s' is not a prefix ADDR/LEN", s);
 	memcpy(addr, s, (size_t)(slash - s));
 	addr[slash - s] = 0;
 	v6 = strchr(addr, ':') != NULL;
 	errno = 0;
 	len = strtoul(slash + 1, &end, 10);
 	if (*end || end == slash + 1 || errno)
-		return steer_seterr(why, whylen, EINVAL, "'%s': the prefix length is not a number",
-				    s);
+		return cfg_why(why, whylen, "'%s': the prefix length is not a number", s);
 	if (inet_pton(v6 ? AF_INET6 : AF_INET, addr, a) != 1)
-		return steer_seterr(why, whylen, EINVAL, "'%s' is not an IPv%d address", addr,
-				    v6 ? 6 : 4);
+		return cfg_why(why, whylen, "'%s' is not an IPv%d address", addr, v6 ? 6 : 4);
 	/* At least 8 host bits to spread by; a /64 keeps the IPv6 interface
 	 * identifier for the hash. */
 	if (v6 ? (len < 64 || len > 120) : (len < 8 || len > 24))
-		return steer_seterr(why, whylen, EINVAL, "'%s': the length must be %s", s,
-				    v6 ? "64..120" : "8..24");
+		return cfg_why(why, whylen, "'%s': the length must be %s", s,
+			       v6 ? "64..120" : "8..24");
 	if (v6 ? *seen6 : *seen4)
-		return steer_seterr(why, whylen, EINVAL, "'%s': a second IPv%d prefix", s,
-				    v6 ? 6 : 4);
+		return cfg_why(why, whylen, "'%s': a second IPv%d prefix", s, v6 ? 6 : 4);
 	host_mask((unsigned)len, v6 ? 128 : 32, mask);
 	if (v6) {
 		for (i = 0; i < 4; i++) {
@@ -100,13 +97,12 @@ static int encap_parse(const char *v, struct steer_xdp_cfg *out, char *why, size
 	char buf[128], *save = NULL, *tok;
 
 	if (strlen(v) >= sizeof(buf) || !*v)
-		return steer_seterr(why, whylen, EINVAL,
-				    "must be PREFIX4/LEN[,PREFIX6/LEN], got '%s'", v);
+		return cfg_why(why, whylen, "must be PREFIX4/LEN[,PREFIX6/LEN], got '%s'", v);
 	snprintf(buf, sizeof(buf), "%s", v);
 	/* What is not given keeps the default's prefix. */
 	if (strcmp(v, STEER_XDP_ENCAP_SRC_DEFAULT) &&
 	    encap_parse(STEER_XDP_ENCAP_SRC_DEFAULT, &c, why, whylen))
-		return -EINVAL;
+		return -1;
 	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
 		int rc = encap_one(tok, &c, &seen4, &seen6, why, whylen);
 
@@ -161,20 +157,4 @@ int cfg_parse_xdp_encap_src(const char *v, struct steer_config *dst, char *why, 
 		return -1;
 	snprintf(dst->xdp_encap_src, sizeof(dst->xdp_encap_src), "%s", v);
 	return 0;
-}
-
-void cfg_xdp_apply(struct steer_config *dst, const struct layer *l)
-{
-	const struct steer_config *v = &l->v;
-
-	if (l->set[OPT_XDP_DEV]) {
-		memcpy(dst->xdp_devs, v->xdp_devs, sizeof(dst->xdp_devs));
-		dst->n_xdp_devs = v->n_xdp_devs;
-	}
-	if (l->set[OPT_XDP_MODE])
-		dst->xdp_mode = v->xdp_mode;
-	if (l->set[OPT_XDP_ENCAP_SRC]) {
-		dst->xdp_encap = v->xdp_encap;
-		memcpy(dst->xdp_encap_src, v->xdp_encap_src, sizeof(dst->xdp_encap_src));
-	}
 }

@@ -99,31 +99,19 @@ static int expect_mapping(struct file_walk *w, const yaml_node_t *n, const char 
 	return mapping_check_keys(w, n);
 }
 
-static int file_setting(struct file_walk *w, const struct setting *s, const yaml_node_t *value,
-			struct layer *l)
+/* A top-level option into the file's layer, or a knob into a service's. */
+static int file_option(struct file_walk *w, const struct cfg_option *o, const yaml_node_t *value,
+		       struct layer *l, struct knob_layer *kl)
 {
 	char why[WHY_LEN];
 	const char *v;
-	int rc = node_scalar(w, value, s->name, &v);
+	int rc = node_scalar(w, value, o->doc.key, &v);
 
 	if (rc)
 		return rc;
-	if (cfg_setting_parse(s, v, l, node_line(value), why, sizeof(why)))
-		return file_fail(w, value, "%s: %s", s->name, why);
-	return STEER_CONFIG_OK;
-}
-
-static int file_knob(struct file_walk *w, enum knob k, const yaml_node_t *value,
-		     struct knob_layer *kl)
-{
-	char why[WHY_LEN];
-	const char *v;
-	int rc = node_scalar(w, value, cfg_knob_names[k], &v);
-
-	if (rc)
-		return rc;
-	if (cfg_knob_parse(v, kl, k, why, sizeof(why)))
-		return file_fail(w, value, "%s: %s", cfg_knob_names[k], why);
+	if (kl ? cfg_knob_parse(o, v, kl, why, sizeof(why))
+	       : cfg_option_parse(o, v, l, node_line(value), why, sizeof(why)))
+		return file_fail(w, value, "%s: %s", o->doc.key, why);
 	return STEER_CONFIG_OK;
 }
 
@@ -362,19 +350,19 @@ static int file_service_keys(struct file_walk *w, const yaml_node_t *n, struct s
 
 	for (p = n->data.mapping.pairs.start; !rc && p < n->data.mapping.pairs.top; p++) {
 		const yaml_node_t *value = yaml_document_get_node(w->doc, p->value);
-		const struct setting *s = cfg_setting_find(pair_key(w, p));
+		const struct cfg_option *o = cfg_option_by_key(pair_key(w, p), true);
 
-		if (!strcmp(pair_key(w, p), "vip"))
-			rc = file_service_vip(w, value, d);
-		else if (!strcmp(pair_key(w, p), "backends"))
-			*backends = value;
-		else if (!strcmp(pair_key(w, p), "backend-dns"))
-			*dns = value;
-		else if (s && s->knob >= 0)
-			rc = file_knob(w, (enum knob)s->knob, value, &d->knobs);
-		else
+		if (!o)
 			rc = file_fail(w, yaml_document_get_node(w->doc, p->key),
 				       "unknown key '%s' in service", pair_key(w, p));
+		else if (o->opt == OPT_VIP)
+			rc = file_service_vip(w, value, d);
+		else if (o->opt == OPT_BACKEND)
+			*backends = value;
+		else if (o->opt == OPT_BACKEND_DNS)
+			*dns = value;
+		else
+			rc = file_option(w, o, value, NULL, &d->knobs);
 	}
 	return rc;
 }
@@ -433,12 +421,12 @@ static int file_top(struct file_walk *w, const yaml_node_t *root)
 
 	for (p = root->data.mapping.pairs.start; !rc && p < root->data.mapping.pairs.top; p++) {
 		const yaml_node_t *value = yaml_document_get_node(w->doc, p->value);
-		const struct setting *s = cfg_setting_find(pair_key(w, p));
+		const struct cfg_option *o = cfg_option_by_key(pair_key(w, p), false);
 
 		if (!strcmp(pair_key(w, p), "services"))
 			rc = file_services(w, value);
-		else if (s)
-			rc = file_setting(w, s, value, &w->c->top);
+		else if (o)
+			rc = file_option(w, o, value, &w->c->top, NULL);
 		else
 			rc = file_fail(w, yaml_document_get_node(w->doc, p->key),
 				       "unknown key '%s' at the top level", pair_key(w, p));

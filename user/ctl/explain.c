@@ -272,7 +272,7 @@ static void explain_wire_text(const struct steer_view_service *s,
 	       (unsigned long long)b->wire.requests, (unsigned long long)b->wire.sent_bytes,
 	       (unsigned long long)b->pending_bytes,
 	       (unsigned long long)backend_pending_tokens(s, b),
-	       steer_bytes_per_token((__u16)s->bytes_per_token));
+	       steer_bytes_per_token(s->bytes_per_token));
 	if (b->wire.peer_pending_tokens)
 		printf("    other routers:  %llu tokens sent by them and not answered yet "
 		       "(--peer; in the busy term)\n",

@@ -350,7 +350,7 @@ double snapshot_age_s(const struct steer_bk_info *info)
 uint64_t backend_pending_tokens(const struct steer_view_service *s,
 				const struct steer_view_backend *b)
 {
-	return b->pending_bytes / steer_bytes_per_token((__u16)s->bytes_per_token);
+	return b->pending_bytes / steer_bytes_per_token(s->bytes_per_token);
 }
 
 /*

@@ -86,7 +86,7 @@ void peers_update_targets(struct daemon *d)
 			.svc_id = sb[i].svc_id,
 			.slot = b->slot,
 			.slot_gen = sb[i].slot_gen,
-			.bytes_per_token = steer_policy_bytes_per_token(&sb[i].s->policy),
+			.bytes_per_token = steer_bytes_per_token(sb[i].s->policy.bytes_per_token),
 			.ns_per_token = b->in_table ? b->score.ns_per_token_u : 0,
 		};
 	}

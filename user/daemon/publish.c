@@ -247,7 +247,7 @@ void publish(struct daemon *d)
 			.table = pb->costs,
 			.n_table = pb->n,
 			.credit_tokens = steer_policy_credit(&s->policy),
-			.bytes_per_token = steer_policy_bytes_per_token(&s->policy),
+			.bytes_per_token = steer_bytes_per_token(s->policy.bytes_per_token),
 			.ttl_ns = d->cfg.max_age_ns,
 			.allow_empty = true, /* every backend drained: refuse */
 			.flags = (s->fail_open ? STEER_TBL_FAIL_OPEN : 0) |
@@ -409,7 +409,7 @@ void update_metrics(struct daemon *d)
 		memcpy(ms->poll_buckets, s->poll_buckets, sizeof(ms->poll_buckets));
 		ms->poll_count = s->poll_count;
 		ms->poll_sum_s = s->poll_sum_s;
-		ms->bytes_per_token = steer_policy_bytes_per_token(&s->policy);
+		ms->bytes_per_token = steer_bytes_per_token(s->policy.bytes_per_token);
 		if (steer_dp_service_stats(d->dp, &s->vip, &st) == 0) {
 			ms->fallback_connections_total = st.fallbacks;
 			ms->refused_connections_total = st.refused;

@@ -85,8 +85,8 @@ struct steer_dp_service {
 	const struct steer_dp_cost *table;
 	size_t n_table;
 	uint32_t credit_tokens;	  /* 0: STEER_DEFAULT_CREDIT_TOKENS */
-	uint32_t bytes_per_token; /* request bytes per token; 0: STEER_DEFAULT_BYTES_PER_TOKEN;
-				   * at most STEER_MAX_BYTES_PER_TOKEN */
+	uint32_t bytes_per_token; /* request bytes per token, at most STEER_MAX_BYTES_PER_TOKEN;
+				   * 0: the default (steer_bytes_per_token) */
 	uint64_t ttl_ns;	  /* the table expires this long after publish */
 	bool allow_empty;	  /* n_table == 0 is legal: the kernel refuses connects */
 	uint32_t flags;		  /* STEER_TBL_* */

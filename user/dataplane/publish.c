@@ -341,8 +341,7 @@ static int plan_service(struct steer_dp *dp, struct plan *p, const struct steer_
 	t->expires_ns = steer_policy_u64_sat((double)now + (double)s->ttl_ns);
 	t->published_ns = now;
 	t->flags = (__u16)s->flags;
-	t->bytes_per_token =
-		(__u16)(s->bytes_per_token ? s->bytes_per_token : STEER_DEFAULT_BYTES_PER_TOKEN);
+	t->bytes_per_token = (__u16)steer_bytes_per_token(s->bytes_per_token);
 	t->generation = dp->generation + 1;
 	p->tables[id] = t;
 	return 0;

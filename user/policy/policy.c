@@ -7,6 +7,9 @@
 #include <math.h>
 #include <stdio.h>
 
+#define STR_(x) #x
+#define STR(x) STR_(x)
+
 uint64_t steer_policy_u64_sat(double x)
 {
 	if (!(x > 0)) /* also NaN */
@@ -28,8 +31,9 @@ int steer_policy_check(const struct steer_policy *p, char *why, size_t whylen)
 		msg = "least-load-mean-prefill-tokens must be an integer >= 1";
 	else if (p->peer_routers < 1)
 		msg = "peer-routers must be an integer >= 1";
-	else if (p->bytes_per_token > STEER_POLICY_MAX_BYTES_PER_TOKEN)
-		msg = "bytes-per-token must be an integer from 1 to 1024 (0: the default)";
+	else if (p->bytes_per_token > STEER_MAX_BYTES_PER_TOKEN)
+		msg = "bytes-per-token must be an integer from 1 to " STR(
+			STEER_MAX_BYTES_PER_TOKEN) " (0: the default)";
 	if (!msg)
 		return 0;
 	if (why && whylen)
@@ -241,14 +245,9 @@ void steer_policy_add_phase(const struct steer_policy *p, struct steer_policy_sc
 	s->base_wait_ns = steer_sat_add(s->base_wait_ns, phase);
 }
 
-uint32_t steer_policy_bytes_per_token(const struct steer_policy *p)
-{
-	return p->bytes_per_token ? p->bytes_per_token : STEER_DEFAULT_BYTES_PER_TOKEN;
-}
-
 uint64_t steer_policy_wire_tokens(const struct steer_policy *p, uint64_t bytes)
 {
-	return bytes / steer_policy_bytes_per_token(p);
+	return bytes / steer_bytes_per_token(p->bytes_per_token);
 }
 
 double steer_policy_wire_queue(double queued, uint64_t pending_at_poll, double *subtracted)

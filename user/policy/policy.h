@@ -24,13 +24,10 @@
 #define STEER_DEFAULT_THROUGHPUT 2000.0	      /* tokens per second */
 #define STEER_DEFAULT_MEAN_PREFILL_TOKENS 1024u
 #define STEER_KV_CLAMP_MAX 0.999
-/* Request bytes on the wire per token: about 4 for text in JSON,
- * 3 for gRPC carrying token ids. Normally from bpf/steer_common.h. */
-#ifndef STEER_DEFAULT_BYTES_PER_TOKEN
-#define STEER_DEFAULT_BYTES_PER_TOKEN 4
-#endif
-/* The knob's bound (the kernel takes up to 65535): more is a unit mistake. */
-#define STEER_POLICY_MAX_BYTES_PER_TOKEN 1024
+/* Request bytes on the wire per token, about 4 for text in JSON, 3 for gRPC
+ * carrying token ids: STEER_DEFAULT_BYTES_PER_TOKEN, at most
+ * STEER_MAX_BYTES_PER_TOKEN, 0 resolved by steer_bytes_per_token
+ * (bpf/steer_common.h). */
 
 struct steer_policy {
 	double kv_pressure_weight;    /* s; finite, >= 0 */
@@ -161,9 +158,6 @@ void steer_policy_score_all(const struct steer_policy *p, const struct steer_pol
  * one router nothing changes.
  */
 void steer_policy_add_phase(const struct steer_policy *p, struct steer_policy_score *s, double u01);
-
-/* The bytes per token in effect: the knob, or the default for 0. */
-uint32_t steer_policy_bytes_per_token(const struct steer_policy *p);
 
 /* Request bytes as tokens, as the kernel counts them: bytes / bytes per token,
  * rounded down. */
