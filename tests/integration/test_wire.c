@@ -249,7 +249,7 @@ static void test_bytes_per_token_is_per_service_and_in_the_view(void)
 
 	CHECK(publish(&vip_bpt, be, 1, STEER_MAX_BYTES_PER_TOKEN + 1) != 0 &&
 		      strstr(err, "bytes_per_token") != NULL,
-	      "a bytes_per_token of 65536 was accepted (%s)", err);
+	      "a bytes_per_token of %u was accepted (%s)", STEER_MAX_BYTES_PER_TOKEN + 1, err);
 	CHECK(publish(&vip_bpt, be, 1, 3) == 0, "publish: %s", err);
 	fd = client_connect(&vip_bpt);
 	CHECK(fd >= 0, "connect: %s", strerror(-fd));

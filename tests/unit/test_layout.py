@@ -118,7 +118,7 @@ with t.case("bpf/ includes nothing of user space and holds only the loaded progr
 
 SHIPPED_TEXT = ["README.md", "Dockerfile", "docs/operations.md", "docs/deployment.md",
                 "docs/algorithm.md", "docs/man/smg-steerd.8", "docs/man/smg-steerctl.8"]
-HISTORY = re.compile(r"\b(?:issue|run)s? #?\d+\b", re.I)
+HISTORY = re.compile(r"(?<!-)\b(?:issue|run)s? #?\d+\b", re.I)
 ABLATION = re.compile(r"ablation", re.I)
 
 
