@@ -173,11 +173,17 @@ $(O)/obj/ctl/%.o: user/ctl/%.c $(USER_HDRS)
 DAEMON_OBJS := $(patsubst user/daemon/%.c,$(O)/obj/daemon/%.o,$(wildcard user/daemon/*.c))
 CTL_OBJS := $(patsubst user/ctl/%.c,$(O)/obj/ctl/%.o,$(wildcard user/ctl/*.c))
 
+# --as-needed: a program records only the shared libraries its objects use
+# (smg-steerctl takes the names of the load sources from loads, not gRPC).
+LDFLAGS_PROG := -Wl,--as-needed
+
 $(O)/smg-steerd: $(DAEMON_OBJS) $(call libs_of,$(DAEMON_MODS))
-	$(CC) $(CFLAGS_ALL) $^ -o $@ $(LDFLAGS_SAN) $(call ldlibs_of,$(DAEMON_MODS)) -lpthread
+	$(CC) $(CFLAGS_ALL) $^ -o $@ $(LDFLAGS_SAN) $(LDFLAGS_PROG) $(call ldlibs_of,$(DAEMON_MODS)) \
+		-lpthread
 
 $(O)/smg-steerctl: $(CTL_OBJS) $(call libs_of,$(CTL_MODS))
-	$(CC) $(CFLAGS_ALL) $^ -o $@ $(LDFLAGS_SAN) $(call ldlibs_of,$(CTL_MODS)) -ljson-c
+	$(CC) $(CFLAGS_ALL) $^ -o $@ $(LDFLAGS_SAN) $(LDFLAGS_PROG) $(call ldlibs_of,$(CTL_MODS)) \
+		-ljson-c
 
 PROGRAMS := $(O)/smg-steerd $(O)/smg-steerctl
 

@@ -73,7 +73,6 @@ import select
 import signal
 import socket
 import sys
-import tempfile
 import threading
 import time
 from concurrent import futures
@@ -404,8 +403,9 @@ class Worker:
         self.state = State(args.state)
         self.stats = stats
         self.worker = self  # Handler reads self.server.worker
-        self.tmpdir = tempfile.mkdtemp(prefix="fake-engine-")
-        sock_path = os.path.join(self.tmpdir, "grpc.sock")
+        # Beside the state file, in the test's own directory: whoever removes
+        # that removes the socket too, also after a SIGKILL.
+        sock_path = os.path.abspath(args.state) + ".grpc.sock"
         # Every kind has a gRPC server: a gRPC kind's own engine, an HTTP kind
         # a SGLang one for grpc_on_http.
         self.grpc = GrpcSide(self, self.engine or "sglang", args.pb2_dir or default_pb2_dir(),
@@ -556,7 +556,6 @@ class Worker:
         self.grpc.stop()
         try:
             os.unlink(self.grpc.sock_path)
-            os.rmdir(self.tmpdir)
         except OSError:
             pass
 
