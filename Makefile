@@ -264,9 +264,10 @@ $(O)/gen-options: $(wildcard tools/man/*.c tools/man/*.h) $(call libs_of,$(UNIT_
 man: $(O)/gen-options
 	$(O)/gen-options docs/man/smg-steerd.8
 
-# make test: everything, the README's test command.
+# make test: everything, the README's test command (with the simulator, whose
+# options the docs' check reads from its --help).
 test: deps deps-test
-	@$(MAKE) --no-print-directory O=build/san SAN=1 build-all tests
+	@$(MAKE) --no-print-directory O=build/san SAN=1 build-all tests build/san/steer-sim
 	@$(MAKE) --no-print-directory O=build/fuzz FUZZ=1 CC=$(CLANG) fuzz-build
 	@tests/run.sh build/san all
 

@@ -1,7 +1,7 @@
 #!/bin/sh
 # make demo, short: it must run, show steering, exit 0 and leave nothing
 # behind (network namespaces, cgroups, pins, processes).
-top=${STEER_TOP:-$(cd "$(dirname "$0")/.." && pwd)}
+top=${STEER_TOP:-$(cd "$(dirname "$0")/../.." && pwd)}
 out=$(mktemp /tmp/smg-steer-demo-test.XXXXXX)
 n=0
 fail=0

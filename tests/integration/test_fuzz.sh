@@ -5,5 +5,5 @@
 # runs are `make fuzz` (see docs/benchmarks.md, "Fuzzing").
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
-top=${STEER_TOP:-$(cd "$here/.." && pwd)}
-FUZZ_SECONDS=${FUZZ_SECONDS:-3} exec "$here/fuzz/run.sh" "$top/build/fuzz"
+top=${STEER_TOP:-$(cd "$here/../.." && pwd)}
+FUZZ_SECONDS=${FUZZ_SECONDS:-3} exec "$top/tests/fuzz/run.sh" "$top/build/fuzz"

@@ -1,6 +1,6 @@
 #!/bin/sh
 # make install honours PREFIX and DESTDIR: the two programs and both man pages.
-top=${STEER_TOP:-$(cd "$(dirname "$0")/.." && pwd)}
+top=${STEER_TOP:-$(cd "$(dirname "$0")/../.." && pwd)}
 dest=$(mktemp -d /tmp/smg-steer-install.XXXXXX)
 trap 'rm -rf "$dest"' EXIT
 n=0
