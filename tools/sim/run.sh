@@ -6,7 +6,7 @@
 #   OUTDIR    where results.csv and the plots go (default build/sim)
 #   --quick   tiny runs (seconds), for tests: the numbers are not meaningful
 #
-# Builds the release binary (make build/steer-sim) and runs two simulations
+# Builds the release binary (make sim: build/steer-sim) and runs two simulations
 # at a time. Every run is deterministic (seed in the CSV), so the same
 # command gives byte-identical results.csv.
 set -eu
