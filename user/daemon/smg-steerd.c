@@ -12,6 +12,7 @@
  */
 #include <errno.h>
 #include <malloc.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -287,6 +288,16 @@ static int check_config(struct steer_config *cfg)
 	return 0;
 }
 
+/* The tick after a regular cycle; after an overrun, now rather than a burst of
+ * cycles to catch up. */
+static uint64_t next_regular_tick(uint64_t tick, uint64_t interval_ns)
+{
+	uint64_t now = steer_monotonic_ns();
+
+	tick += interval_ns;
+	return tick < now ? now : tick;
+}
+
 int main(int argc, char **argv)
 {
 	struct daemon d = { 0 };
@@ -326,10 +337,14 @@ int main(int argc, char **argv)
 		discovery_apply(&d);
 	next_tick = steer_monotonic_ns();
 	while (!stop_requested) {
+		bool on_schedule = steer_monotonic_ns() >= next_tick;
+
 		run_cycle(&d);
-		next_tick += d.cfg.interval_ns;
-		if (next_tick < steer_monotonic_ns())
-			next_tick = steer_monotonic_ns(); /* overran: do not burst */
+		/* A cycle run early, for a reload or a DNS change, is an extra one: it
+		 * leaves the regular tick where it was, so that no burst of SIGHUPs
+		 * can push the next poll out until the tables expire. */
+		if (on_schedule)
+			next_tick = next_regular_tick(next_tick, d.cfg.interval_ns);
 		idle(&d, next_tick);
 		if (steer_discovery_changed(d.disc))
 			discovery_apply(&d); /* the next cycle polls the new backends at once */
