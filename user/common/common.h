@@ -27,6 +27,9 @@ int steer_addr_parse(const char *s, struct steer_addr *out, char *err, size_t er
 const char *steer_addr_format(const struct steer_addr *a, char *buf, size_t len);
 bool steer_addr_is_v4(const struct steer_addr *a);
 bool steer_addr_equal(const struct steer_addr *a, const struct steer_addr *b);
+/* What kind of address no connection can be steered to or from ("multicast
+ * (224.0.0.0/4)", ...), or NULL for a usable one. */
+const char *steer_addr_unusable(const struct steer_addr *a);
 
 /* ---- Errors, clocks, the host --------------------------------------------- */
 
