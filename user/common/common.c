@@ -63,6 +63,18 @@ const char *steer_addr_unusable(const struct steer_addr *a)
 	return NULL;
 }
 
+char *steer_secret_join(const char *prefix, const char *secret)
+{
+	size_t a = strlen(prefix), b = strlen(secret);
+	char *s = malloc(a + b + 1);
+
+	if (!s)
+		return NULL;
+	memcpy(s, prefix, a);
+	memcpy(s + a, secret, b + 1);
+	return s;
+}
+
 bool steer_addr_equal(const struct steer_addr *a, const struct steer_addr *b)
 {
 	return memcmp(a, b, sizeof(*a)) == 0;

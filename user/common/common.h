@@ -30,6 +30,10 @@ bool steer_addr_equal(const struct steer_addr *a, const struct steer_addr *b);
 /* What kind of address no connection can be steered to or from ("multicast
  * (224.0.0.0/4)", ...), or NULL for a usable one. */
 const char *steer_addr_unusable(const struct steer_addr *a);
+/* prefix and secret joined in one allocation of the exact size, or NULL.
+ * Not asprintf: it shrinks a larger buffer with realloc, leaving a copy of
+ * the secret in freed memory. The caller wipes the result before freeing. */
+char *steer_secret_join(const char *prefix, const char *secret);
 
 /* ---- Errors, clocks, the host --------------------------------------------- */
 

@@ -51,6 +51,12 @@ static void run_cycle(struct daemon *d)
 	malloc_trim(0);
 }
 
+static void log_config_warning(const char *line, void *arg)
+{
+	(void)arg;
+	log_warn("%s", line);
+}
+
 /* Apply a reload whose parse is ready (see idle()). */
 static void reload(struct daemon *d)
 {
@@ -62,6 +68,7 @@ static void reload(struct daemon *d)
 		log_error("reload rejected, the running configuration stays: %s", err);
 		return;
 	}
+	steer_config_each_warning(&next, log_config_warning, NULL);
 	if (strcmp(next.pin_path, d->cfg.pin_path) || strcmp(next.cgroup, d->cfg.cgroup))
 		log_warn("reload: --pin-path and --cgroup changes need a restart; ignored");
 	if (strcmp(next.wire_cgroup, d->cfg.wire_cgroup))
@@ -305,6 +312,10 @@ int main(int argc, char **argv)
 	uint64_t next_tick;
 	int rc;
 
+	if (steer_privs_no_core_dumps(err, sizeof(err)) != 0) {
+		fprintf(stderr, "smg-steerd: %s\n", err);
+		return 1;
+	}
 	switch (steer_config_load(argc, argv, &d.cfg, err, sizeof(err))) {
 	case STEER_CONFIG_OK:
 		break;
@@ -323,6 +334,7 @@ int main(int argc, char **argv)
 	 * no measurable CPU cost (the polls all run on one thread anyway). */
 	mallopt(M_ARENA_MAX, 1);
 	steer_log_set_level(d.cfg.log_level);
+	steer_config_each_warning(&d.cfg, log_config_warning, NULL);
 	seed_random(&d);
 	install_signals();
 	d.reload = steer_reload_new(argc, argv,

@@ -298,7 +298,7 @@ int steer_poller_set_auth(struct steer_poller *p, int handle, const char *token)
 
 	if (!h)
 		return -EINVAL;
-	if (token && asprintf(&value, "Bearer %s", token) < 0)
+	if (token && !(value = steer_secret_join("Bearer ", token)))
 		return -ENOMEM;
 	free_authorization(h);
 	h->authorization = value;

@@ -16,6 +16,7 @@
 
 #include <curl/curl.h>
 #include <errno.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -54,11 +55,57 @@ struct steer_http {
 static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
 static CURLcode curl_init_rc;
 
+/*
+ * libcurl's memory, wiped when freed. libcurl copies the Authorization line
+ * into its header list and into each request it assembles, and frees those
+ * buffers without clearing them: a bearer token would stay in freed heap
+ * memory, for a core dump or a later bug to expose. Every block libcurl
+ * frees or moves is cleared first (malloc_usable_size: the whole block, not
+ * only what libcurl asked for). libcurl's allocations are few and small per
+ * poll, so the cost does not show in a cycle.
+ */
+static void wiping_free(void *p)
+{
+	if (!p)
+		return;
+	explicit_bzero(p, malloc_usable_size(p));
+	free(p);
+}
+
+static void *wiping_realloc(void *p, size_t size)
+{
+	size_t old;
+	void *q;
+
+	if (!p)
+		return malloc(size);
+	if (!size) {
+		wiping_free(p);
+		return NULL;
+	}
+	old = malloc_usable_size(p);
+	q = malloc(size);
+	if (!q)
+		return NULL; /* p stays, as realloc leaves it */
+	memcpy(q, p, old < size ? old : size);
+	wiping_free(p);
+	return q;
+}
+
+static char *wiping_strdup(const char *s)
+{
+	size_t n = strlen(s) + 1;
+	char *d = malloc(n);
+
+	return d ? memcpy(d, s, n) : NULL;
+}
+
 static void curl_init(void)
 {
 	/* Once for the process, never cleaned up: libcurl's global state is
 	 * shared by every poller and costs nothing idle. */
-	curl_init_rc = curl_global_init(CURL_GLOBAL_DEFAULT);
+	curl_init_rc = curl_global_init_mem(CURL_GLOBAL_DEFAULT, malloc, wiping_free,
+					    wiping_realloc, wiping_strdup, calloc);
 }
 
 int steer_curl_global_init(void)
@@ -198,7 +245,7 @@ int steer_http_set_auth(struct steer_http *h, int handle, const char *token)
 		return -EINVAL;
 	if (hh->get_running)
 		return -EBUSY; /* libcurl reads the header list during the transfer */
-	if (token && asprintf(&line, "Authorization: Bearer %s", token) < 0)
+	if (token && !(line = steer_secret_join("Authorization: Bearer ", token)))
 		return -ENOMEM;
 	list = line ? curl_slist_append(NULL, line) : NULL;
 	if (line && !list) {
