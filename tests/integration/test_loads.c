@@ -501,6 +501,20 @@ static void test_token_copies_wiped(void)
 	close(lfd);
 }
 
+/* A failed poll names the source that was polled: an engine=vllm backend's
+ * /metrics is vLLM's, also before any answer was decoded. */
+static void test_failure_names_the_polled_source(void)
+{
+	int h = add(STEER_SCHEME_HTTP, STEER_ENGINE_VLLM, web.addr, "/metrics", NULL);
+	struct steer_loads_result r;
+
+	server_route(&web, "/metrics", 500, "");
+	r = poll_once(h);
+	CHECK(r.kind != STEER_POLL_OK && r.source == STEER_SOURCE_HTTP_METRICS_VLLM,
+	      "kind %s source %s", kind_name(r.kind), steer_source_name(r.source));
+	steer_loads_remove(L, h);
+}
+
 /* A kept source that goes away: failed polls, then, after reprobe_after, the
  * next source that answers. */
 static void test_reprobes_after_failures(void)
@@ -579,6 +593,7 @@ int main(void)
 	TAP_RUN(test_slow_body_hits_the_deadline);
 	TAP_RUN(test_bearer_token);
 	TAP_RUN(test_token_copies_wiped);
+	TAP_RUN(test_failure_names_the_polled_source);
 	TAP_RUN(test_reprobes_after_failures);
 	TAP_RUN(test_wrong_protocol_fails);
 	TAP_RUN(test_many_handles_at_once);
