@@ -64,4 +64,29 @@ void steer_log(enum steer_log_level level, const char *fmt, ...)
 #define log_info(...) steer_log(STEER_LOG_INFO, __VA_ARGS__)
 #define log_debug(...) steer_log(STEER_LOG_DEBUG, __VA_ARGS__)
 
+/*
+ * A line that whoever can send this process a datagram could repeat at will
+ * (a refused report, a forgery): at most `burst` of them per `every_ns`, so a
+ * flood costs the log a few lines, and the first line let through after
+ * some were held back says how many.
+ *
+ *   static struct steer_log_limit lim;
+ *   uint64_t held;
+ *
+ *   if (steer_log_limit_pass(&lim, steer_monotonic_ns(), 10 * 1000000000ULL, 1, &held))
+ *           log_warn("dropped a report from %s (%llu more since)", addr, held);
+ *
+ * Not locked: one thread owns each.
+ */
+struct steer_log_limit {
+	uint64_t since_ns; /* when the current window began (0: none yet) */
+	uint64_t logged;   /* lines let through in it */
+	uint64_t held;	   /* lines held back since the last one let through */
+};
+
+/* Whether to log the line now (CLOCK_MONOTONIC now_ns). When true, *held
+ * (may be NULL) is the number held back since the last one let through. */
+bool steer_log_limit_pass(struct steer_log_limit *l, uint64_t now_ns, uint64_t every_ns,
+			  uint64_t burst, uint64_t *held);
+
 #endif /* STEER_USER_COMMON_H */
