@@ -294,6 +294,14 @@ fuzz: deps deps-test
 # ---- the lab: benchmarks and the simulator, with their own targets -----------------
 
 include tools/bench/bench.mk
+
+# The peak RSS of decoding hostile load answers: the decoders of OLD (a tree, or
+# a commit; default 31cd3db) beside this tree's, -O2 without sanitizers
+# (tools/bench/decode_mem.sh; no root, about a minute).
+.PHONY: bench-decode-mem
+bench-decode-mem:
+	tools/bench/decode_mem.sh $(OLD)
+
 include tools/sim/sim.mk
 
 # ---- demo -------------------------------------------------------------------------
