@@ -268,6 +268,7 @@ man: $(O)/gen-options
 # options the docs' check reads from its --help).
 test: deps deps-test
 	@$(MAKE) --no-print-directory O=build/san SAN=1 build-all tests build/san/steer-sim
+	@$(MAKE) --no-print-directory O=build/rel build/rel/smg-steerd # test_memory: RSS unsanitized
 	@$(MAKE) --no-print-directory O=build/fuzz FUZZ=1 CC=$(CLANG) fuzz-build
 	@tests/run.sh build/san all
 
