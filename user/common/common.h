@@ -1,7 +1,12 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /*
  * common.h - what every module of smg-steer uses: transport addresses, the
- * error convention, the monotonic clock, the cgroup2 mount, and the log.
+ * error convention, the monotonic clock, the cgroup2 mount, the log and its
+ * rate limit.
+ *
+ * The rate limit: a log line that something outside could repeat many times
+ * a second (a flapping backend) passes at most once a period, and says how
+ * many were held back since the last that passed.
  *
  * The error convention: a function that can fail returns 0 or a negative
  * errno and writes a one-line reason into err (which may be NULL);
@@ -56,5 +61,19 @@ void steer_log(enum steer_log_level level, const char *fmt, ...)
 #define log_warn(...) steer_log(STEER_LOG_WARN, __VA_ARGS__)
 #define log_info(...) steer_log(STEER_LOG_INFO, __VA_ARGS__)
 #define log_debug(...) steer_log(STEER_LOG_DEBUG, __VA_ARGS__)
+
+/* ---- The rate limit of a log line that may recur often ------------------ */
+
+/* Zero-initialised: the first line passes. */
+struct steer_ratelimit {
+	uint64_t next_ns; /* CLOCK_MONOTONIC ns: no line passes before it; 0: one passes */
+	uint64_t held;	  /* lines held back since the last that passed */
+};
+
+/* True when a line may be logged at now_ns (ns, CLOCK_MONOTONIC); the next
+ * passes period_ns later. *held (may be NULL) is then how many were held
+ * back before this one. False: held back, and counted. */
+bool steer_ratelimit_pass(struct steer_ratelimit *rl, uint64_t now_ns, uint64_t period_ns,
+			  uint64_t *held);
 
 #endif /* STEER_USER_COMMON_H */

@@ -35,3 +35,19 @@ void steer_log(enum steer_log_level level, const char *fmt, ...)
 	fprintf(stderr, "%s.%03ldZ smg-steerd[%d] %s: %s\n", stamp, (long)(tv.tv_usec / 1000),
 		(int)getpid(), level_names[level], msg);
 }
+
+/* The limit is per line kind (the caller keeps one struct per kind and
+ * subject), so that a flood of one never hides another. */
+bool steer_ratelimit_pass(struct steer_ratelimit *rl, uint64_t now_ns, uint64_t period_ns,
+			  uint64_t *held)
+{
+	if (rl->next_ns && now_ns < rl->next_ns) {
+		rl->held++;
+		return false;
+	}
+	if (held)
+		*held = rl->held;
+	rl->held = 0;
+	rl->next_ns = now_ns + period_ns;
+	return true;
+}
