@@ -1,7 +1,12 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /*
  * common.h - what every module of smg-steer uses: transport addresses, the
- * error convention, the monotonic clock, the cgroup2 mount, and the log.
+ * error convention, the monotonic clock, the cgroup2 mount, the log and its
+ * rate limit.
+ *
+ * The rate limit: a log line that something outside could repeat many times
+ * a second (a flapping backend) passes at most once a period, and says how
+ * many were held back since the last that passed.
  *
  * The error convention: a function that can fail returns 0 or a negative
  * errno and writes a one-line reason into err (which may be NULL);
