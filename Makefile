@@ -268,6 +268,7 @@ man: $(O)/gen-options
 # options the docs' check reads from its --help).
 test: deps deps-test
 	@$(MAKE) --no-print-directory O=build/san SAN=1 build-all tests build/san/steer-sim
+	@$(MAKE) --no-print-directory O=build/rel build/rel/smg-steerd # test_memory: RSS unsanitized
 	@$(MAKE) --no-print-directory O=build/fuzz FUZZ=1 CC=$(CLANG) fuzz-build
 	@tests/run.sh build/san all
 
@@ -294,6 +295,14 @@ fuzz: deps deps-test
 # ---- the lab: benchmarks and the simulator, with their own targets -----------------
 
 include tools/bench/bench.mk
+
+# The peak RSS of decoding hostile load answers: the decoders of OLD (a tree, or
+# a commit; default 31cd3db) beside this tree's, -O2 without sanitizers
+# (tools/bench/decode_mem.sh; no root, about a minute).
+.PHONY: bench-decode-mem
+bench-decode-mem:
+	tools/bench/decode_mem.sh $(OLD)
+
 include tools/sim/sim.mk
 
 # ---- demo -------------------------------------------------------------------------

@@ -7,7 +7,9 @@
  * selection tree (steer_svc_tree) under its lock, and remember the socket in
  * a per-socket record (steer_socks); getpeername4/6 report the virtual
  * address from that record; cgroup/sock_release gives the record back and
- * takes the socket off its backend's live count. The daemon (smg-steerd)
+ * takes the socket off its backend's live count; sockops counts a backend
+ * that resets a steered connection at once as a failed connect (fast
+ * ejection, steer_common.h). The daemon (smg-steerd)
  * publishes the per-service tables; this file only reads them, credits
  * in-flight work and counts.
  */
@@ -21,6 +23,7 @@
 #include "steer_wire.bpf.h"
 
 #define SOCK_STREAM 1
+#define ECONNRESET 104
 #define ECONNREFUSED 111
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
@@ -33,26 +36,52 @@ static __always_inline int is_tcp(const struct bpf_sock_addr *ctx)
 	return ctx->type == SOCK_STREAM && ctx->protocol == STEER_IPPROTO_TCP;
 }
 
+/* How a steered connection ended, for fast ejection (steer_common.h). */
+enum conn_end {
+	CONN_FAILED,  /* never established: refused, timed out, given up */
+	CONN_THROUGH, /* established, and answered or still open */
+	CONN_SILENT,  /* established, then closed by a reset or a timeout with nothing
+		       * received: steer_sockops counted it if it was a reset soon
+		       * after the handshake; it never resets the count */
+};
+
 /*
- * Was the socket's handshake ever completed? Its SYN was acknowledged then:
- * tcp_sock.bytes_acked counts the SYN as one byte; a refused, timed-out or
- * abandoned connect leaves it at 0. Read-only, through the kernel's type.
+ * How the socket's connection ended, read when it is released or connected
+ * again. The handshake completed when the SYN was acknowledged:
+ * tcp_sock.bytes_acked counts the SYN as one byte, and a refused, timed-out
+ * or abandoned connect leaves it at 0. A socket still open is in any state
+ * but TCP_CLOSE (its release comes before the close); one in TCP_CLOSE that
+ * received no byte was reset or timed out before an answer. Read-only,
+ * through the kernel's type.
  */
-static __always_inline bool ever_established(struct sock *sk)
+static __always_inline enum conn_end conn_end(struct sock *sk)
 {
 	struct tcp_sock *tp = bpf_rdonly_cast(sk, bpf_core_type_id_kernel(struct tcp_sock));
 
-	return tp->bytes_acked != 0;
+	if (!tp->bytes_acked)
+		return CONN_FAILED;
+	if (sk->__sk_common.skc_state == BPF_TCP_CLOSE && !tp->bytes_received)
+		return CONN_SILENT;
+	return CONN_THROUGH;
+}
+
+/* One more failed connect of the slot: at STEER_FAIL_EJECT it is no longer
+ * eligible, and its service's tree is rebuilt at the next connect. */
+static __always_inline void slot_failed(struct steer_slot *s, __u16 svc_id)
+{
+	if (__sync_fetch_and_add(&s->fails, 1) == STEER_FAIL_EJECT - 1)
+		svc_touch(svc_id);
 }
 
 /*
  * A steered socket is released, or connected again elsewhere: take it off its
- * backend's live count and settle its unanswered request bytes (wire_close), and count a connect that never got established
- * towards fast ejection (one that did resets the count). Nothing when the
- * slot has changed owner since (its gen moved on). Crossing the threshold
- * either way has the service's tree rebuilt at its next connect.
+ * backend's live count and settle its unanswered request bytes (wire_close);
+ * a connect that never got established counts towards fast ejection, one
+ * that got through resets the count. Nothing when the slot has changed owner
+ * since (its gen moved on). Crossing the threshold either way has the
+ * service's tree rebuilt at its next connect.
  */
-static __always_inline void sock_done(struct steer_sock *r, bool established)
+static __always_inline void sock_done(struct steer_sock *r, enum conn_end end)
 {
 	struct steer_slot_array *all = slots_all();
 	struct steer_slot *s;
@@ -65,10 +94,9 @@ static __always_inline void sock_done(struct steer_sock *r, bool established)
 		return;
 	if (live)
 		__sync_fetch_and_add(&s->closed, 1);
-	if (!established) {
-		if (__sync_fetch_and_add(&s->fails, 1) == STEER_FAIL_EJECT - 1)
-			svc_touch(r->svc_id);
-	} else if (s->fails) {
+	if (end == CONN_FAILED) {
+		slot_failed(s, r->svc_id);
+	} else if (end == CONN_THROUGH && s->fails) {
 		bool was_out = s->fails >= STEER_FAIL_EJECT;
 
 		s->fails = 0;
@@ -104,7 +132,7 @@ static __always_inline struct steer_sock *sock_claim(__u64 cookie, int fresh, st
 		struct steer_sock *old = sock_find(cookie);
 
 		if (old) {
-			sock_done(old, ever_established(sk));
+			sock_done(old, conn_end(sk));
 			return old;
 		}
 	}
@@ -284,8 +312,120 @@ int steer_release(struct bpf_sock *ctx)
 	struct steer_sock *r;
 
 	if (cookie && (r = sock_find(cookie))) {
-		sock_done(r, ever_established(sk));
+		sock_done(r, conn_end(sk));
 		r->cookie = 0; /* free for the next socket */
 	}
+	return 1;
+}
+
+/* ---- fast ejection: resets soon after the handshake ---------------------------- */
+
+/* When each steered socket's handshake completed, by record index (struct
+ * steer_sock_est). Not pinned, like steer_sockrx: a new owner's program
+ * starts it afresh, and a socket established before then is not counted if
+ * it is reset (its entry names no socket, or another). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, STEER_SOCK_RECORDS);
+	__type(key, __u32);
+	__type(value, struct steer_sock_est);
+} steer_sockest SEC(".maps");
+
+/* The sockops socket and its cookie, read without creating one; 0: none. */
+static __always_inline __u64 ops_cookie(struct bpf_sock_ops *ctx, struct sock **sk)
+{
+	struct bpf_sock_ops_kern *k = bpf_cast_to_kern_ctx(ctx);
+
+	*sk = k->sk;
+	return *sk ? (*sk)->__sk_common.skc_cookie.counter : 0;
+}
+
+/*
+ * A socket's handshake completed. A steered one has the time kept and its
+ * state changes followed from now on: only steered sockets pay for the state
+ * callback, and an unsteered one leaves after one load (no cookie: only a
+ * steered connect creates one, or no record).
+ */
+static __always_inline void ops_established(struct bpf_sock_ops *ctx)
+{
+	struct steer_sock_est *est;
+	struct sock *sk;
+	__u64 cookie = ops_cookie(ctx, &sk);
+	__u32 idx;
+
+	if (!cookie || !sock_find_idx(cookie, &idx))
+		return;
+	est = bpf_map_lookup_elem(&steer_sockest, &idx);
+	if (!est)
+		return;
+	est->cookie = cookie;
+	est->at_ns = bpf_ktime_get_coarse_ns();
+	bpf_sock_ops_cb_flags_set(ctx, ctx->bpf_sock_ops_cb_flags | BPF_SOCK_OPS_STATE_CB_FLAG);
+}
+
+/*
+ * An established steered socket went straight to TCP_CLOSE. The backend
+ * reset it (sk_err ECONNRESET: set before the state changes; a timeout sets
+ * ETIMEDOUT) within STEER_RESET_FAIL_NS of the handshake, before one byte of
+ * answer came back: a failed connect, as if it had been refused. Its release
+ * then neither counts it again nor resets the count (CONN_SILENT). (An
+ * application's own abort by connect(AF_UNSPEC) looks the same; one by
+ * close() comes after the release, which has freed the record.)
+ */
+static __always_inline void ops_reset(struct bpf_sock_ops *ctx)
+{
+	struct steer_slot_array *all;
+	struct steer_sock_est *est;
+	struct steer_sock *r;
+	struct steer_slot *s;
+	struct sock *sk;
+	__u64 cookie;
+	__u32 idx;
+
+	if (ctx->bytes_received)
+		return;
+	cookie = ops_cookie(ctx, &sk);
+	if (!cookie || sk->sk_err != ECONNRESET)
+		return;
+	r = sock_find_idx(cookie, &idx);
+	est = r ? bpf_map_lookup_elem(&steer_sockest, &idx) : 0;
+	if (!est || est->cookie != cookie || !(r->flags & STEER_SOCK_LIVE) ||
+	    bpf_ktime_get_coarse_ns() - est->at_ns > STEER_RESET_FAIL_NS)
+		return;
+	all = slots_all();
+	if (!all)
+		return;
+	s = slot_in(all, r->slot);
+	if (s->gen == r->slot_gen)
+		slot_failed(s, r->svc_id);
+}
+
+/*
+ * A steered socket left ESTABLISHED. Straight to CLOSE may be a reset to
+ * count; any other way (a FIN either way) it is closing in order, and its
+ * state changes are no longer followed: each would cost a run for nothing.
+ */
+static __always_inline void ops_left_established(struct bpf_sock_ops *ctx)
+{
+	if (ctx->args[1] == BPF_TCP_CLOSE)
+		ops_reset(ctx);
+	else
+		bpf_sock_ops_cb_flags_set(ctx,
+					  ctx->bpf_sock_ops_cb_flags & ~BPF_SOCK_OPS_STATE_CB_FLAG);
+}
+
+/*
+ * Every TCP socket of the cgroup passes here a few times while it connects
+ * (the kernel asks for timeouts, windows and ECN, none of which this
+ * program answers: the kernel's defaults stay) and once established; a
+ * steered socket then passes once more, when it leaves ESTABLISHED.
+ */
+SEC("sockops")
+int steer_sockops(struct bpf_sock_ops *ctx)
+{
+	if (ctx->op == BPF_SOCK_OPS_ACTIVE_ESTABLISHED_CB)
+		ops_established(ctx);
+	else if (ctx->op == BPF_SOCK_OPS_STATE_CB && ctx->args[0] == BPF_TCP_ESTABLISHED)
+		ops_left_established(ctx);
 	return 1;
 }

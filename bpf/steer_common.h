@@ -83,6 +83,7 @@
 #define STEER_LINK_RELEASE "steer_lnk_rel"
 #define STEER_LINK_WIRE_OUT "steer_lnk_wout" /* cgroup_skb egress: request bytes */
 #define STEER_LINK_WIRE_IN "steer_lnk_win"   /* cgroup_skb ingress: first response byte */
+#define STEER_LINK_SOCKOPS "steer_lnk_sops"  /* cgroup sockops: resets soon after the handshake */
 
 /* ---- Keys ------------------------------------------------------------ */
 
@@ -195,18 +196,31 @@ struct steer_slot {
 	__u32 gen;	       /* bumped when the slot changes owner (user space) */
 	__u32 flags;	       /* STEER_SLOT_* (user space) */
 	__u32 svc_id;	       /* the service this slot belongs to (user space) */
-	__u32 fails;	       /* connects in a row never established (kernel, atomic) */
+	__u32 fails;	       /* connects in a row that failed: never established, or reset
+				* early (STEER_RESET_FAIL_NS) (kernel, atomic) */
 };
 
 #define STEER_SLOT_DRAINED 0x1 /* operator drain: never chosen for new connections */
 
 /*
  * Fast ejection: a backend whose last STEER_FAIL_EJECT steered connects in a
- * row were released without ever being established (refused, timed out,
- * given up) is not chosen until a publish puts it back, or one of its
+ * row failed is not chosen until a publish puts it back, or one of its
  * connects still in flight gets through. Up to three failures never eject.
+ *
+ * A connect failed when its socket was released without ever being
+ * established (refused, timed out, given up; steer_release), or when the
+ * backend reset it within STEER_RESET_FAIL_NS of the handshake before one
+ * byte of answer came back (a worker that accepts and resets at once, or
+ * whose proxy has nothing behind it; steer_sockops). It got through when it
+ * was established and the backend answered, or it was still open at its
+ * release. An established connection that ended otherwise (reset later, or
+ * timed out, with nothing received) neither counts nor resets the count.
  */
 #define STEER_FAIL_EJECT 4
+/* ns: how soon after its handshake a reset with nothing received is a
+ * failed connect. Later, a reset may end a request the backend was working
+ * on; within a second (the initial retransmission timeout), it was not. */
+#define STEER_RESET_FAIL_NS 1000000000ULL
 
 /* May the slot be chosen for a new connection? */
 #define steer_slot_eligible(s) (!((s)->flags & STEER_SLOT_DRAINED) && (s)->fails < STEER_FAIL_EJECT)
@@ -422,7 +436,7 @@ enum steer_mode {
 enum steer_health {
 	STEER_HEALTH_UNKNOWN = 0,
 	STEER_HEALTH_HEALTHY = 1,
-	STEER_HEALTH_EJECTED = 2, /* consecutive failed polls; out of the table */
+	STEER_HEALTH_EJECTED = 2, /* consecutive failed polls, or fast ejection; out of the table */
 };
 
 /* Outcome of the last GetLoads poll (steer_bk_info.last_poll). */
@@ -508,6 +522,14 @@ struct steer_sock {
 struct steer_sock_rx {
 	__u64 cookie;  /* the socket whose answer started the gap; another: none */
 	__u64 last_ns; /* ns, CLOCK_MONOTONIC coarse */
+};
+
+/* When a steered socket's handshake completed (steer_sockest, steer.bpf.c's,
+ * not pinned; indexed like steer_socks), for fast ejection's resets. Written
+ * by the sockops program only. */
+struct steer_sock_est {
+	__u64 cookie; /* the socket it is about; another: none */
+	__u64 at_ns;  /* ns, CLOCK_MONOTONIC coarse (bpf_ktime_get_coarse_ns) */
 };
 
 #define STEER_SOCK_LIVE 0x1	/* counted in steer_slot.live; release adds 1 to closed */

@@ -184,6 +184,36 @@ for where, caps in (("the DaemonSet's", manifest_caps()), ("the systemd unit's",
         rc, _ = db.stop()
         t.check(rc == 0, f"exit {rc}:\n{db.log_text()[-2000:]}")
 
+class OtherGroup(L.Daemon):
+    """smg-steerd run with group nobody: a process's /proc files belong to
+    its own user and group unless it is not dumpable, when they belong to
+    root's."""
+
+    def argv(self):
+        return ["setpriv", "--regid=65534", "--clear-groups", "--"] + L.Daemon.argv(self)
+
+
+with t.case("no core dump can hold a token, and a readable token file is warned about"):
+    token = os.path.join(env.tmp, "token")
+    with open(token, "w") as f:
+        f.write("s3cret-token-for-the-core-test\n")
+    os.chmod(token, 0o644)
+    with open(cfg, "w") as f:
+        f.write(f"load-check-interval: 500ms\nservices:\n  - vip: {VIP1}\n    backends:\n"
+                f"      - address: 127.0.0.31:8000\n        loads: 127.0.0.31:30000\n"
+                f"        auth: bearer:{token}\n")
+    dc = OtherGroup(env, ["--config", cfg]).start()
+    with open(f"/proc/{dc.proc.pid}/limits") as f:
+        core = [ln.split()[4:6] for ln in f if ln.startswith("Max core file size")][0]
+    t.check(core == ["0", "0"], f"core file size soft/hard {core}, want 0 0")
+    gid = os.stat(f"/proc/{dc.proc.pid}/environ").st_gid
+    t.check(gid == 0, f"/proc/PID/environ has group {gid}: the process is dumpable")
+    t.check(f"the token file {token} can be read by group or others (mode 0644)"
+            in dc.log_text(), "no warning about the 0644 token file")
+    t.check("s3cret-token" not in dc.log_text(), "the token is in the log")
+    rc, _ = dc.stop()
+    t.check(rc == 0, f"exit {rc}:\n{dc.log_text()[-2000:]}")
+
 # Runs argv[2:] under the system calls of the systemd unit argv[1]
 # (SystemCallFilter=, SystemCallErrorNumber=EPERM), as systemd would: a
 # seccomp filter loaded just before the exec, with libseccomp.

@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -157,6 +158,78 @@ static void test_records_change(void)
 	CHECK(a.n == 1 && !strcmp(b0, "192.0.2.13:0"), "%zu addresses, first %s", a.n, b0);
 }
 
+/* 320 records in shuffled order (seeded): 10 unspecified, 10 multicast, and
+ * 300 usable of which 256 fit. */
+static void write_many(const char *name, unsigned int seed, char *text, size_t cap, size_t *at)
+{
+	char lines[320][48];
+	int i, n = 0;
+
+	for (i = 1; i <= 10; i++) {
+		snprintf(lines[n++], sizeof(lines[0]), "0.1.0.%d %s\n", i, name);
+		snprintf(lines[n++], sizeof(lines[0]), "224.0.0.%d %s\n", i, name);
+	}
+	for (i = 0; i < 256; i++)
+		snprintf(lines[n++], sizeof(lines[0]), "198.51.100.%d %s\n", i, name);
+	for (i = 0; i < 44; i++)
+		snprintf(lines[n++], sizeof(lines[0]), "203.0.113.%d %s\n", i, name);
+	srand(seed);
+	for (i = n - 1; i > 0; i--) { /* Fisher-Yates */
+		int j = rand() % (i + 1);
+		char tmp[48];
+
+		memcpy(tmp, lines[i], sizeof(tmp));
+		memcpy(lines[i], lines[j], sizeof(tmp));
+		memcpy(lines[j], tmp, sizeof(tmp));
+	}
+	for (i = 0; i < n; i++)
+		*at += (size_t)snprintf(text + *at, cap - *at, "%s", lines[i]);
+}
+
+/* More records than a service holds: the unusable ones are filtered, the rest
+ * sorted and de-duplicated, and only then capped, so that the same set is
+ * kept whatever order the records come in. */
+static void test_many_records(void)
+{
+	static char text[3 * 320 * 48 + 256];
+	static struct steer_dns_answer a;
+	const char *names[] = { "many1.test", "many2.test", "many3.test" };
+	size_t at = 0;
+	int i, k;
+
+	at += (size_t)snprintf(text, sizeof(text), "192.0.2.1 ready.test\n");
+	for (k = 0; k < 3; k++)
+		write_many(names[k], 7u + (unsigned int)k, text, sizeof(text), &at);
+	write_hosts(text);
+	kill(dnsmasq, SIGHUP);
+	for (k = 0; k < 3; k++) {
+		char b0[64], b1[64];
+		bool exact = true;
+
+		for (i = 0; i < 100; i++) { /* until the server has reread the file */
+			CHECK(lookup(names[k], &a) == 0, "%s: no answer", names[k]);
+			if (a.ok)
+				break;
+			usleep(50000);
+		}
+		CHECK(a.ok, "%s failed: %s", names[k], a.detail);
+		CHECK(a.n == 256, "%s: %zu addresses kept", names[k], a.n);
+		for (i = 0; i < 256 && exact; i++) {
+			char want[32], got[64];
+
+			snprintf(want, sizeof(want), "198.51.100.%d:0", i);
+			exact = !strcmp(fmt(&a.addrs[i], got, sizeof(got)), want);
+		}
+		fmt(&a.addrs[0], b0, sizeof(b0));
+		fmt(&a.addrs[a.n - 1], b1, sizeof(b1));
+		CHECK(exact, "%s: kept %s..%s, want 198.51.100.0..255", names[k], b0, b1);
+		CHECK(a.dropped == 44 && a.unusable == 20, "%s: dropped %zu unusable %zu", names[k],
+		      a.dropped, a.unusable);
+		printf("# %s: kept %s..%s, %zu dropped, %zu unusable\n", names[k], b0, b1,
+		       a.dropped, a.unusable);
+	}
+}
+
 static void test_dead_server_fails_in_time(void)
 {
 	static struct steer_dns_answer a;
@@ -203,6 +276,7 @@ int main(void)
 	TAP_RUN(test_aaaa_records);
 	TAP_RUN(test_unknown_name_fails);
 	TAP_RUN(test_records_change);
+	TAP_RUN(test_many_records);
 	TAP_RUN(test_dead_server_fails_in_time);
 	TAP_RUN(test_bad_server_spec);
 	steer_dns_free(D);

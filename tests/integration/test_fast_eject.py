@@ -8,7 +8,14 @@ connects in a row were never established; the daemon polls it at once and
 ejects it when that poll fails too. Asserted: at most 20 failed connects in
 all, fewer than two kernel thresholds (no publish listed the suspect again),
 the worker is ejected, the survivor takes every later connect, and the
-restarted worker is readmitted by its polls."""
+restarted worker is readmitted by its polls.
+
+Then the same worker stays up while its traffic port misbehaves and its
+GetLoads answers well throughout: first the port refuses, then it accepts
+and resets every connection before a byte. A good poll must not put it
+back (only a connect of the daemon's own to the traffic port does), so
+each costs at most 10 failed connects in 20 s of the tight loop, with few
+warnings logged; once the port is well again the worker is chosen again."""
 import os
 import signal
 import threading
@@ -100,6 +107,69 @@ with t.case("the restarted worker is readmitted by its polls and chosen again"):
     workers["wB"].start()
     before = c.snapshot().get("wB", 0)
     wait_for("wB chosen again", lambda: (c.snapshot().get("wB", 0) >= before + 10, c.snapshot()))
+
+# ---- a traffic port that fails while the loads answer -----------------------------
+
+WINDOW = 20  # seconds of the tight connect loop that each bound covers
+MAX_FAILED = 10
+MAX_WARNINGS = 5
+
+
+def warnings_in(text):
+    return sum(1 for line in text.splitlines() if " warn: " in line)
+
+
+def measure(what):
+    """Keep connecting for WINDOW seconds as things are: (failed connects,
+    connects, warnings the daemon logged meanwhile)."""
+    log_at = len(d.log_text())
+    before = c.snapshot()
+    time.sleep(WINDOW)
+    after = c.snapshot()
+    failed = failures(after) - failures(before)
+    total = sum(after.values()) - sum(before.values())
+    warns = warnings_in(d.log_text()[log_at:])
+    print(f"# {what}: {failed} failed connects of {total} in {WINDOW} s; "
+          f"{warns} warnings logged")
+    return failed, total, warns
+
+
+def good_polls(w):
+    return d.metric("smg_steer_polls_total", vip=VIP, backend=w.traffic, result="ok") or 0
+
+
+def traffic_fails_while_loads_answer(mode, what):
+    wB = workers["wB"]
+    polls = good_polls(wB)
+    wB.set_state(dict(IDLE, traffic=mode))
+    failed, total, warns = measure(what)
+    t.check(total >= 100, f"only {total} connects in {WINDOW} s: the loop did not run")
+    t.check(good_polls(wB) > polls + 1, f"its polls did not keep answering: {good_polls(wB)}")
+    t.check(failed <= MAX_FAILED, f"{failed} failed connects in {WINDOW} s, "
+            f"at most {MAX_FAILED}: {c.snapshot()}")
+    t.check(warns <= MAX_WARNINGS, f"{warns} warnings in {WINDOW} s, at most {MAX_WARNINGS}")
+
+
+def traffic_well_again():
+    wB = workers["wB"]
+    wB.set_state(dict(IDLE))
+    before = c.snapshot().get("wB", 0)
+    wait_for("wB chosen again", lambda: (c.snapshot().get("wB", 0) >= before + 10, c.snapshot()))
+
+
+with t.case(f"traffic port refusing, loads answering: at most {MAX_FAILED} failed connects "
+            f"in {WINDOW} s"):
+    traffic_fails_while_loads_answer("refuse", "traffic port refusing")
+
+with t.case("its traffic port takes connects again: chosen again"):
+    traffic_well_again()
+
+with t.case(f"traffic port accepting then resetting, loads answering: at most {MAX_FAILED} "
+            f"failed connects in {WINDOW} s"):
+    traffic_fails_while_loads_answer("reset", "traffic port resetting")
+
+with t.case("its traffic port answers again: chosen again"):
+    traffic_well_again()
 
 c.stop = True
 c.thread.join(10)

@@ -20,7 +20,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -414,6 +416,105 @@ static void test_bearer_token(void)
 	steer_loads_remove(L, h);
 }
 
+/* Occurrences in this process's writable memory of the string whose bytes
+ * xored with 0x5a are enc[0..n): the pattern itself is never in memory.
+ * Read through /proc/self/mem, which sees freed blocks too (ASan does not
+ * stop it), and skips the sanitizers' huge shadow mappings. */
+static int count_in_memory(const unsigned char *enc, size_t n)
+{
+	static unsigned char buf[1 << 16];
+	FILE *maps = fopen("/proc/self/maps", "r");
+	int mem = open("/proc/self/mem", O_RDONLY | O_CLOEXEC), found = 0;
+	char line[512];
+
+	while (maps && mem >= 0 && fgets(line, sizeof(line), maps)) {
+		unsigned long lo, hi, at;
+		char perms[8];
+
+		if (sscanf(line, "%lx-%lx %7s", &lo, &hi, perms) != 3 || perms[0] != 'r' ||
+		    perms[1] != 'w' || hi - lo > (1UL << 30))
+			continue;
+		for (at = lo; at < hi; at += sizeof(buf) - n) {
+			size_t want = hi - at < sizeof(buf) ? hi - at : sizeof(buf), i, j;
+			ssize_t got = pread(mem, buf, want, (off_t)at);
+
+			for (i = 0; got > 0 && i + n <= (size_t)got; i++) {
+				for (j = 0; j < n && (buf[i + j] ^ 0x5a) == enc[j]; j++)
+					;
+				found += j == n;
+			}
+			/* Cleared, so that reading buf's own pages finds nothing twice. */
+			explicit_bzero(buf, sizeof(buf));
+			if (want < sizeof(buf))
+				break;
+		}
+	}
+	if (maps)
+		fclose(maps);
+	if (mem >= 0)
+		close(mem);
+	return found;
+}
+
+/* A bearer token leaves no copy in the heap once its backend is removed:
+ * libcurl's header list and the requests it built are wiped when freed. The
+ * worker is a listening socket nobody reads, so the request stays in the
+ * kernel, never in this process. */
+static void test_token_copies_wiped(void)
+{
+	unsigned char raw[16], enc[32];
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(8090) };
+	int lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), cfd, queued = 0, h, before;
+	char *token = malloc(sizeof(enc) + 1);
+	size_t i;
+
+	CHECK(token && lfd >= 0 && getrandom(raw, sizeof(raw), 0) == sizeof(raw), "setup");
+	for (i = 0; i < sizeof(raw); i++) {
+		token[2 * i] = "0123456789abcdef"[raw[i] >> 4];
+		token[2 * i + 1] = "0123456789abcdef"[raw[i] & 15];
+	}
+	token[sizeof(enc)] = 0;
+	for (i = 0; i < sizeof(enc); i++)
+		enc[i] = (unsigned char)token[i] ^ 0x5a;
+	explicit_bzero(raw, sizeof(raw));
+	inet_pton(AF_INET, "127.0.0.32", &sa.sin_addr);
+	CHECK(!bind(lfd, (struct sockaddr *)&sa, sizeof(sa)) && !listen(lfd, 4), "listen");
+	before = count_in_memory(enc, sizeof(enc));
+	CHECK(before >= 1, "the scan does not find the token where it is (%d)", before);
+	h = add(STEER_SCHEME_HTTP, STEER_ENGINE_AUTO, "127.0.0.32:8090", "/v1/loads", token);
+	explicit_bzero(token, sizeof(enc));
+	free(token);
+	CHECK(h >= 0, "add");
+	poll_once(h); /* times out: nobody answers */
+	poll_once(h);
+	steer_loads_remove(L, h);
+	cfd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+	CHECK(cfd >= 0 && !ioctl(cfd, FIONREAD, &queued) && queued > 40,
+	      "the request was not sent (%d bytes queued)", queued);
+	i = (size_t)count_in_memory(enc, sizeof(enc));
+	printf("# %d bytes of request sent; copies of the token in memory: %d while held, %zu "
+	       "after the backend's removal\n",
+	       queued, before, i);
+	CHECK(i == 0, "%zu copies of the token left in memory", i);
+	if (cfd >= 0)
+		close(cfd);
+	close(lfd);
+}
+
+/* A failed poll names the source that was polled: an engine=vllm backend's
+ * /metrics is vLLM's, also before any answer was decoded. */
+static void test_failure_names_the_polled_source(void)
+{
+	int h = add(STEER_SCHEME_HTTP, STEER_ENGINE_VLLM, web.addr, "/metrics", NULL);
+	struct steer_loads_result r;
+
+	server_route(&web, "/metrics", 500, "");
+	r = poll_once(h);
+	CHECK(r.kind != STEER_POLL_OK && r.source == STEER_SOURCE_HTTP_METRICS_VLLM,
+	      "kind %s source %s", kind_name(r.kind), steer_source_name(r.source));
+	steer_loads_remove(L, h);
+}
+
 /* A kept source that goes away: failed polls, then, after reprobe_after, the
  * next source that answers. */
 static void test_reprobes_after_failures(void)
@@ -491,6 +592,8 @@ int main(void)
 	TAP_RUN(test_broken_answers_fail);
 	TAP_RUN(test_slow_body_hits_the_deadline);
 	TAP_RUN(test_bearer_token);
+	TAP_RUN(test_token_copies_wiped);
+	TAP_RUN(test_failure_names_the_polled_source);
 	TAP_RUN(test_reprobes_after_failures);
 	TAP_RUN(test_wrong_protocol_fails);
 	TAP_RUN(test_many_handles_at_once);

@@ -20,6 +20,9 @@ nothing with user/peer/auth.c. Asserted, with exact numbers:
   the sender in /metrics); the same report signed with the key is applied;
 - a report signed with the key but sent 60 s ago, or 60 s ahead, is refused
   (stale) and not applied;
+- a signed report of a new router id at the address of a router that still
+  reports is its restart, taken at once: the old one's work taken back
+  (forgotten once), the new one's applied;
 - rotation without a flag day (SIGHUP after each file change): "A\\nB" on
   both, then "B\\nA" on R2 (R2 signs with B, R1 with A: each accepts the
   other's), then on R1 too, then "B" alone: at each step a request through
@@ -317,6 +320,21 @@ with t.case("a signed report 60 s old, or 60 s ahead, is refused as stale"):
     marked(11)
     t.check(peer_pending(env2, A) == 0, f"a stale report applied {peer_pending(env2, A)} at A")
     unmark()
+
+
+with t.case("a signed new router id at a live router's address: a restart, taken at once"):
+    # Without a key the new id would wait for --peer-timeout (60 s here) of
+    # silence from the old one: the key says the same router restarted.
+    old, new = Fake(0xa1, "127.0.0.1:9484"), Fake(0xa2, "127.0.0.1:9484")
+    old.send({A: (300, 0)})
+    L.wait_for(lambda: peer_pending(env2, A) == 300, 30, "R2 applies the old router's report")
+    new.send({A: (50, 0)})
+    L.wait_for(lambda: peer_pending(env2, A) == 50, 30,
+               "R2 takes back the old router's 300 tokens and applies the new one's 50")
+    L.wait_for(lambda: r2.metric("smg_steer_peer_forgotten_total", peer=new.src) == 1, 30,
+               "the restart counts as forgotten once")
+    new.send({A: (0, 50)})
+    L.wait_for(lambda: peer_pending(env2, A) == 0, 30, "answered: A back to 0")
 
 
 def reload_key(d, path, text):

@@ -150,7 +150,60 @@ with t.case("SIGHUPs during a parse make one more parse after it, not one each")
     t.check(log.count("reloaded ") == 2, f"{log.count('reloaded ')} reloads applied, want 2")
     t.check(L.connect_name(VIP1) == "w1" and L.connect_name(VIP2) == "w2", "steering after")
 
+class PublishWatch:
+    """Samples the publish count every 20 ms and keeps the longest time
+    between two increases."""
+
+    def __init__(self, d):
+        self.d, self.stop, self.max_gap = d, threading.Event(), 0.0
+        self.th = threading.Thread(target=self.run)
+        self.th.start()
+
+    def run(self):
+        last, since = self.d.publishes(), time.monotonic()
+        while not self.stop.is_set():
+            now_count, now = self.d.publishes(), time.monotonic()
+            if now_count != last:
+                last, since = now_count, now
+            self.max_gap = max(self.max_gap, now - since)
+            time.sleep(0.02)
+
+    def finish(self):
+        self.stop.set()
+        self.th.join()
+        return self.max_gap
+
+
+with t.case("a burst of SIGHUPs never delays the regular poll"):
+    # Each applied reload runs one cycle at once. Those early cycles must
+    # leave the regular tick where it was: were each to push it one interval
+    # out, 40 SIGHUPs would hold polling off for many seconds and the
+    # tables would expire into round robin.
+    two = config_text([(VIP1, "127.0.0.41"), (VIP2, "127.0.0.42")])
+    write_regular(two)
+    wait_for(lambda: not parse_running(d), 30, "no parse running")
+    reloads0, fb0 = d.log_text().count("reloaded "), fallbacks(d)
+    watch, probe = PublishWatch(d), Prober()
+    for _ in range(40):
+        d.send(signal.SIGHUP)
+        time.sleep(0.05)
+    burst_end, pub_end = time.monotonic(), d.publishes()
+    # Past the tables' expiry (1.5 s) after the burst, and until the regular
+    # schedule has published a few times, however slow the machine.
+    wait_for(lambda: time.monotonic() - burst_end >= 6 and d.publishes() >= pub_end + 4, 60,
+             "publishes after the burst")
+    max_gap, got = watch.finish(), probe.finish()
+    applied = d.log_text().count("reloaded ") - reloads0
+    t.check(applied >= 1, "no reload applied")
+    t.check(fallbacks(d) == fb0, f"the table expired during the burst ({fallbacks(d) - fb0} fallbacks)")
+    t.check(got and all(g == "w1" for g in got),
+            f"{sum(g != 'w1' for g in got)} of {len(got)} connects not steered")
+    print(f"# {applied} reloads applied; {d.publishes() - pub_end} publishes (2 VIPs) in "
+          f"{time.monotonic() - burst_end:.1f} s after the burst; longest time without a "
+          f"publish {max_gap:.2f} s (interval {INTERVAL_S} s); {len(got)} connects, no fallback")
+
 with t.case("SIGTERM exits at once while a parse is held"):
+    make_fifo()
     d.send(signal.SIGHUP)
     wait_for(lambda: parse_running(d), 30, "the parse starting")
     rc, took = d.stop(timeout=30)

@@ -3,7 +3,8 @@
  * test_socks.c - the lean data plane at scale and under churn, with the real
  * programs in a throwaway cgroup and network namespace: the water-fill over
  * 256 equal backends is exact, per-socket records never leak, whatever way a
- * connect ends, and live counts stay exact while releases race republishes.
+ * connect ends, fast ejection counts what fails (refused, or reset before an
+ * answer), and live counts stay exact while releases race republishes.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -37,8 +38,9 @@ static char err[512];
 /* ---- a farm of listeners on one epoll thread ---------------------------------- */
 
 enum farm_mode {
-	FARM_BYTE,  /* write one byte, the listener's tag, then close */
-	FARM_RESET, /* close at once with SO_LINGER 0: the client sees a reset */
+	FARM_BYTE,	 /* write one byte, the listener's tag, then close */
+	FARM_RESET,	 /* close at once with SO_LINGER 0: the client sees a reset */
+	FARM_BYTE_RESET, /* write the tag, then close with SO_LINGER 0 */
 };
 
 static struct farm {
@@ -62,12 +64,13 @@ static void *farm_loop(void *arg)
 
 			while ((c = accept4(farm.fd[k], NULL, NULL,
 					    SOCK_CLOEXEC | SOCK_NONBLOCK)) >= 0) {
-				if (farm.mode[k] == FARM_RESET) {
+				if (farm.mode[k] != FARM_RESET && write(c, &farm.tag[k], 1) < 0) {
+					/* the client went away first */
+				}
+				if (farm.mode[k] != FARM_BYTE) {
 					struct linger lg = { .l_onoff = 1, .l_linger = 0 };
 
 					setsockopt(c, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
-				} else if (write(c, &farm.tag[k], 1) < 0) {
-					/* the client went away first */
 				}
 				close(c);
 			}
@@ -420,6 +423,48 @@ static void test_a_dead_backend_is_ejected_after_a_few_failed_connects(void)
 	      steer_dp_fails(dp, dead));
 }
 
+static struct steer_addr vip_rst, rst_be[2], vip_late, late_be;
+
+/* A backend that accepts and resets at once, before answering, fails its
+ * connects as a dead one does: STEER_FAIL_EJECT of them, then no more. */
+static void test_a_backend_that_resets_at_once_is_ejected_like_a_dead_one(void)
+{
+	const double base[2] = { 0, 1e9 }, npt[2] = { 1, 1 };
+	int k, tag, failed = 0, rc;
+	uint32_t rst;
+
+	CHECK(publish(&vip_rst, rst_be, 2, NULL, base, npt, 2) == 0, "publish: %s", err);
+	rst = slot_of(&vip_rst, &rst_be[0]);
+	for (k = 0; k < 20; k++) {
+		rc = connect_to(&vip_rst, NULL, &tag);
+		if (rc == 0 && tag == 11)
+			continue;
+		/* A reset seen by the read, or one that beat connect() back. */
+		CHECK(tag == -1 && (rc == 0 || rc == -ECONNRESET), "connect %d: rc %d tag %d", k,
+		      rc, tag);
+		failed++;
+	}
+	CHECK(failed == STEER_FAIL_EJECT, "%d connects were reset, want %d", failed,
+	      STEER_FAIL_EJECT);
+	CHECK(steer_dp_fails(dp, rst) == STEER_FAIL_EJECT, "fails %u", steer_dp_fails(dp, rst));
+}
+
+/* A backend that answers and then resets got its connects through: its
+ * count stays 0 and it keeps being chosen. */
+static void test_a_reset_after_an_answer_byte_is_no_failure(void)
+{
+	const double zero = 0, npt = 1;
+	int k, tag, rc;
+
+	CHECK(publish(&vip_late, &late_be, 1, NULL, &zero, &npt, 1) == 0, "publish: %s", err);
+	for (k = 0; k < 20; k++) {
+		rc = connect_to(&vip_late, NULL, &tag);
+		CHECK(rc == 0 && tag == 12, "connect %d: rc %d tag %d", k, rc, tag);
+	}
+	CHECK(steer_dp_fails(dp, slot_of(&vip_late, &late_be)) == 0, "fails %u",
+	      steer_dp_fails(dp, slot_of(&vip_late, &late_be)));
+}
+
 /* ---- 3. releases racing republishes ------------------------------------------- */
 
 #define RACE_NB 8
@@ -657,6 +702,9 @@ static int setup(void)
 	if (farm_add("127.0.4.2:21000", 0, FARM_RESET, &reset_be) != 0 ||
 	    farm_add("127.0.4.4:23000", 7, FARM_BYTE, &ok_be) != 0 ||
 	    farm_add("127.0.4.5:24000", 9, FARM_BYTE, &ej_be[1]) != 0 ||
+	    farm_add("127.0.4.6:25000", 0, FARM_RESET, &rst_be[0]) != 0 ||
+	    farm_add("127.0.4.6:25001", 11, FARM_BYTE, &rst_be[1]) != 0 ||
+	    farm_add("127.0.4.7:26000", 12, FARM_BYTE_RESET, &late_be) != 0 ||
 	    pthread_create(&farm.thr, NULL, farm_loop, NULL) != 0)
 		return -1;
 	steer_addr_parse("127.0.0.61:9061", &dead_be, err, sizeof(err)); /* nothing listens */
@@ -668,6 +716,8 @@ static int setup(void)
 	steer_addr_parse("127.0.0.103:8104", &vip_race, err, sizeof(err));
 	steer_addr_parse("127.0.0.104:8106", &vip_ej, err, sizeof(err));
 	steer_addr_parse("127.0.0.62:9062", &ej_be[0], err, sizeof(err)); /* dead, then revived */
+	steer_addr_parse("127.0.0.105:8107", &vip_rst, err, sizeof(err));
+	steer_addr_parse("127.0.0.105:8108", &vip_late, err, sizeof(err));
 	struct steer_dp_opts o = { .pin_dir = testenv_pin_dir(),
 				   .cgroup = testenv_cgroup(),
 				   .own = true };
@@ -686,6 +736,8 @@ int main(void)
 	TAP_RUN(test_no_record_leaks_after_failed_refused_and_reset_connects);
 	TAP_RUN(test_a_failed_socket_steered_again_is_counted_once);
 	TAP_RUN(test_a_dead_backend_is_ejected_after_a_few_failed_connects);
+	TAP_RUN(test_a_backend_that_resets_at_once_is_ejected_like_a_dead_one);
+	TAP_RUN(test_a_reset_after_an_answer_byte_is_no_failure);
 	TAP_RUN(test_releases_racing_republishes_keep_live_exact);
 	TAP_RUN(test_holders_closing_brings_live_to_zero);
 	if (dp) {

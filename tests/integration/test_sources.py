@@ -128,6 +128,7 @@ SERVICES = {
         B("d_tst", "tokenspeed-grpc", 48, "loads=grpc://{a},engine=tokenspeed"),
         B("d_vnan", "vllm-grpc", 49, "loads=grpc://{a},engine=vllm"),
         B("d_nokv", "vllm-metrics", 50, "loads=http://{a}/metrics"),
+        B("d_big", "sglang-grpc", 52, "loads=grpc://{a},engine=sglang"),
         B("d_good", "sglang-grpc", 51, state=st(R(0, 100, 1, 0.05, 4000.0))),
     ],
     VIP_E: [  # auth=bearer:FILE, explicit and auto-detected
@@ -145,7 +146,8 @@ BAD = {"d_trunc": ("truncated", "invalid"), "d_nan": ("nan_kv", "invalid"),
        "d_500": ("http_500", None), "d_401": ("http_401", None),
        "d_slow": ("slow_body", "deadline_exceeded"), "d_h1": ("http_on_grpc", None),
        "d_h2": ("grpc_on_http", None), "d_tst": ("truncated", "invalid"),
-       "d_vnan": ("nan_kv", "invalid"), "d_nokv": ("no_kv", "invalid")}
+       "d_vnan": ("nan_kv", "invalid"), "d_nokv": ("no_kv", "invalid"),
+       "d_big": ("oversized", None)}
 BUSY = st(R(0, 2000, 2, 0.40, 1000.0), R(1, 3000, 2, 0.60, 1000.0))
 for b in SERVICES[VIP_D]:
     if b.name in BAD:

@@ -58,12 +58,18 @@ static inline int load_with(const char *const *args, const char *file, struct st
 #define ARGS(...) ((const char *const[]){ __VA_ARGS__, NULL })
 #define LOAD(cfg, ...) load_with(ARGS(__VA_ARGS__), NULL, cfg)
 
+/* Writes text to path; a new file is made 0600, as a secret file should be
+ * (a looser one is warned about: test_auth_file_mode_warning). */
 static inline int write_file(const char *path, const char *text)
 {
-	FILE *f = fopen(path, "w");
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	FILE *f = fd < 0 ? NULL : fdopen(fd, "w");
 
-	if (!f)
+	if (!f) {
+		if (fd >= 0)
+			close(fd);
 		return -1;
+	}
 	fputs(text, f);
 	return fclose(f);
 }

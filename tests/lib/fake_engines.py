@@ -52,6 +52,7 @@ then rename), so each answer follows what it says now:
   slow_body     HTTP 200 whose body dribbles in over hang_seconds (gRPC: hang)
   http_on_grpc  gRPC kinds: HTTP/2 connections get an HTTP/1.1 answer instead
   grpc_on_http  HTTP kinds: load requests reach a gRPC server instead
+  oversized     gRPC kinds: the answer padded past 256 KiB with an unknown field
 
 "token": when set, the load endpoints require `Authorization: Bearer TOKEN`
 (HTTP header, or gRPC metadata `authorization`); otherwise 401 or
@@ -96,7 +97,8 @@ KINDS = {
 }
 VARIANTS = {"vllm": ("v1", "v0"), "sglang": ("sglang:", "sglang_")}
 MODES = ("ok", "unimplemented", "hang", "garbage", "truncated", "empty", "invalid", "nan_kv",
-         "no_kv", "http_500", "http_401", "slow_body", "http_on_grpc", "grpc_on_http")
+         "no_kv", "http_500", "http_401", "slow_body", "http_on_grpc", "grpc_on_http",
+         "oversized")
 H2_PREFACE_START = b"PRI "
 WHOAMI = b"GET /whoami "
 GARBAGE = b"\xff\xff\xff\xff\x00\x1f\x8b\x08"
@@ -276,6 +278,10 @@ class GrpcSide:
         body = P.grpc_response(self.engine, self.pb2, ranks)
         if mode == "truncated":
             body = body[: max(1, len(body) // 2)]
+        if mode == "oversized":  # field 99, length-delimited, 300 KiB: 0x9a 0x06 LEN
+            pad = 300 << 10
+            body += b"\x9a\x06" + bytes([0x80 | (pad & 0x7f), 0x80 | ((pad >> 7) & 0x7f),
+                                         pad >> 14]) + b"\0" * pad
         return body
 
     def start(self):

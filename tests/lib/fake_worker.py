@@ -16,6 +16,7 @@ write a temporary file, then rename), so every GetLoads call answers what it
 says now:
 
     {"mode": "ok" | "unimplemented" | "hang" | "garbage" | "empty" | "invalid",
+     "traffic": "ok" | "refuse" | "reset" | "reset-on-request",
      "hang_seconds": 10,
      "loads": [{"dp_rank": 0, "num_waiting_uncached_tokens": 4000,
                 "num_waiting_reqs": 3, "num_running_reqs": 8,
@@ -30,6 +31,17 @@ says now:
                  JSON for Python), or one rank with token_usage NaN and
                  num_waiting_uncached_tokens -5 when "loads" is absent
 
+"traffic" is how the traffic port behaves (GetLoads answers as "mode" says
+all the same), followed within 50 ms of a change:
+
+  ok             each client gets "<name>\\n" (the default)
+  refuse         no listener: connects are refused
+  reset          each connection is accepted, then reset at once (SO_LINGER 0),
+                 before any byte
+  reset-on-request  each connection is reset (SO_LINGER 0) as soon as its first
+                 bytes arrive, before any answer; one that sends nothing is
+                 held until the client closes it
+
 A missing or unparsable state file means "ok" with one idle rank. Counters
 are written to "<state>.stats" as {"getloads": N, "accepted": M}, at most
 every 100 ms. "READY <name>" goes to stdout once every listener is bound.
@@ -43,6 +55,7 @@ import os
 import resource
 import signal
 import socket
+import struct
 import sys
 import threading
 import time
@@ -57,6 +70,7 @@ IDLE_RANK = {"dp_rank": 0, "num_waiting_uncached_tokens": 0, "num_waiting_reqs":
 INVALID_RANK = {"dp_rank": 0, "num_waiting_uncached_tokens": -5, "num_waiting_reqs": 0,
                 "num_running_reqs": 0, "token_usage": float("nan"), "gen_throughput": 0.0}
 MODES = ("ok", "unimplemented", "hang", "garbage", "empty", "invalid")
+TRAFFIC_MODES = ("ok", "refuse", "reset", "reset-on-request")
 INT_FIELDS = ("dp_rank", "num_waiting_uncached_tokens", "num_waiting_reqs", "num_running_reqs")
 FLOAT_FIELDS = ("token_usage", "gen_throughput")
 TRAFFIC_IDLE_TIMEOUT_S = 60
@@ -101,14 +115,19 @@ class State:
 
     @staticmethod
     def default():
-        return {"mode": "ok", "hang_seconds": 10.0, "loads": [dict(IDLE_RANK)]}
+        return {"mode": "ok", "traffic": "ok", "hang_seconds": 10.0,
+                "loads": [dict(IDLE_RANK)]}
 
     def parse(self, text):
         raw = json.loads(text)
         mode = raw.get("mode", "ok")
         if mode not in MODES:
             raise ValueError(f"unknown mode {mode!r}")
-        st = {"mode": mode, "hang_seconds": float(raw.get("hang_seconds", 10.0))}
+        traffic = raw.get("traffic", "ok")
+        if traffic not in TRAFFIC_MODES:
+            raise ValueError(f"unknown traffic {traffic!r}")
+        st = {"mode": mode, "traffic": traffic,
+              "hang_seconds": float(raw.get("hang_seconds", 10.0))}
         loads = raw.get("loads")
         if loads is None:
             st["loads"] = [dict(INVALID_RANK)] if mode == "invalid" else [dict(IDLE_RANK)]
@@ -249,33 +268,73 @@ class Worker:
         return grpc.method_handlers_generic_handler(SERVICE, {"GetLoads": method})
 
 
+def reset(conn):
+    """Close with SO_LINGER 0: the peer gets a reset, not a FIN."""
+    conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    conn.close()
+
+
 class Traffic:
     """A TCP listener: each client gets "<name>\\n", then the worker waits
-    for the client to close, like a server holding a connection open."""
+    for the client to close, like a server holding a connection open. How
+    it behaves follows the state's "traffic" (follow): "refuse" closes the
+    listener, "reset" resets each connection as soon as it is accepted,
+    "reset-on-request" as soon as it has a request."""
 
     def __init__(self, addr, name, stats):
-        family, host, port = split_addr(addr)
+        self.family, self.host, self.port = split_addr(addr)
         self.name = name
         self.stats = stats
-        self.sock = socket.socket(family, socket.SOCK_STREAM)
-        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        if family == socket.AF_INET6:
-            self.sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
-        self.sock.bind((host, port))
-        self.sock.listen(1024)
-        self.thread = threading.Thread(target=self.accept_loop, daemon=True)
+        self.sock = None
+        self.error = None  # why the last listen() failed
+        self.mode = "ok"
 
-    def start(self):
-        self.thread.start()
+    def listen(self):
+        sock = socket.socket(self.family, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        if self.family == socket.AF_INET6:
+            sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+        try:
+            sock.bind((self.host, self.port))
+            sock.listen(1024)
+        except OSError as e:
+            sock.close()
+            self.error = e  # the next follow tries again
+            return
+        self.sock, self.error = sock, None
+        threading.Thread(target=self.accept_loop, args=(sock,), daemon=True).start()
 
-    def accept_loop(self):
+    def follow(self, mode):
+        """Behave as the state's "traffic" says now."""
+        self.mode = mode
+        if mode == "refuse" and self.sock:
+            self.close()
+        elif mode != "refuse" and not self.sock:
+            self.listen()
+
+    def accept_loop(self, sock):
         while True:
             try:
-                conn, _ = self.sock.accept()
+                conn, _ = sock.accept()
             except OSError:
-                return  # closed at shutdown
+                return  # closed: shutdown, or "refuse"
             self.stats.bump("accepted")
-            threading.Thread(target=self.serve, args=(conn,), daemon=True).start()
+            if self.mode == "reset":
+                reset(conn)
+                continue
+            serve = self.reset_on_request if self.mode == "reset-on-request" else self.serve
+            threading.Thread(target=serve, args=(conn,), daemon=True).start()
+
+    @staticmethod
+    def reset_on_request(conn):
+        try:
+            conn.settimeout(TRAFFIC_IDLE_TIMEOUT_S)
+            if conn.recv(4096):
+                reset(conn)
+                return
+        except OSError:
+            pass
+        conn.close()
 
     def serve(self, conn):
         with conn:
@@ -288,11 +347,14 @@ class Traffic:
                 pass
 
     def close(self):
+        sock, self.sock = self.sock, None
+        if not sock:
+            return
         try:
-            self.sock.shutdown(socket.SHUT_RDWR)
+            sock.shutdown(socket.SHUT_RDWR)
         except OSError:
             pass
-        self.sock.close()
+        sock.close()
 
 
 def load_pb2(pb2_dir):
@@ -367,16 +429,20 @@ def main(argv):
     signal.signal(signal.SIGINT, lambda *_: stop.set())
 
     stats = Stats(args.state + ".stats")
-    worker = Worker(pb2, State(args.state), stats)
+    state = State(args.state)
+    worker = Worker(pb2, state, stats)
     traffic = Traffic(args.traffic, args.name, stats) if args.traffic else None
     server = start_grpc(grpc_addresses(args), worker, args.threads)
     stats.start()
     if traffic:
-        traffic.start()
+        traffic.follow(state.get()["traffic"])
+        if traffic.error:
+            sys.exit(f"fake_worker: cannot bind {args.traffic}: {traffic.error}")
     print(f"READY {args.name}", flush=True)
 
-    while not stop.wait(0.5):
-        pass
+    while not stop.wait(0.05):
+        if traffic:
+            traffic.follow(state.get()["traffic"])
     if server:
         server.stop(grace=0).wait()
     if traffic:

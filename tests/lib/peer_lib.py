@@ -1,11 +1,15 @@
 """What the tests of routers sharing their work (tests/integration/test_peers.py,
-tests/integration/test_peer_push.py) share: reading a router's view through
-smg-steerctl explain, and HTTP/1.1 requests through a steered connection to
-tests/lib/wire_worker.py workers, whose answers the test holds and releases
-(a file named after the request's X-Hold tag in the control directory)."""
+tests/integration/test_peer_push.py, tests/integration/test_peer_spoof.py)
+share: reading a router's view through smg-steerctl explain, HTTP/1.1 requests
+through a steered connection to tests/lib/wire_worker.py workers, whose answers
+the test holds and releases (a file named after the request's X-Hold tag in the
+control directory), and reports made with Python's protobuf runtime, sent from
+an address the test binds or spoofed from one it cannot (a raw socket: IPv4,
+inside the test's own network namespace)."""
 import json
 import os
 import socket
+import struct
 import subprocess
 
 import e2e_lib as L
@@ -143,3 +147,54 @@ class Rig:
 
     def release(self, tag):
         release(self.control, tag)
+
+
+def ip4(host):
+    """An IPv4 address as a report carries it (IPv4-mapped, 16 bytes)."""
+    return b"\0" * 10 + b"\xff\xff" + socket.inet_aton(host)
+
+
+def report(vip, router, seq, backends, sent_unix_ns=0):
+    """A report's bytes, made by Python's protobuf runtime (shares nothing with
+    user/peer/): backends [(ADDR:PORT, sent tokens, answered tokens)] of vip."""
+    import steer_peer_pb2 as pb  # the build's py/, on sys.path in each test
+    m = pb.Report(router=router, seq=seq, interval_us=1000, sent_unix_ns=sent_unix_ns)
+    vip_host, vip_port = vip.rsplit(":", 1)
+    for addr, sent, answered in backends:
+        host, port = addr.rsplit(":", 1)
+        m.backends.append(pb.Backend(vip=ip4(vip_host), vip_port=int(vip_port), addr=ip4(host),
+                                     port=int(port), sent_tokens=sent,
+                                     answered_tokens=answered))
+    return m.SerializeToString()
+
+
+def send_udp(src, dst, data):
+    """data from src (IPv4 ADDR:PORT, which the test binds) to dst."""
+    host, port = src.rsplit(":", 1)
+    dhost, dport = dst.rsplit(":", 1)
+    u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    try:
+        u.bind((host, int(port)))
+        u.sendto(data, (dhost, int(dport)))
+    finally:
+        u.close()
+
+
+class Spoofer:
+    """UDP datagrams with any IPv4 source, as a forger on the path would send
+    them: a raw socket writes the IP header itself (root; the kernel fills in
+    the header's length and checksum). A UDP checksum of 0 means none (IPv4)."""
+
+    def __init__(self):
+        self.s = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_RAW)
+
+    def send(self, src, dst, data):
+        host, port = src.rsplit(":", 1)
+        dhost, dport = dst.rsplit(":", 1)
+        udp = struct.pack("!HHHH", int(port), int(dport), 8 + len(data), 0) + data
+        ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(udp), 0, 0, 64, socket.IPPROTO_UDP,
+                         0, socket.inet_aton(host), socket.inet_aton(dhost))
+        self.s.sendto(ip + udp, (dhost, 0))
+
+    def close(self):
+        self.s.close()

@@ -500,6 +500,42 @@ static void test_summary(void)
 	CHECK(rc, "summary differs from\n%s", expect);
 }
 
+/* A token file group or others can read is used, with a warning naming it
+ * in the summary (--check-config) and in steer_config.warnings (the log);
+ * mode 0400 or 0600 gets none. */
+static void test_auth_file_mode_warning(void)
+{
+	char spec[PATH_MAX + 64], want[PATH_MAX + 128];
+	struct steer_config c;
+	char *out;
+	int rc;
+
+	snprintf(spec, sizeof(spec), "127.0.0.11:8000,auth=bearer:%s", token2_path);
+	CHECK(!write_file(token2_path, SECRET "\n") && !chmod(token2_path, 0644), "write");
+	rc = load_backend(spec, &c);
+	CHECK(rc == STEER_CONFIG_OK, "a 0644 file refused: rc=%d err=%s", rc, err);
+	snprintf(want, sizeof(want),
+		 "the token file %s can be read by group or others (mode 0644): chmod 0400 it, "
+		 "or set defaultMode: 0400 on its Secret volume\n",
+		 token2_path);
+	CHECK(!strcmp(c.warnings, want), "warnings '%s'", c.warnings);
+	out = summary_of(&c);
+	steer_config_free(&c);
+	CHECK(out && strstr(out, "configuration ok") && strstr(out, "  warning: the token file ") &&
+		      !strstr(out, SECRET),
+	      "summary:\n%s", out ? out : "");
+	free(out);
+	CHECK(!chmod(token2_path, 0640), "chmod");
+	rc = load_backend(spec, &c);
+	CHECK(rc == STEER_CONFIG_OK && strstr(c.warnings, "(mode 0640)"), "0640: '%s'", c.warnings);
+	steer_config_free(&c);
+	CHECK(!chmod(token2_path, 0400), "chmod");
+	rc = load_backend(spec, &c);
+	CHECK(rc == STEER_CONFIG_OK && !c.warnings[0], "0400 warned: '%s'", c.warnings);
+	steer_config_free(&c);
+	CHECK(!chmod(token2_path, 0600), "chmod");
+}
+
 int main(void)
 {
 	if (config_test_setup())
@@ -519,6 +555,7 @@ int main(void)
 	TAP_RUN(test_auth_errors);
 	TAP_RUN(test_auth_reload);
 	TAP_RUN(test_summary);
+	TAP_RUN(test_auth_file_mode_warning);
 	unlink(token_path);
 	unlink(token2_path);
 	return tap_done();

@@ -467,6 +467,33 @@ static void test_peer_key_summary(void)
 	steer_config_free(&c);
 }
 
+/* A key file group or others can read is used, with a warning naming it. */
+static void test_peer_key_mode_warning(void)
+{
+	char want[PATH_MAX + 160], *text;
+	struct steer_config c;
+	int rc;
+
+	key_file(KEY1 "\n");
+	CHECK(!chmod(key_path, 0644), "chmod");
+	rc = LOAD(&c, BASE, PEERS, "--peer-key", key_path);
+	snprintf(want, sizeof(want),
+		 "the --peer-key file %s can be read by group or others (mode 0644): chmod 0400 "
+		 "it, or set defaultMode: 0400 on its Secret volume\n",
+		 key_path);
+	CHECK(rc == STEER_CONFIG_OK && !strcmp(c.warnings, want), "rc=%d warnings '%s'", rc,
+	      c.warnings);
+	text = summary_of(&c);
+	CHECK(text && strstr(text, "  warning: the --peer-key file ") && !strstr(text, KEY1),
+	      "summary: '%s'", text ? text : "");
+	free(text);
+	steer_config_free(&c);
+	CHECK(!chmod(key_path, 0600), "chmod");
+	rc = LOAD(&c, BASE, PEERS, "--peer-key", key_path);
+	CHECK(rc == STEER_CONFIG_OK && !c.warnings[0], "0600 warned: '%s'", c.warnings);
+	steer_config_free(&c);
+}
+
 int main(void)
 {
 	if (config_test_setup())
@@ -482,5 +509,6 @@ int main(void)
 	TAP_RUN(test_peer_key_refused);
 	TAP_RUN(test_peer_key_accepted);
 	TAP_RUN(test_peer_key_summary);
+	TAP_RUN(test_peer_key_mode_warning);
 	return tap_done();
 }

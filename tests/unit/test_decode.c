@@ -322,6 +322,42 @@ static void test_grpc_rank_bound(void)
 	free(w.b);
 }
 
+/* The answers that took protobuf-c to 150-300 MB: ~2 M empty repeated
+ * entries (field 4, length 0) and ~1.3 M unknown varint fields (field 99),
+ * each about 4 MB. The unpack's memory budget refuses them. */
+static void test_grpc_hostile_refused(void)
+{
+	static const struct {
+		uint8_t item[3];
+		size_t item_len, n;
+	} cases[] = {
+		{ { 0x22, 0x00 }, 2, 1990000 },
+		{ { 0x98, 0x06, 0x00 }, 3, 1300000 },
+	};
+	static const enum steer_engine engines[] = { STEER_ENGINE_SGLANG, STEER_ENGINE_VLLM,
+						     STEER_ENGINE_TOKENSPEED };
+	struct steer_load l;
+	size_t c, e, i;
+
+	for (c = 0; c < 2; c++) {
+		struct pb w = { .n = cases[c].item_len * cases[c].n };
+
+		w.b = malloc(w.n);
+		CHECK(w.b, "malloc");
+		for (i = 0; i < cases[c].n; i++)
+			memcpy(w.b + i * cases[c].item_len, cases[c].item, cases[c].item_len);
+		for (e = 0; e < 3; e++) {
+			char why[200] = "";
+
+			CHECK(decode_pb(engines[e], &w, &l, why, sizeof(why)) ==
+					      STEER_POLL_INVALID &&
+				      strstr(why, "to decode: refused"),
+			      "case %zu engine %zu (%zu bytes): '%s'", c, e, w.n, why);
+		}
+		free(w.b);
+	}
+}
+
 /* Bytes from Python's protobuf runtime (tests/lib/pb_loads.py), hex on stdout. */
 static int python_bytes(const char *engine, const char *ranks_json, struct pb *w)
 {
@@ -467,8 +503,9 @@ static void test_json_missing_fields_are_zero(void)
 	struct steer_load l;
 	char why[200];
 
-	CHECK(json("{\"loads\": [{\"token_usage\": 0.5, \"num_waiting_reqs\": 2}, {}]}", &l, why,
-		   sizeof(why)) == STEER_POLL_OK,
+	CHECK(json("{\"loads\": [{\"token_usage\": 0.5, \"num_waiting_reqs\": 2}, "
+		   "{\"num_running_reqs\": 0}]}",
+		   &l, why, sizeof(why)) == STEER_POLL_OK,
 	      "%s", why);
 	CHECK(l.ranks == 2 && l.kv_usage == 0.25 && l.waiting_reqs == 2 &&
 		      l.queued_uncached_tokens == 0 && l.throughput == 0 && l.running_reqs == 0,
@@ -498,7 +535,8 @@ static void test_json_refused(void)
 		{ "{\"loads\": [{\"num_waiting_reqs\": null}]}", "num_waiting_reqs" },
 		{ "{\"loads\": [{\"num_waiting_reqs\": 3.5}]}", "num_waiting_reqs" },
 		{ "{\"loads\": [{\"num_running_reqs\": true}]}", "num_running_reqs" },
-		{ "{\"loads\": [{}, {\"num_waiting_uncached_tokens\": 2147483648}]}",
+		{ "{\"loads\": [{\"token_usage\": 0.1}, {\"num_waiting_uncached_tokens\": "
+		  "2147483648}]}",
 		  "loads[1].num_waiting_uncached_tokens is out of range" },
 		{ "{\"loads\": [{\"dp_rank\": -2147483649}]}", "dp_rank" },
 		{ "{\"loads\": [{\"token_usage\": \"0.4\"}]}", "token_usage is not a number" },
@@ -517,6 +555,17 @@ static void test_json_refused(void)
 		{ "{\"loads\": [{\"x\": \"\xff\xfe\"}]}", "" },
 		{ "<html><body>404 Not Found</body></html>", "invalid JSON" },
 		{ "{\"loads\": [{\"dp_rank\": 0, \"token_usage\": 0.4", "truncated" },
+		/* A rank that says nothing of its load is not an idle one. */
+		{ "{\"loads\": [{}]}", "loads[0] has none of the load fields" },
+		{ "{\"loads\": [{\"token_usage\": 0.1}, {\"dp_rank\": 1}]}",
+		  "loads[1] has none of the load fields" },
+		/* json-c keeps the last of two equal keys: 50000 would read as 0. */
+		{ "{\"loads\": [{\"num_waiting_uncached_tokens\": 50000, "
+		  "\"num_waiting_uncached_tokens\": 0}]}",
+		  "loads[0] has a key twice" },
+		{ "{\"loads\": [{\"token_usage\": 0.9}], \"loads\": [{\"token_usage\": 0.1}]}",
+		  "the body's object has a key twice" },
+		{ "{\"lo\\u0061ds\": [{\"token_usage\": 0.1}]}", "not written plainly" },
 	};
 	struct steer_load l;
 	size_t i;
@@ -546,21 +595,38 @@ static void test_json_every_truncation_refused(void)
 	      why);
 }
 
+/* A body of n copies of item inside {"loads": [...]} (items separated by
+ * commas); the caller frees it. */
+static char *repeated(const char *head, const char *item, size_t n, const char *tail)
+{
+	size_t il = strlen(item), cap = strlen(head) + n * (il + 1) + strlen(tail) + 1, at, i;
+	char *b = malloc(cap);
+
+	if (!b)
+		return NULL;
+	at = (size_t)sprintf(b, "%s", head);
+	for (i = 0; i < n; i++) {
+		if (i)
+			b[at++] = ',';
+		memcpy(b + at, item, il);
+		at += il;
+	}
+	sprintf(b + at, "%s", tail);
+	return b;
+}
+
 static void test_json_bounds(void)
 {
-	size_t cap = 1100 * 8 + 64, n = 0, i;
-	char *body = malloc(cap), why[200];
+	char *body, why[300];
 	struct steer_load l;
 
-	CHECK(body != NULL, "malloc");
-	n += (size_t)sprintf(body, "{\"loads\": [");
-	for (i = 0; i < 1025; i++)
-		n += (size_t)sprintf(body + n, "%s{}", i ? "," : "");
-	sprintf(body + n, "]}");
-	CHECK(json(body, &l, why, sizeof(why)) == STEER_POLL_INVALID && strstr(why, "1025"),
+	body = repeated("{\"loads\": [", "{\"token_usage\": 0}", 1025, "]}");
+	CHECK(body && json(body, &l, why, sizeof(why)) == STEER_POLL_INVALID &&
+		      strstr(why, "refused before parsing: more ranks"),
 	      "1025 entries: '%s'", why);
-	sprintf(body + n - 3, "]}"); /* 1024 */
-	CHECK(json(body, &l, why, sizeof(why)) == STEER_POLL_OK && l.ranks == 1024,
+	free(body);
+	body = repeated("{\"loads\": [", "{\"token_usage\": 0}", 1024, "]}");
+	CHECK(body && json(body, &l, why, sizeof(why)) == STEER_POLL_OK && l.ranks == 1024,
 	      "1024 entries: %s", why);
 	free(body);
 	/* Deeper than any load report. */
@@ -570,6 +636,43 @@ static void test_json_bounds(void)
 	CHECK(steer_decode_loads_json("{\"loads\":[{}]}\0", 15, &l, why, sizeof(why)) ==
 		      STEER_POLL_INVALID,
 	      "NUL accepted");
+}
+
+/* The hostile answers that took json-c to hundreds of MB are refused by the
+ * scan, before json-c builds a value of them. */
+static void test_json_hostile_refused_before_parsing(void)
+{
+	static const struct {
+		const char *head, *item, *tail, *why;
+		size_t n;
+	} cases[] = {
+		/* 3.9 MB of empty ranks (626 MB of json-c objects) */
+		{ "{\"loads\": [", "{}", "]}", "more ranks", 1300000 },
+		/* 2.09 M integers in one rank (187 MB) */
+		{ "{\"loads\": [{\"token_usage\": 0, \"x\": [", "1", "]}]}", "more values",
+		  2090000 },
+		/* objects nested in one rank */
+		{ "{\"loads\": [{\"token_usage\": 0, \"x\": [", "{}", "]}]}", "more objects",
+		  500000 },
+		/* keys in one rank */
+		{ "{\"loads\": [{\"token_usage\": 0", ", \"k\": 1", "}]}", "more values", 400000 },
+	};
+	struct steer_load l;
+	size_t i;
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char *body = repeated(cases[i].head, cases[i].item, cases[i].n, cases[i].tail),
+		     why[300];
+
+		CHECK(body, "malloc");
+		if (i == 3) /* repeated() puts commas between items: drop them */
+			for (char *p = strstr(body, "0,,"); p; p = strstr(p, ",,"))
+				memmove(p + 1, p + 2, strlen(p + 2) + 1);
+		CHECK(json(body, &l, why, sizeof(why)) == STEER_POLL_INVALID &&
+			      strstr(why, "refused before parsing") && strstr(why, cases[i].why),
+		      "case %zu (%zu bytes): '%s'", i, strlen(body), why);
+		free(body);
+	}
 }
 
 int main(void)
@@ -588,6 +691,7 @@ int main(void)
 	TAP_RUN(test_grpc_sglang_bytes_as_tokenspeed);
 	TAP_RUN(test_grpc_invalid_answers);
 	TAP_RUN(test_grpc_rank_bound);
+	TAP_RUN(test_grpc_hostile_refused);
 	TAP_RUN(test_grpc_python_serialized);
 	TAP_RUN(test_names);
 	TAP_RUN(test_json_two_ranks);
@@ -595,5 +699,6 @@ int main(void)
 	TAP_RUN(test_json_refused);
 	TAP_RUN(test_json_every_truncation_refused);
 	TAP_RUN(test_json_bounds);
+	TAP_RUN(test_json_hostile_refused_before_parsing);
 	return tap_done();
 }

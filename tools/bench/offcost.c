@@ -12,7 +12,7 @@
  *           [--workloads udp,tcp,pkt,steered] [--hooks FILE] [--cpu N] [--header]
  *
  * Sibling cgroups: ship = the data plane attached as smg-steerd does it
- * (steer_dp_open as owner: the connect, getpeername and release programs and,
+ * (steer_dp_open as owner: the connect, getpeername, release and sockops programs and,
  * by default, the cgroup_skb request accounting), with tables published for
  * 64 virtual addresses; empty = an empty program (r0 = 1) of exactly each hook
  * type ship attaches, read from ship's pinned links; none = no program; nowire
@@ -30,8 +30,9 @@
  *   tcp      a whole unsteered TCP connection to a listener of this process
  *            (127.0.9.1-64:9000, a port no virtual address uses): connect,
  *            accept, the server writes one byte and closes, the client reads
- *            it and closes. connect4, sock_release and the cgroup_skb programs
- *            on each packet of the client socket.
+ *            it and closes. connect4, sock_release, sockops while the client
+ *            connects, and the cgroup_skb programs on each packet of the
+ *            client socket.
  *   pkt      on a connected UDP socket of the cgroup: send 16 bytes to a sink
  *            in none, which sends them back: one egress and one ingress packet
  *            of an unsteered socket per operation.
@@ -88,15 +89,16 @@ enum hook {
 	H_RELEASE,
 	H_SKB_OUT,
 	H_SKB_IN,
+	H_SOCKOPS,
 	HOOKS
 };
 static const char *const hook_names[HOOKS] = { "connect4",     "connect6",     "getpeername4",
 					       "getpeername6", "sock_release", "skb_egress",
-					       "skb_ingress" };
+					       "skb_ingress",  "sockops" };
 static const char *const hook_links[HOOKS] = { STEER_LINK_CONNECT4, STEER_LINK_CONNECT6,
 					       STEER_LINK_PEER4,    STEER_LINK_PEER6,
 					       STEER_LINK_RELEASE,  STEER_LINK_WIRE_OUT,
-					       STEER_LINK_WIRE_IN };
+					       STEER_LINK_WIRE_IN,  STEER_LINK_SOCKOPS };
 
 enum arm {
 	A_SHIP,

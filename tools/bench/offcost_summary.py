@@ -21,7 +21,7 @@ WORKLOADS = ("udp", "tcp", "pkt")
 WHAT = {
     "udp": "UDP socket + connect + close (connect4 + sock_release, no packet)",
     "tcp": "whole unsteered TCP connection (connect, 1 byte, close): connect4, "
-           "sock_release and cgroup_skb on each packet",
+           "sock_release, sockops while it connects and cgroup_skb on each packet",
     "pkt": "one UDP packet out and one in on an unsteered socket (cgroup_skb egress + ingress)",
 }
 

@@ -42,6 +42,39 @@ bool steer_addr_is_v4(const struct steer_addr *a)
 	return a->ip6[0] == 0 && a->ip6[1] == 0 && a->ip6[2] == htonl(0x0000ffff);
 }
 
+/* What kind of address no connection can be steered to or from, or NULL. */
+const char *steer_addr_unusable(const struct steer_addr *a)
+{
+	if (steer_addr_is_v4(a)) {
+		uint32_t v4 = ntohl(a->ip6[3]);
+
+		if ((v4 >> 24) == 0)
+			return "unspecified (0.0.0.0/8)";
+		if ((v4 >> 28) == 0xe)
+			return "multicast (224.0.0.0/4)";
+		if (v4 == 0xffffffffu)
+			return "broadcast (255.255.255.255)";
+		return NULL;
+	}
+	if (!a->ip6[0] && !a->ip6[1] && !a->ip6[2] && !a->ip6[3])
+		return "unspecified (::)";
+	if ((ntohl(a->ip6[0]) >> 24) == 0xff)
+		return "multicast (ff00::/8)";
+	return NULL;
+}
+
+char *steer_secret_join(const char *prefix, const char *secret)
+{
+	size_t a = strlen(prefix), b = strlen(secret);
+	char *s = malloc(a + b + 1);
+
+	if (!s)
+		return NULL;
+	memcpy(s, prefix, a);
+	memcpy(s + a, secret, b + 1);
+	return s;
+}
+
 bool steer_addr_equal(const struct steer_addr *a, const struct steer_addr *b)
 {
 	return memcmp(a, b, sizeof(*a)) == 0;

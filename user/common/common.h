@@ -1,7 +1,12 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /*
  * common.h - what every module of smg-steer uses: transport addresses, the
- * error convention, the monotonic clock, the cgroup2 mount, and the log.
+ * error convention, the monotonic clock, the cgroup2 mount, the log and its
+ * rate limit.
+ *
+ * The rate limit: a log line that something outside could repeat many times
+ * a second (a flapping backend) passes at most once a period, and says how
+ * many were held back since the last that passed.
  *
  * The error convention: a function that can fail returns 0 or a negative
  * errno and writes a one-line reason into err (which may be NULL);
@@ -27,6 +32,13 @@ int steer_addr_parse(const char *s, struct steer_addr *out, char *err, size_t er
 const char *steer_addr_format(const struct steer_addr *a, char *buf, size_t len);
 bool steer_addr_is_v4(const struct steer_addr *a);
 bool steer_addr_equal(const struct steer_addr *a, const struct steer_addr *b);
+/* What kind of address no connection can be steered to or from ("multicast
+ * (224.0.0.0/4)", ...), or NULL for a usable one. */
+const char *steer_addr_unusable(const struct steer_addr *a);
+/* prefix and secret joined in one allocation of the exact size, or NULL.
+ * Not asprintf: it shrinks a larger buffer with realloc, leaving a copy of
+ * the secret in freed memory. The caller wipes the result before freeing. */
+char *steer_secret_join(const char *prefix, const char *secret);
 
 /* ---- Errors, clocks, the host --------------------------------------------- */
 
@@ -56,5 +68,30 @@ void steer_log(enum steer_log_level level, const char *fmt, ...)
 #define log_warn(...) steer_log(STEER_LOG_WARN, __VA_ARGS__)
 #define log_info(...) steer_log(STEER_LOG_INFO, __VA_ARGS__)
 #define log_debug(...) steer_log(STEER_LOG_DEBUG, __VA_ARGS__)
+
+/*
+ * A line that whoever can send this process a datagram could repeat at will
+ * (a refused report, a forgery): at most `burst` of them per `every_ns`, so a
+ * flood costs the log a few lines, and the first line let through after
+ * some were held back says how many.
+ *
+ *   static struct steer_log_limit lim;
+ *   uint64_t held;
+ *
+ *   if (steer_log_limit_pass(&lim, steer_monotonic_ns(), 10 * 1000000000ULL, 1, &held))
+ *           log_warn("dropped a report from %s (%llu more since)", addr, held);
+ *
+ * Not locked: one thread owns each.
+ */
+struct steer_log_limit {
+	uint64_t since_ns; /* when the current window began (0: none yet) */
+	uint64_t logged;   /* lines let through in it */
+	uint64_t held;	   /* lines held back since the last one let through */
+};
+
+/* Whether to log the line now (CLOCK_MONOTONIC now_ns). When true, *held
+ * (may be NULL) is the number held back since the last one let through. */
+bool steer_log_limit_pass(struct steer_log_limit *l, uint64_t now_ns, uint64_t every_ns,
+			  uint64_t burst, uint64_t *held);
 
 #endif /* STEER_USER_COMMON_H */

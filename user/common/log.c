@@ -35,3 +35,21 @@ void steer_log(enum steer_log_level level, const char *fmt, ...)
 	fprintf(stderr, "%s.%03ldZ smg-steerd[%d] %s: %s\n", stamp, (long)(tv.tv_usec / 1000),
 		(int)getpid(), level_names[level], msg);
 }
+
+bool steer_log_limit_pass(struct steer_log_limit *l, uint64_t now_ns, uint64_t every_ns,
+			  uint64_t burst, uint64_t *held)
+{
+	if (!l->since_ns || now_ns - l->since_ns >= every_ns) {
+		l->since_ns = now_ns ? now_ns : 1; /* 0 means no window */
+		l->logged = 0;
+	}
+	if (l->logged >= burst) {
+		l->held++;
+		return false;
+	}
+	l->logged++;
+	if (held)
+		*held = l->held;
+	l->held = 0;
+	return true;
+}

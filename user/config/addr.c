@@ -33,30 +33,9 @@ int cfg_addr_parse(const char *s, struct steer_addr *out, char *why, size_t whyl
 	return steer_addr_parse(s, out, why, whylen) ? -1 : 0;
 }
 
-/* What kind of address no connection can be steered to or from, or NULL. */
-static const char *addr_unusable(const struct steer_addr *a)
-{
-	if (steer_addr_is_v4(a)) {
-		uint32_t v4 = ntohl(a->ip6[3]);
-
-		if ((v4 >> 24) == 0)
-			return "unspecified (0.0.0.0/8)";
-		if ((v4 >> 28) == 0xe)
-			return "multicast (224.0.0.0/4)";
-		if (v4 == 0xffffffffu)
-			return "broadcast (255.255.255.255)";
-		return NULL;
-	}
-	if (!a->ip6[0] && !a->ip6[1] && !a->ip6[2] && !a->ip6[3])
-		return "unspecified (::)";
-	if ((ntohl(a->ip6[0]) >> 24) == 0xff)
-		return "multicast (ff00::/8)";
-	return NULL;
-}
-
 int cfg_addr_check_usable(const struct steer_addr *a, const char *role, char *why, size_t whylen)
 {
-	const char *kind = addr_unusable(a);
+	const char *kind = steer_addr_unusable(a);
 	char text[STEER_ADDR_STRLEN];
 
 	if (!kind)
@@ -69,7 +48,7 @@ int cfg_addr_check_usable(const struct steer_addr *a, const char *role, char *wh
 /* A listener may take the unspecified address (all interfaces), not the others. */
 int cfg_addr_check_listen(const struct steer_addr *a, char *why, size_t whylen)
 {
-	const char *kind = addr_unusable(a);
+	const char *kind = steer_addr_unusable(a);
 	char text[STEER_ADDR_STRLEN];
 
 	if (!kind || !strncmp(kind, "unspecified", 11))
@@ -101,7 +80,7 @@ static int dns_server_parse(const char *item, struct steer_addr *a, char *why, s
 			       "'%s' is not IPV4[:PORT] or [IPV6][:PORT] (a name needs a "
 			       "resolver: give an address)",
 			       item);
-	kind = addr_unusable(a);
+	kind = steer_addr_unusable(a);
 	if (kind)
 		return cfg_why(why, whylen, "'%s' cannot be a DNS server: it is %s", item, kind);
 	return 0;

@@ -35,7 +35,7 @@ struct token_buf {
  * --peer-key (peer_key.c); the caller wipes buf.
  */
 int cfg_secret_read(const char *file, char *buf, size_t cap, bool first_line, size_t *len,
-		    char *why, size_t whylen)
+		    unsigned int *mode, char *why, size_t whylen)
 {
 	int fd = open(file, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
 	struct stat st;
@@ -49,6 +49,7 @@ int cfg_secret_read(const char *file, char *buf, size_t cap, bool first_line, si
 		close(fd);
 		return cfg_why(why, whylen, "%s is not a regular file", file);
 	}
+	*mode = (unsigned int)st.st_mode & 07777;
 	while (*len < cap && !(first_line && memchr(buf, '\n', *len))) {
 		n = read(fd, buf + *len, cap - *len);
 		if (n < 0 && errno == EINTR)
@@ -66,9 +67,25 @@ int cfg_secret_read(const char *file, char *buf, size_t cap, bool first_line, si
 	return 0;
 }
 
-static int file_head(const char *file, struct token_buf *t, char *why, size_t whylen)
+/*
+ * A warning, not an error: Kubernetes mounts a Secret's files 0644 unless its
+ * volume sets defaultMode, and refusing those would stop a fleet at its next
+ * restart. Any local user (or process in a shared volume) can read such a
+ * file, so it is said at every load until the mode is fixed.
+ */
+void cfg_secret_check_mode(struct ctx *c, const char *what, const char *file, unsigned int mode)
 {
-	return cfg_secret_read(file, t->b, sizeof(t->b) - 1, true, &t->len, why, whylen);
+	if (mode & 077)
+		cfg_warn(c,
+			 "%s %s can be read by group or others (mode %04o): chmod 0400 it, or "
+			 "set defaultMode: 0400 on its Secret volume",
+			 what, file, mode);
+}
+
+static int file_head(const char *file, struct token_buf *t, unsigned int *mode, char *why,
+		     size_t whylen)
+{
+	return cfg_secret_read(file, t->b, sizeof(t->b) - 1, true, &t->len, mode, why, whylen);
 }
 
 /* The first line without surrounding blanks: [*start, *start + *len). */
@@ -104,7 +121,7 @@ static int token_extract(const char *file, struct token_buf *t, size_t *start, s
 }
 
 /* Reads the token of file into a new heap string. */
-static int token_read(const char *file, char **token, char *why, size_t whylen)
+static int token_read(const char *file, char **token, unsigned int *mode, char *why, size_t whylen)
 {
 	struct token_buf *t = malloc(sizeof(*t));
 	size_t start = 0, len = 0;
@@ -113,7 +130,7 @@ static int token_read(const char *file, char **token, char *why, size_t whylen)
 	*token = NULL;
 	if (!t)
 		return cfg_why(why, whylen, "out of memory");
-	rc = file_head(file, t, why, whylen);
+	rc = file_head(file, t, mode, why, whylen);
 	if (!rc)
 		rc = token_extract(file, t, &start, &len, why, whylen);
 	if (!rc) {
@@ -129,6 +146,7 @@ static int token_read(const char *file, char **token, char *why, size_t whylen)
 int cfg_auth_add(struct ctx *c, const char *file, uint32_t *ref, char *why, size_t whylen)
 {
 	struct steer_auth *grown;
+	unsigned int mode = 0;
 	char *token;
 	size_t i;
 
@@ -144,8 +162,9 @@ int cfg_auth_add(struct ctx *c, const char *file, uint32_t *ref, char *why, size
 			return 0;
 		}
 	}
-	if (token_read(file, &token, why, whylen))
+	if (token_read(file, &token, &mode, why, whylen))
 		return -1;
+	cfg_secret_check_mode(c, "the token file", file, mode);
 	grown = realloc(c->auths, (c->n_auths + 1) * sizeof(*grown));
 	if (!grown) {
 		explicit_bzero(token, strlen(token));

@@ -178,6 +178,7 @@ enum steer_config_rc steer_config_load(int argc, char *const argv[], struct stee
 		c->out.check_only = c->check_only;
 		c->out.auths = c->auths;
 		c->out.n_auths = c->n_auths;
+		memcpy(c->out.warnings, c->warnings, sizeof(c->out.warnings));
 		c->auths = NULL;
 		c->n_auths = 0;
 		*out = c->out;
@@ -223,6 +224,24 @@ static void backend_summary(FILE *f, const struct steer_config *c,
 	fputc('\n', f);
 }
 
+void steer_config_each_warning(const struct steer_config *c,
+			       void (*fn)(const char *line, void *arg), void *arg)
+{
+	const char *at = c->warnings, *nl;
+	char line[STEER_CONFIG_WARNINGS_MAX];
+
+	while ((nl = strchr(at, '\n'))) {
+		snprintf(line, sizeof(line), "%.*s", (int)(nl - at), at);
+		fn(line, arg);
+		at = nl + 1;
+	}
+}
+
+static void summary_warning(const char *line, void *f)
+{
+	fprintf(f, "  warning: %s\n", line);
+}
+
 void steer_config_summary(FILE *f, const struct steer_config *c)
 {
 	size_t i, j, backends = 0, names = 0;
@@ -235,6 +254,7 @@ void steer_config_summary(FILE *f, const struct steer_config *c)
 	if (names)
 		fprintf(f, ", %zu DNS name(s)", names);
 	fputc('\n', f);
+	steer_config_each_warning(c, summary_warning, f);
 	if (names)
 		cfg_dns_summary(f, c, NULL);
 	cfg_peer_summary(f, c);

@@ -100,7 +100,14 @@ struct steer_service_cfg {
 	struct steer_policy policy; /* resolved: flag > service key > top-level key > default */
 };
 
+/* Room for the warnings of one load: each a line, "\n"-terminated. */
+#define STEER_CONFIG_WARNINGS_MAX 1024
+
 struct steer_config {
+	/* What the load accepted but an operator should fix (a secret file that
+	 * group or others can read), one line each; logged at start and at each
+	 * reload, and listed by --check-config. */
+	char warnings[STEER_CONFIG_WARNINGS_MAX];
 	/* Attach and pinning. Empty cgroup: the cgroup2 root. */
 	char cgroup[PATH_MAX];
 	char pin_path[PATH_MAX];
@@ -217,6 +224,9 @@ void steer_config_free(struct steer_config *c);
  * "auth: FILE". Never a token.
  */
 void steer_config_summary(FILE *f, const struct steer_config *c);
+/* Calls fn once per warning of c (see steer_config.warnings), in order. */
+void steer_config_each_warning(const struct steer_config *c,
+			       void (*fn)(const char *line, void *arg), void *arg);
 
 /*
  * The backend that the resolved address ip (port ignored) of e makes: the

@@ -245,6 +245,8 @@ struct ctx {
 	size_t n_svcs;
 	struct steer_auth *auths; /* token files read so far (auth.c) */
 	size_t n_auths;
+	/* Kept apart from out, which is reset when the globals are resolved. */
+	char warnings[STEER_CONFIG_WARNINGS_MAX];
 	struct steer_config out;
 };
 
@@ -274,9 +276,16 @@ int cfg_services_check(struct ctx *c);
 int cfg_fail(struct ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Writes the reason into why and returns -1. */
 int cfg_why(char *why, size_t whylen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-/* Up to cap bytes of a secret file into buf[cap + 1] (auth.c). */
+/* A warning line for the operator (no newline in fmt's result); one that
+ * does not fit is dropped. */
+void cfg_warn(struct ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Up to cap bytes of a secret file into buf[cap + 1], and its permission
+ * bits into *mode (auth.c). */
 int cfg_secret_read(const char *file, char *buf, size_t cap, bool first_line, size_t *len,
-		    char *why, size_t whylen);
+		    unsigned int *mode, char *why, size_t whylen);
+/* Warns when group or others can read the secret file (what: "the token
+ * file", "the --peer-key file"). */
+void cfg_secret_check_mode(struct ctx *c, const char *what, const char *file, unsigned int mode);
 
 /* true/yes/on or false/no/off, any case: 0, else -1. */
 int cfg_parse_bool(const char *s, bool *out);

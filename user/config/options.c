@@ -206,7 +206,8 @@ const struct cfg_option cfg_options[CFG_N_OPTIONS] = {
 	  .def_is_value = true },
 	{ .doc = { TOP("peer-timeout"), .arg = "DUR", .def = "1s",
 		   .bounds = "1ms..60s, and at least 3 x --peer-interval",
-		   .help = "a silent router's work is forgotten after this long",
+		   .help = "a silent router's work is forgotten after this long; without "
+			   "--peer-key, a new router id at its address is heard only then",
 		   .section = SEC_PEERS },
 	  DURATION(OPT_PEER_TIMEOUT, peer_timeout_ns, CFG_PEER_TIMEOUT_MIN_NS,
 		   CFG_PEER_TIMEOUT_MAX_NS),

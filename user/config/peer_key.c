@@ -28,9 +28,11 @@ struct key_file {
 	size_t len;
 };
 
-static int key_file_read(const char *file, struct key_file *kf, char *why, size_t whylen)
+static int key_file_read(const char *file, struct key_file *kf, unsigned int *mode, char *why,
+			 size_t whylen)
 {
-	int rc = cfg_secret_read(file, kf->b, sizeof(kf->b) - 1, false, &kf->len, why, whylen);
+	int rc =
+		cfg_secret_read(file, kf->b, sizeof(kf->b) - 1, false, &kf->len, mode, why, whylen);
 
 	if (rc == 0 && kf->len > KEY_FILE_MAX)
 		return cfg_why(why, whylen,
@@ -116,12 +118,13 @@ int cfg_peer_key_load(struct ctx *c)
 	struct key_file *kf = malloc(sizeof(*kf));
 	struct steer_peer_keys *k = calloc(1, sizeof(*k));
 	char why[WHY_LEN], where[PATH_MAX + 32];
+	unsigned int mode = 0;
 	int rc = 0;
 
 	if (!kf || !k)
 		rc = cfg_why(why, sizeof(why), "out of memory");
 	if (!rc)
-		rc = key_file_read(c->out.peer_key_file, kf, why, sizeof(why));
+		rc = key_file_read(c->out.peer_key_file, kf, &mode, why, sizeof(why));
 	if (!rc)
 		rc = keys_parse(c->out.peer_key_file, kf, k, why, sizeof(why));
 	if (kf)
@@ -132,6 +135,7 @@ int cfg_peer_key_load(struct ctx *c)
 		return cfg_fail(c, "%s: %s", cfg_origin(c, OPT_PEER_KEY, where, sizeof(where)),
 				why);
 	}
+	cfg_secret_check_mode(c, "the --peer-key file", c->out.peer_key_file, mode);
 	c->out.peer_keys = k; /* freed with c->out (steer_config_free) */
 	return STEER_CONFIG_OK;
 }

@@ -52,6 +52,23 @@ int cfg_why(char *why, size_t whylen, const char *fmt, ...)
 	return -1;
 }
 
+void cfg_warn(struct ctx *c, const char *fmt, ...)
+{
+	size_t at = strlen(c->warnings), room = sizeof(c->warnings) - at;
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(c->warnings + at, room, fmt, ap);
+	va_end(ap);
+	if (n < 0 || (size_t)n + 1 >= room) {
+		c->warnings[at] = 0; /* no room for it and its newline */
+		return;
+	}
+	c->warnings[at + (size_t)n] = '\n';
+	c->warnings[at + (size_t)n + 1] = 0;
+}
+
 /* ---- Scalars ---------------------------------------------------------------------- */
 
 /* A decimal number, nothing else: strtod alone would take "nan", "inf",

@@ -50,6 +50,7 @@ static struct backend *backend_new(struct daemon *d, const struct steer_config *
 		return NULL;
 	b->cfg = *cfg;
 	b->slot = NO_SLOT;
+	eject_init(b);
 	/* Not in the table until a poll succeeds: a backend that is not up yet
 	 * would otherwise look idle (no snapshot, no live connections). */
 	b->health = STEER_HEALTH_UNKNOWN;
@@ -75,6 +76,7 @@ static void backend_free(struct daemon *d, struct backend *b)
 		d->pending--; /* a removed handle's result is never reported */
 	if (b->handle >= 0)
 		steer_loads_remove(d->loads, b->handle);
+	eject_free(b);
 	free(b);
 }
 

@@ -8,6 +8,7 @@
  *   peers.c       sharing the request accounting with other routers (--peer)
  *   probes.c      the step probe (--step-probe)
  *   backends.c    services and backends: building them, and rebuilding on reload
+ *   ejects.c      fast ejection's way back: traffic port probes and back-off
  *   signals.c     the stop and reload flags the signals set
  *
  * Each calls only parts listed below it (and reload.c, the reload's parse,
@@ -52,6 +53,27 @@ void install_signals(void);
 
 struct service;
 
+/*
+ * Fast ejection's state of one backend (ejects.c). The kernel stopped
+ * choosing it (a skip); it stays out of the tables until a TCP connect of
+ * the daemon's own to its traffic port succeeds (a probe), and no sooner
+ * than its back-off after the skip. All times CLOCK_MONOTONIC ns.
+ */
+struct backend_eject {
+	bool confirm;		   /* the poll started at the skip has not answered yet */
+	bool logged;		   /* this skip's lines are logged (its first passed the limit) */
+	bool passed;		   /* a probe got through; back once the back-off is over */
+	int fd;			   /* the probe's socket; -1: none */
+	int last_err;		   /* errno of this skip's last logged probe failure; 0: none */
+	uint64_t since_ns;	   /* the skip */
+	uint64_t wait_ns;	   /* this skip's back-off */
+	uint64_t probe_at_ns;	   /* the next probe starts */
+	uint64_t started_ns;	   /* the probe's connect started */
+	uint64_t connected_ns;	   /* its handshake completed; 0: not yet */
+	uint64_t back_ns;	   /* the last way back (a probe got through); 0: never */
+	struct steer_log_limit rl; /* the skips' lines */
+};
+
 struct backend {
 	struct steer_backend_cfg cfg;
 	struct service *svc;
@@ -91,8 +113,10 @@ struct backend {
 	bool in_table;
 	uint32_t live_at_score;
 	/* The kernel stopped choosing it after STEER_FAIL_EJECT connects in a row
-	 * failed; out of the table until the poll started then answers. */
+	 * failed; out of the table until a probe of its traffic port gets
+	 * through (ej). */
 	bool suspect;
+	struct backend_eject ej;
 };
 
 struct service {
@@ -161,8 +185,9 @@ struct slotted_backend *slotted_backends(struct daemon *d, size_t *n);
 
 void start_polls(struct daemon *d);
 /* Fast ejection: keep out of the tables, and poll at once, a backend whose
- * last STEER_FAIL_EJECT steered connects failed in a row. Every wait slice
- * runs it, and the main loop before each publish. */
+ * last STEER_FAIL_EJECT steered connects failed in a row; move the probes of
+ * those out on. Every wait slice runs it, and the main loop before each
+ * publish. */
 void check_fast_ejections(struct daemon *d);
 /* Handle results until deadline_ns (CLOCK_MONOTONIC): while collecting a
  * cycle's (until_all_done), until none is pending or only stragglers are;
@@ -209,5 +234,19 @@ void probes_metrics(struct daemon *d, struct steer_metrics_snapshot *snap);
 void probes_fill_backend(struct daemon *d, const struct steer_addr *addr,
 			 struct steer_metrics_backend *mb);
 void probes_stop(struct daemon *d);
+
+/* ---- ejects.c ---- */
+
+/* A new backend's state: no probe, never skipped. */
+void eject_init(struct backend *b);
+/* A removed backend's probe is closed. */
+void eject_free(struct backend *b);
+/* The kernel stopped choosing b at now_ns: out (b->suspect) until a probe of
+ * its traffic port gets through, after a back-off of 1 s, doubled at each
+ * skip that comes soon after the last way back, at most --load-check-interval. */
+void eject_skip(struct daemon *d, const struct service *s, struct backend *b, uint64_t now_ns);
+/* A skipped backend's probe moves on; it is chosen again once it got through
+ * and the back-off is over. Never waits. */
+void eject_step(struct daemon *d, const struct service *s, struct backend *b, uint64_t now_ns);
 
 #endif /* STEER_DAEMON_H */

@@ -67,50 +67,52 @@ void start_polls(struct daemon *d)
 
 /*
  * Fast ejection, the daemon's half. The kernel stops choosing a backend once
- * STEER_FAIL_EJECT of its steered connects in a row were never established
- * (a dead worker refuses thousands of connects a second; polls come once a
- * second). Looked at every wait slice (<= 100 ms) and by the main loop before
- * each publish: such a backend is kept out of the tables, so that a publish
- * does not list it and reset the kernel's count, and polled at once; the
- * poll decides (handle_result).
+ * STEER_FAIL_EJECT of its steered connects in a row failed (a dead worker
+ * refuses thousands of connects a second; polls come once a second). Looked
+ * at every wait slice (<= 100 ms) and by the main loop before each publish:
+ * such a backend is kept out of the tables, so that a publish does not list
+ * it and reset the kernel's count, and polled at once, so that a dead worker
+ * is ejected at once (confirm_suspect). A good poll does not put it back:
+ * only a connect to its traffic port does (ejects.c), whose probe moves on
+ * here too.
  */
 void check_fast_ejections(struct daemon *d)
 {
+	uint64_t now = steer_monotonic_ns();
 	size_t i, j;
 
 	for (i = 0; i < d->n_svcs; i++)
 		for (j = 0; j < d->svcs[i].n; j++) {
 			struct backend *b = d->svcs[i].b[j];
 
-			if (b->suspect || b->slot == NO_SLOT || b->health == STEER_HEALTH_EJECTED ||
+			if (b->suspect) {
+				eject_step(d, &d->svcs[i], b, now);
+				continue;
+			}
+			if (b->slot == NO_SLOT || b->health == STEER_HEALTH_EJECTED ||
 			    steer_dp_fails(d->dp, b->slot) < STEER_FAIL_EJECT)
 				continue;
-			b->suspect = true;
-			log_warn("%s: backend %s: %d connects in a row failed; not chosen until a "
-				 "poll confirms it is alive",
-				 d->svcs[i].vip_str, b->cfg.addr_str, STEER_FAIL_EJECT);
+			eject_skip(d, &d->svcs[i], b, now);
 			start_poll(d, b);
 		}
 }
 
-/* The poll that followed fast ejection answered: alive (readmit) or not (eject). */
+/* The poll that followed fast ejection answered. Dead: ejected at once, as
+ * if it had failed --unhealthy-after polls. Alive: out all the same, until
+ * its traffic port takes a connect (ejects.c). */
 static void confirm_suspect(struct daemon *d, const struct service *s, struct backend *b,
 			    bool alive)
 {
-	b->suspect = false;
-	if (alive) {
-		if (b->slot != NO_SLOT)
-			steer_dp_readmit(d->dp, b->slot);
-		log_info("%s: backend %s answered its poll: chosen again", s->vip_str,
-			 b->cfg.addr_str);
+	b->ej.confirm = false;
+	if (alive)
 		return;
-	}
 	b->health = STEER_HEALTH_EJECTED;
 	b->consec_ok = 0;
 	if (b->consec_fail < d->cfg.unhealthy_after)
 		b->consec_fail = d->cfg.unhealthy_after;
-	log_warn("%s: backend %s ejected: %d connects in a row failed and so did its poll",
-		 s->vip_str, b->cfg.addr_str, STEER_FAIL_EJECT);
+	if (b->ej.logged)
+		log_warn("%s: backend %s ejected: %d connects in a row failed and so did its poll",
+			 s->vip_str, b->cfg.addr_str, STEER_FAIL_EJECT);
 }
 
 static void observe_duration(struct service *s, uint64_t ns)
@@ -221,7 +223,7 @@ static void handle_result(struct daemon *d, const struct steer_loads_result *r)
 		health_failure(s, b, d->cfg.unhealthy_after);
 		break;
 	}
-	if (b->suspect)
+	if (b->suspect && b->ej.confirm)
 		confirm_suspect(d, s, b,
 				r->kind == STEER_POLL_OK || r->kind == STEER_POLL_UNIMPLEMENTED);
 }

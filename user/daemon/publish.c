@@ -196,7 +196,8 @@ static void write_bk_info(struct daemon *d, struct service *s, uint64_t now)
 
 		if (b->slot == NO_SLOT || !(info = steer_dp_bk_info(d->dp, b->slot)))
 			continue;
-		info->health = (__u8)b->health;
+		/* Out by fast ejection is out, whatever the polls say. */
+		info->health = (__u8)(b->suspect ? STEER_HEALTH_EJECTED : b->health);
 		info->last_poll = (__u8)b->last_kind;
 		info->source = (__u8)b->source;
 		info->snapshot_ns = b->has_snap ? b->snap_ns : 0;
@@ -328,7 +329,7 @@ static void fill_metrics_backend(struct daemon *d, const struct service *s, cons
 
 	snprintf(mb->vip, sizeof(mb->vip), "%s", s->vip_str);
 	snprintf(mb->backend, sizeof(mb->backend), "%s", b->cfg.addr_str);
-	mb->healthy = b->health == STEER_HEALTH_HEALTHY;
+	mb->healthy = b->health == STEER_HEALTH_HEALTHY && !b->suspect; /* as steer_bkinfo */
 	mb->inflight_tokens = inflight;
 	mb->live_connections = ctr ? steer_dp_live(d->dp, b->slot) : 0;
 	mb->steered_total = ctr ? ctr->steered + ctr->fallbacks : 0;

@@ -12,6 +12,7 @@
  */
 #include <errno.h>
 #include <malloc.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,6 +51,12 @@ static void run_cycle(struct daemon *d)
 	malloc_trim(0);
 }
 
+static void log_config_warning(const char *line, void *arg)
+{
+	(void)arg;
+	log_warn("%s", line);
+}
+
 /* Apply a reload whose parse is ready (see idle()). */
 static void reload(struct daemon *d)
 {
@@ -61,6 +68,7 @@ static void reload(struct daemon *d)
 		log_error("reload rejected, the running configuration stays: %s", err);
 		return;
 	}
+	steer_config_each_warning(&next, log_config_warning, NULL);
 	if (strcmp(next.pin_path, d->cfg.pin_path) || strcmp(next.cgroup, d->cfg.cgroup))
 		log_warn("reload: --pin-path and --cgroup changes need a restart; ignored");
 	if (strcmp(next.wire_cgroup, d->cfg.wire_cgroup))
@@ -287,6 +295,16 @@ static int check_config(struct steer_config *cfg)
 	return 0;
 }
 
+/* The tick after a regular cycle; after an overrun, now rather than a burst of
+ * cycles to catch up. */
+static uint64_t next_regular_tick(uint64_t tick, uint64_t interval_ns)
+{
+	uint64_t now = steer_monotonic_ns();
+
+	tick += interval_ns;
+	return tick < now ? now : tick;
+}
+
 int main(int argc, char **argv)
 {
 	struct daemon d = { 0 };
@@ -294,6 +312,10 @@ int main(int argc, char **argv)
 	uint64_t next_tick;
 	int rc;
 
+	if (steer_privs_no_core_dumps(err, sizeof(err)) != 0) {
+		fprintf(stderr, "smg-steerd: %s\n", err);
+		return 1;
+	}
 	switch (steer_config_load(argc, argv, &d.cfg, err, sizeof(err))) {
 	case STEER_CONFIG_OK:
 		break;
@@ -312,6 +334,7 @@ int main(int argc, char **argv)
 	 * no measurable CPU cost (the polls all run on one thread anyway). */
 	mallopt(M_ARENA_MAX, 1);
 	steer_log_set_level(d.cfg.log_level);
+	steer_config_each_warning(&d.cfg, log_config_warning, NULL);
 	seed_random(&d);
 	install_signals();
 	d.reload = steer_reload_new(argc, argv,
@@ -326,10 +349,14 @@ int main(int argc, char **argv)
 		discovery_apply(&d);
 	next_tick = steer_monotonic_ns();
 	while (!stop_requested) {
+		bool on_schedule = steer_monotonic_ns() >= next_tick;
+
 		run_cycle(&d);
-		next_tick += d.cfg.interval_ns;
-		if (next_tick < steer_monotonic_ns())
-			next_tick = steer_monotonic_ns(); /* overran: do not burst */
+		/* A cycle run early, for a reload or a DNS change, is an extra one: it
+		 * leaves the regular tick where it was, so that no burst of SIGHUPs
+		 * can push the next poll out until the tables expire. */
+		if (on_schedule)
+			next_tick = next_regular_tick(next_tick, d.cfg.interval_ns);
 		idle(&d, next_tick);
 		if (steer_discovery_changed(d.disc))
 			discovery_apply(&d); /* the next cycle polls the new backends at once */

@@ -268,15 +268,16 @@ int dp_cgroup_id(const char *path, uint64_t *id)
 }
 
 static const char *const link_names[DP_LINKS] = {
-	[DP_LINK_RELEASE] = STEER_LINK_RELEASE,	  [DP_LINK_CONNECT4] = STEER_LINK_CONNECT4,
-	[DP_LINK_CONNECT6] = STEER_LINK_CONNECT6, [DP_LINK_PEER4] = STEER_LINK_PEER4,
-	[DP_LINK_PEER6] = STEER_LINK_PEER6,
+	[DP_LINK_RELEASE] = STEER_LINK_RELEASE,	  [DP_LINK_SOCKOPS] = STEER_LINK_SOCKOPS,
+	[DP_LINK_CONNECT4] = STEER_LINK_CONNECT4, [DP_LINK_CONNECT6] = STEER_LINK_CONNECT6,
+	[DP_LINK_PEER4] = STEER_LINK_PEER4,	  [DP_LINK_PEER6] = STEER_LINK_PEER6,
 };
 
 static struct bpf_program *link_prog(struct steer_dp *dp, int i)
 {
 	struct bpf_program *p[DP_LINKS] = {
 		[DP_LINK_RELEASE] = dp->skel->progs.steer_release,
+		[DP_LINK_SOCKOPS] = dp->skel->progs.steer_sockops,
 		[DP_LINK_CONNECT4] = dp->skel->progs.steer_connect4,
 		[DP_LINK_CONNECT6] = dp->skel->progs.steer_connect6,
 		[DP_LINK_PEER4] = dp->skel->progs.steer_getpeername4,

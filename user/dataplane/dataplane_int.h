@@ -24,9 +24,11 @@
 
 /* The programs, in the order they are attached (see attach_or_adopt_links):
  * release first, so that a socket steered by the old programs during an
- * upgrade is already seen when it closes. */
+ * upgrade is already seen when it closes; sockops before the connect hooks,
+ * so that every socket they steer has its resets followed. */
 enum dp_link {
 	DP_LINK_RELEASE,
+	DP_LINK_SOCKOPS,
 	DP_LINK_CONNECT4,
 	DP_LINK_CONNECT6,
 	DP_LINK_PEER4,

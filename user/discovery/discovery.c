@@ -33,7 +33,8 @@ struct name {
 	/* The last known set: the last answer that had addresses. */
 	struct steer_addr addrs[STEER_DNS_MAX_ADDRS];
 	size_t n;
-	bool answered; /* has had an answer with addresses */
+	bool answered;	     /* has had an answer with addresses */
+	size_t told_dropped; /* records past the cap, as last logged */
 	enum steer_dns_result state;
 	bool in_flight;
 	uint64_t next_ns; /* when the next look-up starts */
@@ -243,6 +244,11 @@ static void answer_with_addresses(struct steer_discovery *disc, struct name *n,
 		log_info("dns: %s answers again: %zu address(es)%s", n->name, a->n, diff);
 	else if (changed)
 		log_info("dns: %s: %zu address(es):%s", n->name, a->n, diff);
+	if (a->dropped != n->told_dropped && a->dropped)
+		log_warn("dns: %s: %zu address(es) past the %d a service can hold; keeping "
+			 "the %d lowest",
+			 n->name, a->dropped, STEER_DNS_MAX_ADDRS, STEER_DNS_MAX_ADDRS);
+	n->told_dropped = a->dropped;
 	if (changed) {
 		memcpy(n->addrs, a->addrs, a->n * sizeof(a->addrs[0]));
 		n->n = a->n;
@@ -259,7 +265,9 @@ static void answer_without(struct steer_discovery *disc, struct name *n,
 			   const struct steer_dns_answer *a, uint64_t now)
 {
 	enum steer_dns_result r = a->ok ? STEER_DNS_EMPTY : STEER_DNS_FAILED;
-	const char *why = a->ok ? "no A or AAAA record" : a->detail;
+	const char *why = !a->ok	? a->detail
+			  : a->unusable ? "only multicast, broadcast or unspecified addresses"
+					: "no A or AAAA record";
 
 	if (n->state != r && n->answered)
 		log_warn("dns: %s: %s; keeping the last known %zu address(es)", n->name, why, n->n);

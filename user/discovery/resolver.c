@@ -12,6 +12,8 @@
 #endif
 #include "resolver.h"
 
+#include "common/common.h"
+
 #include <arpa/inet.h>
 #include <ares.h>
 #include <errno.h>
@@ -114,16 +116,40 @@ static int addr_cmp(const void *a, const void *b)
 	return memcmp(a, b, sizeof(struct steer_addr));
 }
 
-/* Sort, and drop duplicates (a name may list an address twice). */
-static void sort_unique(struct steer_dns_answer *a)
+/*
+ * Keeps x if it is usable, new, and among the STEER_DNS_MAX_ADDRS smallest
+ * seen so far; a->addrs stays sorted. Keeping the smallest rather than the
+ * first makes the kept set the same whatever order the records come in, so
+ * that a name with more records than a service holds keeps a stable set, and
+ * unusable records never take a usable one's place.
+ */
+static void keep_address(struct steer_dns_answer *a, const struct steer_addr *x)
 {
-	size_t i, n = 0;
+	size_t lo = 0, hi = a->n;
 
-	qsort(a->addrs, a->n, sizeof(a->addrs[0]), addr_cmp);
-	for (i = 0; i < a->n; i++)
-		if (!n || addr_cmp(&a->addrs[n - 1], &a->addrs[i]))
-			a->addrs[n++] = a->addrs[i];
-	a->n = n;
+	if (steer_addr_unusable(x)) {
+		a->unusable++;
+		return;
+	}
+	while (lo < hi) { /* the first kept address not below x */
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (addr_cmp(&a->addrs[mid], x) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo < a->n && !addr_cmp(&a->addrs[lo], x))
+		return; /* listed twice */
+	if (a->n == STEER_DNS_MAX_ADDRS) {
+		a->dropped++;
+		if (lo == a->n)
+			return; /* larger than every kept one */
+		a->n--;		/* the largest kept one makes room */
+	}
+	memmove(&a->addrs[lo + 1], &a->addrs[lo], (a->n - lo) * sizeof(a->addrs[0]));
+	a->addrs[lo] = *x;
+	a->n++;
 }
 
 static void on_answer(void *arg, int status, int timeouts, struct ares_addrinfo *res)
@@ -140,13 +166,13 @@ static void on_answer(void *arg, int status, int timeouts, struct ares_addrinfo 
 		if (status == ARES_SUCCESS || status == ARES_ENODATA) {
 			a->ok = 1; /* ENODATA: the name exists, with no A or AAAA records */
 			for (n = res ? res->nodes : NULL; n; n = n->ai_next) {
-				if (a->n < STEER_DNS_MAX_ADDRS &&
-				    addr_of(n->ai_addr, &a->addrs[a->n]))
-					a->n++;
+				struct steer_addr x;
+
+				if (addr_of(n->ai_addr, &x))
+					keep_address(a, &x);
 				if (n->ai_ttl >= 0 && (uint32_t)n->ai_ttl < a->min_ttl_s)
 					a->min_ttl_s = (uint32_t)n->ai_ttl;
 			}
-			sort_unique(a);
 		} else {
 			snprintf(a->detail, sizeof(a->detail), "%s", ares_strerror(status));
 		}

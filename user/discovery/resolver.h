@@ -14,16 +14,20 @@
 
 struct steer_dns;
 
-/* More addresses than a service can hold backends: the rest are dropped. */
+/* More addresses than a service can hold backends: of the usable ones, the
+ * smallest are kept and the rest dropped (counted in dropped). */
 #define STEER_DNS_MAX_ADDRS STEER_MAX_BACKENDS
 
 struct steer_dns_answer {
 	void *tag;	  /* as given to steer_dns_query */
 	int ok;		  /* 1: the name resolved (n may still be 0: no records) */
 	char detail[128]; /* why it failed; "" when ok */
-	/* Addresses (network order, IPv4 v4-mapped, port 0), sorted and unique. */
+	/* Usable addresses (network order, IPv4 v4-mapped, port 0), sorted and
+	 * unique: the smallest STEER_DNS_MAX_ADDRS of the answer's. */
 	struct steer_addr addrs[STEER_DNS_MAX_ADDRS];
 	size_t n;
+	size_t dropped;	    /* usable records past STEER_DNS_MAX_ADDRS */
+	size_t unusable;    /* multicast, broadcast or unspecified records */
 	uint32_t min_ttl_s; /* smallest TTL of the records, seconds */
 };
 

@@ -18,6 +18,8 @@
  */
 #include "loads_int.h"
 
+#include <malloc.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -37,6 +39,52 @@ const char *steer_grpc_method(enum steer_engine e)
 	default:
 		return NULL;
 	}
+}
+
+/*
+ * protobuf-c's memory while it unpacks one answer, bounded. A 4 MB answer of
+ * ~2 M empty repeated entries or unknown fields made it allocate 150-300 MB
+ * before the rank count could be checked; with the budget the unpack fails
+ * at the first allocation past it, whatever the answer's shape. A real
+ * answer of STEER_DECODE_MAX_RANKS ranks needs about 0.3 MB.
+ */
+#define UNPACK_BUDGET (2u << 20)
+
+struct unpack_budget {
+	ProtobufCAllocator a;
+	size_t used;
+	bool exceeded;
+};
+
+static void *budget_alloc(void *data, size_t size)
+{
+	struct unpack_budget *b = data;
+	void *p;
+
+	if (size > UNPACK_BUDGET - b->used) {
+		b->exceeded = true;
+		return NULL;
+	}
+	p = malloc(size);
+	if (p)
+		b->used += malloc_usable_size(p);
+	return p;
+}
+
+static void budget_free(void *data, void *p)
+{
+	struct unpack_budget *b = data;
+
+	if (!p)
+		return;
+	b->used -= malloc_usable_size(p);
+	free(p);
+}
+
+static void budget_init(struct unpack_budget *b)
+{
+	*b = (struct unpack_budget){ .a = { .alloc = budget_alloc, .free = budget_free } };
+	b->a.allocator_data = b;
 }
 
 /* The ranks of one response, before validation. */
@@ -78,9 +126,15 @@ static enum steer_poll_kind rank_set_finish(struct rank_set *set, struct steer_l
 	return kind;
 }
 
-static enum steer_poll_kind undecodable(const char *engine, size_t len, char *detail,
+static enum steer_poll_kind undecodable(const char *engine, size_t len,
+					const struct unpack_budget *b, char *detail,
 					size_t detail_len)
 {
+	if (b->exceeded)
+		return steer_decode_invalid(detail, detail_len,
+					    "%s GetLoadsResponse of %zu bytes needs more than %u "
+					    "KiB to decode: refused",
+					    engine, len, UNPACK_BUDGET >> 10);
 	return steer_decode_invalid(detail, detail_len,
 				    "undecodable %s GetLoadsResponse (%zu bytes)", engine, len);
 }
@@ -89,13 +143,15 @@ static enum steer_poll_kind decode_sglang(const uint8_t *buf, size_t len, struct
 					  char *detail, size_t detail_len)
 {
 	Sglang__Grpc__Scheduler__GetLoadsResponse *r;
+	struct unpack_budget b;
 	enum steer_poll_kind kind;
 	struct rank_set set;
 	size_t i;
 
-	r = sglang__grpc__scheduler__get_loads_response__unpack(NULL, len, buf);
+	budget_init(&b);
+	r = sglang__grpc__scheduler__get_loads_response__unpack(&b.a, len, buf);
 	if (!r)
-		return undecodable("SGLang", len, detail, detail_len);
+		return undecodable("SGLang", len, &b, detail, detail_len);
 	kind = rank_set_alloc(&set, r->n_loads, "SGLang", detail, detail_len);
 	if (kind == STEER_POLL_OK) {
 		for (i = 0; i < set.n; i++) {
@@ -112,7 +168,7 @@ static enum steer_poll_kind decode_sglang(const uint8_t *buf, size_t len, struct
 		}
 		kind = rank_set_finish(&set, load, detail, detail_len);
 	}
-	sglang__grpc__scheduler__get_loads_response__free_unpacked(r, NULL);
+	sglang__grpc__scheduler__get_loads_response__free_unpacked(r, &b.a);
 	return kind;
 }
 
@@ -120,13 +176,15 @@ static enum steer_poll_kind decode_vllm(const uint8_t *buf, size_t len, struct s
 					char *detail, size_t detail_len)
 {
 	Vllm__Grpc__Engine__GetLoadsResponse *r;
+	struct unpack_budget b;
 	enum steer_poll_kind kind;
 	struct rank_set set;
 	size_t i;
 
-	r = vllm__grpc__engine__get_loads_response__unpack(NULL, len, buf);
+	budget_init(&b);
+	r = vllm__grpc__engine__get_loads_response__unpack(&b.a, len, buf);
 	if (!r)
-		return undecodable("vLLM", len, detail, detail_len);
+		return undecodable("vLLM", len, &b, detail, detail_len);
 	kind = rank_set_alloc(&set, r->n_loads, "vLLM", detail, detail_len);
 	if (kind == STEER_POLL_OK) {
 		for (i = 0; i < set.n; i++) {
@@ -143,7 +201,7 @@ static enum steer_poll_kind decode_vllm(const uint8_t *buf, size_t len, struct s
 		}
 		kind = rank_set_finish(&set, load, detail, detail_len);
 	}
-	vllm__grpc__engine__get_loads_response__free_unpacked(r, NULL);
+	vllm__grpc__engine__get_loads_response__free_unpacked(r, &b.a);
 	return kind;
 }
 
@@ -152,13 +210,15 @@ static enum steer_poll_kind decode_tokenspeed(const uint8_t *buf, size_t len,
 					      size_t detail_len)
 {
 	Tokenspeed__Grpc__Scheduler__GetLoadsResponse *r;
+	struct unpack_budget b;
 	enum steer_poll_kind kind;
 	struct rank_set set;
 	size_t i;
 
-	r = tokenspeed__grpc__scheduler__get_loads_response__unpack(NULL, len, buf);
+	budget_init(&b);
+	r = tokenspeed__grpc__scheduler__get_loads_response__unpack(&b.a, len, buf);
 	if (!r)
-		return undecodable("TokenSpeed", len, detail, detail_len);
+		return undecodable("TokenSpeed", len, &b, detail, detail_len);
 	kind = rank_set_alloc(&set, r->n_loads, "TokenSpeed", detail, detail_len);
 	if (kind == STEER_POLL_OK) {
 		for (i = 0; i < set.n; i++) {
@@ -175,7 +235,7 @@ static enum steer_poll_kind decode_tokenspeed(const uint8_t *buf, size_t len,
 		}
 		kind = rank_set_finish(&set, load, detail, detail_len);
 	}
-	tokenspeed__grpc__scheduler__get_loads_response__free_unpacked(r, NULL);
+	tokenspeed__grpc__scheduler__get_loads_response__free_unpacked(r, &b.a);
 	return kind;
 }
 

@@ -95,8 +95,12 @@ static int engine_of_step(enum step s)
 					   : STEER_ENGINE_SGLANG;
 }
 
-static enum steer_source source_of_step(enum step s)
+/* The source a step polls; a /metrics step says which engine's names it
+ * reads when the backend names its engine (auto: the decoder refines it). */
+static enum steer_source source_of_step(int engine, enum step s)
 {
+	if (s == STEP_HTTP_METRICS && engine == STEER_ENGINE_VLLM)
+		return STEER_SOURCE_HTTP_METRICS_VLLM;
 	switch (s) {
 	case STEP_GRPC_SGLANG:
 		return STEER_SOURCE_GRPC_SGLANG;
@@ -253,7 +257,7 @@ int steer_loads_add(struct steer_loads *l, const struct steer_loads_spec *spec, 
 		return -ENOMEM;
 	plan_build(sh, spec->scheme);
 	sh->locked = sh->n_plan == 1; /* nothing to choose between */
-	sh->src = sh->locked ? source_of_step(sh->plan[0]) : STEER_SOURCE_NONE;
+	sh->src = sh->locked ? source_of_step(sh->engine, sh->plan[0]) : STEER_SOURCE_NONE;
 	sh->used = true;
 	return idx;
 }
@@ -511,7 +515,7 @@ static void on_grpc(struct steer_loads *l, const struct steer_poll_result *g)
 	l->grpc_outstanding--;
 	r.kind = g->kind;
 	r.status = g->grpc_status;
-	r.source = source_of_step(sh->plan[sh->step]);
+	r.source = source_of_step(sh->engine, sh->plan[sh->step]);
 	memcpy(r.detail, g->detail, sizeof(r.detail));
 	r.load = g->load;
 	switch (g->kind) {
@@ -590,7 +594,7 @@ static void on_http_get(struct steer_loads *l, struct src_handle *sh, int idx,
 		http_failed(r, STEER_POLL_DEADLINE, "deadline exceeded", h->detail);
 		break;
 	case STEER_HTTP_TOO_LARGE:
-		http_failed(r, STEER_POLL_INVALID, "response body too large", "");
+		http_failed(r, STEER_POLL_INVALID, "response body too large", h->detail);
 		break;
 	default:
 		http_failed(r, STEER_POLL_ERROR, "HTTP transfer failed", h->detail);
@@ -607,7 +611,7 @@ static void on_http(struct steer_loads *l, const struct steer_http_result *h)
 
 	if (!sh || !sh->running)
 		return;
-	r.source = source_of_step(sh->plan[sh->step]);
+	r.source = source_of_step(sh->engine, sh->plan[sh->step]);
 	if (sh->plan[sh->step] != STEP_TCP) {
 		on_http_get(l, sh, idx, h, &r);
 		return;

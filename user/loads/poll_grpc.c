@@ -185,6 +185,8 @@ static int grpc_target(const char *addr, char *out, size_t out_len)
 	return 0;
 }
 
+#define GRPC_ANSWER_MAX (256 << 10)
+
 static uint32_t clamp_u32(uint32_t v, uint32_t lo, uint32_t hi)
 {
 	return v < lo ? lo : v > hi ? hi : v;
@@ -210,6 +212,12 @@ static grpc_channel *open_channel(const char *target, uint32_t max_backoff_ms)
 		 * PING and its ack to every call. */
 		{ .type = GRPC_ARG_INTEGER, .key = GRPC_ARG_HTTP2_BDP_PROBE, .value.integer = 0 },
 		{ .type = GRPC_ARG_INTEGER, .key = GRPC_ARG_ENABLE_CHANNELZ, .value.integer = 0 },
+		/* gRPC holds a whole message before handing it over: 4 MiB by
+		 * default, per backend. 1,024 ranks of every core field are about
+		 * 90 KiB; a larger answer is refused from its length prefix. */
+		{ .type = GRPC_ARG_INTEGER,
+		  .key = GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH,
+		  .value.integer = GRPC_ANSWER_MAX },
 		{ .type = GRPC_ARG_INTEGER,
 		  .key = GRPC_ARG_MAX_CHANNEL_TRACE_EVENT_MEMORY_PER_NODE,
 		  .value.integer = 0 },
@@ -298,7 +306,7 @@ int steer_poller_set_auth(struct steer_poller *p, int handle, const char *token)
 
 	if (!h)
 		return -EINVAL;
-	if (token && asprintf(&value, "Bearer %s", token) < 0)
+	if (token && !(value = steer_secret_join("Bearer ", token)))
 		return -ENOMEM;
 	free_authorization(h);
 	h->authorization = value;

@@ -16,6 +16,7 @@
 
 #include <curl/curl.h>
 #include <errno.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -35,9 +36,11 @@ struct http_handle {
 	bool get_running;
 	struct curl_slist *headers; /* Authorization, when set */
 	char *auth_line;	    /* the header line, wiped when replaced */
+	struct steer_http *owner;
 	char *body;
 	size_t body_len, body_cap;
 	bool too_large;
+	bool over_budget; /* too large for what the other bodies left of BODIES_MAX */
 	uint64_t started_ns;
 	char errbuf[CURL_ERROR_SIZE];
 };
@@ -49,16 +52,73 @@ struct steer_http {
 	struct http_handle **handles;
 	size_t n_handles;
 	size_t outstanding;
+	int last_body;	   /* the handle whose body the last result lent out, or -1 */
+	size_t body_bytes; /* every handle's body_cap */
 };
+
+/* A body buffer larger than this is freed once its answer is decoded: one
+ * large answer must not pin STEER_HTTP_BODY_MAX per backend for good (256
+ * backends x 4 MiB). Below it the buffer is kept for the next poll. */
+#define BODY_KEEP (16u << 10)
+/* All bodies together: past BODY_KEEP a body grows only within this, so that
+ * backends answering STEER_HTTP_BODY_MAX each in the same cycle cannot hold
+ * n x 4 MiB at once. 16 MiB holds 256 /metrics pages of 64 KiB in flight. */
+#define BODIES_MAX (16u << 20)
 
 static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
 static CURLcode curl_init_rc;
+
+/*
+ * libcurl's memory, wiped when freed. libcurl copies the Authorization line
+ * into its header list and into each request it assembles, and frees those
+ * buffers without clearing them: a bearer token would stay in freed heap
+ * memory, for a core dump or a later bug to expose. Every block libcurl
+ * frees or moves is cleared first (malloc_usable_size: the whole block, not
+ * only what libcurl asked for). libcurl's allocations are few and small per
+ * poll, so the cost does not show in a cycle.
+ */
+static void wiping_free(void *p)
+{
+	if (!p)
+		return;
+	explicit_bzero(p, malloc_usable_size(p));
+	free(p);
+}
+
+static void *wiping_realloc(void *p, size_t size)
+{
+	size_t old;
+	void *q;
+
+	if (!p)
+		return malloc(size);
+	if (!size) {
+		wiping_free(p);
+		return NULL;
+	}
+	old = malloc_usable_size(p);
+	q = malloc(size);
+	if (!q)
+		return NULL; /* p stays, as realloc leaves it */
+	memcpy(q, p, old < size ? old : size);
+	wiping_free(p);
+	return q;
+}
+
+static char *wiping_strdup(const char *s)
+{
+	size_t n = strlen(s) + 1;
+	char *d = malloc(n);
+
+	return d ? memcpy(d, s, n) : NULL;
+}
 
 static void curl_init(void)
 {
 	/* Once for the process, never cleaned up: libcurl's global state is
 	 * shared by every poller and costs nothing idle. */
-	curl_init_rc = curl_global_init(CURL_GLOBAL_DEFAULT);
+	curl_init_rc = curl_global_init_mem(CURL_GLOBAL_DEFAULT, malloc, wiping_free,
+					    wiping_realloc, wiping_strdup, calloc);
 }
 
 int steer_curl_global_init(void)
@@ -76,6 +136,7 @@ struct steer_http *steer_http_new(void)
 	h = calloc(1, sizeof(*h));
 	if (!h)
 		return NULL;
+	h->last_body = -1;
 	h->multi = curl_multi_init();
 	if (!h->multi) {
 		free(h);
@@ -138,6 +199,7 @@ int steer_http_add(struct steer_http *h, const char *addr, void *tag)
 	hh->used = true;
 	h->handles[idx] = hh;
 	hh->tag = tag;
+	hh->owner = h;
 	/* Keep one idle connection per backend in the multi's cache. */
 	curl_multi_setopt(h->multi, CURLMOPT_MAXCONNECTS, (long)h->n_handles + 4);
 	return idx;
@@ -183,6 +245,7 @@ void steer_http_remove(struct steer_http *h, int handle)
 	stop_probe(h, hh);
 	curl_easy_cleanup(hh->get);
 	wipe_auth(hh);
+	h->body_bytes -= hh->body_cap;
 	free(hh->body);
 	free(hh);
 	h->handles[handle] = NULL;
@@ -198,7 +261,7 @@ int steer_http_set_auth(struct steer_http *h, int handle, const char *token)
 		return -EINVAL;
 	if (hh->get_running)
 		return -EBUSY; /* libcurl reads the header list during the transfer */
-	if (token && asprintf(&line, "Authorization: Bearer %s", token) < 0)
+	if (token && !(line = steer_secret_join("Authorization: Bearer ", token)))
 		return -ENOMEM;
 	list = line ? curl_slist_append(NULL, line) : NULL;
 	if (line && !list) {
@@ -226,9 +289,14 @@ static size_t on_body(char *data, size_t size, size_t nmemb, void *user)
 		cap = hh->body_cap ? hh->body_cap : 4096;
 		while (cap < hh->body_len + n + 1)
 			cap *= 2;
+		if (cap > BODY_KEEP && hh->owner->body_bytes - hh->body_cap + cap > BODIES_MAX) {
+			hh->too_large = hh->over_budget = true;
+			return 0;
+		}
 		grown = realloc(hh->body, cap);
 		if (!grown)
 			return 0;
+		hh->owner->body_bytes += cap - hh->body_cap;
 		hh->body = grown;
 		hh->body_cap = cap;
 	}
@@ -282,7 +350,7 @@ int steer_http_start_get(struct steer_http *h, int handle, const char *path, uin
 	curl_easy_setopt(hh->get, CURLOPT_WRITEFUNCTION, on_body);
 	curl_easy_setopt(hh->get, CURLOPT_WRITEDATA, hh);
 	hh->body_len = 0;
-	hh->too_large = false;
+	hh->too_large = hh->over_budget = false;
 	if (hh->body)
 		hh->body[0] = 0;
 	hh->started_ns = steer_monotonic_ns();
@@ -368,7 +436,17 @@ static void finish(struct steer_http *h, struct http_handle *hh, CURL *e, CURLco
 	out->started_ns = hh->started_ns;
 	out->duration_ns = steer_monotonic_ns() - hh->started_ns;
 	out->outcome = outcome_of(rc, hh->too_large);
-	if (rc != CURLE_OK)
+	if (rc != CURLE_OK && hh->over_budget)
+		snprintf(out->detail, sizeof(out->detail),
+			 "the answers in flight together are over %u MiB", BODIES_MAX >> 20);
+	else if (rc == CURLE_OUT_OF_MEMORY)
+		/* libcurl's answer to a header over its 100 KiB limit as well */
+		snprintf(out->detail, sizeof(out->detail),
+			 "the answer's headers are over 100 KiB (or out of memory)");
+	else if (rc != CURLE_OK && hh->too_large)
+		snprintf(out->detail, sizeof(out->detail), "over %u MiB",
+			 STEER_HTTP_BODY_MAX >> 20);
+	else if (rc != CURLE_OK)
 		snprintf(out->detail, sizeof(out->detail), "%.*s", (int)sizeof(out->detail) - 1,
 			 hh->errbuf[0] ? hh->errbuf : curl_easy_strerror(rc));
 	if (e == hh->probe) {
@@ -385,6 +463,20 @@ static void finish(struct steer_http *h, struct http_handle *hh, CURL *e, CURLco
 	stop_get(h, hh);
 }
 
+/* The body the last result lent out has been decoded by now. */
+static void release_large_body(struct steer_http *h)
+{
+	struct http_handle *hh = handle_at(h, h->last_body);
+
+	h->last_body = -1;
+	if (!hh || hh->body_cap <= BODY_KEEP)
+		return;
+	h->body_bytes -= hh->body_cap;
+	free(hh->body);
+	hh->body = NULL;
+	hh->body_len = hh->body_cap = 0;
+}
+
 int steer_http_next(struct steer_http *h, struct steer_http_result *out)
 {
 	CURLMsg *m;
@@ -392,6 +484,7 @@ int steer_http_next(struct steer_http *h, struct steer_http_result *out)
 
 	if (!h)
 		return 0;
+	release_large_body(h);
 	while ((m = curl_multi_info_read(h->multi, &left))) {
 		struct http_handle *hh;
 		void *priv = NULL;
@@ -405,6 +498,7 @@ int steer_http_next(struct steer_http *h, struct steer_http_result *out)
 			continue; /* not ours any more (never seen: removal cancels) */
 		}
 		finish(h, hh, m->easy_handle, m->data.result, out);
+		h->last_body = (int)(intptr_t)priv;
 		return 1;
 	}
 	return 0;

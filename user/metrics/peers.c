@@ -135,8 +135,11 @@ void steer_metrics_write_peers(FILE *f, const struct steer_metrics_snapshot *sna
 	}
 	write_rtt_histogram(f, snap);
 	write_node_counter(f, "smg_steer_peer_reports_rejected_total",
-			   "Datagrams at --peer-listen that were not a valid report, or came "
-			   "from more senders than are tracked.",
+			   "Datagrams at --peer-listen that were not a valid report, came from "
+			   "a new sender while every place not kept for the routers of --peer "
+			   "and --peer-dns was held by a sender still reporting, or (without "
+			   "--peer-key) named a new router at the address of one still "
+			   "reporting.",
 			   snap->peer_rejected_total);
 	write_node_counter(f, "smg_steer_peer_unknown_backends_total",
 			   "Backends in the other routers' reports that this router does not "

@@ -29,11 +29,9 @@
 #include "common/common.h"
 #include "peer_int.h"
 
-#define TAG_LEN 32		      /* SHA-256 */
-#define TRAILER_LEN (2 + TAG_LEN)     /* the field's key, its length, the tag */
-#define TAG_KEY ((15 << 3) | 2)	      /* field 15, length-delimited: 0x7a */
-#define STALE_NS (30 * 1000000000ULL) /* beyond any clock skew NTP leaves */
-#define WARN_EVERY_NS (10 * 1000000000ULL)
+#define TAG_LEN 32		  /* SHA-256 */
+#define TRAILER_LEN (2 + TAG_LEN) /* the field's key, its length, the tag */
+#define TAG_KEY ((15 << 3) | 2)	  /* field 15, length-delimited: 0x7a */
 
 struct peer_auth {
 	EVP_MAC *alg;
@@ -171,27 +169,22 @@ size_t peer_auth_sign(struct steer_peer *p, uint8_t *buf, size_t len)
 
 /* ---- Checking ------------------------------------------------------------------ */
 
-/* Counted; a warning at most every WARN_EVERY_NS per reason, naming the
+/* Counted; a warning at most every PEER_WARN_EVERY_NS per reason, naming the
  * sender (a flood of forgeries cannot flood the log). */
 static bool refuse(struct steer_peer *p, const struct steer_addr *from, enum steer_peer_refusal why,
 		   const char *what)
 {
-	uint64_t now = peer_mono_ns();
 	char addr[STEER_ADDR_STRLEN];
+	uint64_t held;
 
 	pthread_mutex_lock(&p->mu);
 	p->st.refused[why]++;
 	pthread_mutex_unlock(&p->mu);
-	if (p->auth_warned_ns[why] && now - p->auth_warned_ns[why] < WARN_EVERY_NS) {
-		p->auth_unwarned[why]++;
+	if (!steer_log_limit_pass(&p->auth_warn[why], peer_mono_ns(), PEER_WARN_EVERY_NS, 1, &held))
 		return false;
-	}
 	log_warn("peer: dropped a report from %s: %s (--peer-key; %llu more dropped for this "
 		 "reason since its last warning)",
-		 steer_addr_format(from, addr, sizeof(addr)), what,
-		 (unsigned long long)p->auth_unwarned[why]);
-	p->auth_warned_ns[why] = now;
-	p->auth_unwarned[why] = 0;
+		 steer_addr_format(from, addr, sizeof(addr)), what, (unsigned long long)held);
 	return false;
 }
 
@@ -265,7 +258,8 @@ bool peer_auth_admit(struct steer_peer *p, const struct steer_addr *from,
 		return true;
 	if (!m->sent_unix_ns)
 		return refuse(p, from, STEER_PEER_REFUSED_STALE, "it has no send time");
-	if ((m->sent_unix_ns > now ? m->sent_unix_ns - now : now - m->sent_unix_ns) >= STALE_NS) {
+	if ((m->sent_unix_ns > now ? m->sent_unix_ns - now : now - m->sent_unix_ns) >=
+	    PEER_REPORT_TTL_NS) {
 		snprintf(what, sizeof(what),
 			 "it was sent %.1f s from this router's clock (30 s at most: a replay, "
 			 "or clocks that disagree)",

@@ -175,8 +175,35 @@ static void deltas_flush(struct steer_peer *p)
 	p->n_deltas = 0;
 }
 
-/* Take back everything applied for one sender (silent, or restarted). */
-static void remote_forget(struct steer_peer *p, struct remote *r, const char *why)
+/*
+ * The line that says a sender's work was taken back. Without --peer-key
+ * anyone can send from a new address, fall silent and so make one: other
+ * senders' lines are limited to one every PEER_WARN_EVERY_NS, the routers
+ * of the peer list's to STEER_PEERS_MAX as often, so that a whole fleet
+ * restarting at once is still logged line by line. Every one is counted in
+ * smg_steer_peer_forgotten_total all the same.
+ */
+static void say_forgotten(struct steer_peer *p, const struct remote *r, const char *why,
+			  uint64_t total)
+{
+	struct steer_log_limit *l = r->configured ? &p->said_forgot_conf : &p->said_forgot_other;
+	char addr[STEER_ADDR_STRLEN], more[96] = "";
+	uint64_t held;
+
+	if (!steer_log_limit_pass(l, peer_mono_ns(), PEER_WARN_EVERY_NS,
+				  r->configured ? STEER_PEERS_MAX : 1, &held))
+		return;
+	if (held)
+		snprintf(more, sizeof(more), " (%llu line(s) like it held back since the last)",
+			 (unsigned long long)held);
+	log_info("peer %s (router %016llx) %s; its %llu pending token(s) no longer count%s",
+		 steer_addr_format(&r->from, addr, sizeof(addr)), (unsigned long long)r->router,
+		 why, (unsigned long long)total, more);
+}
+
+/* Take back everything applied for one sender (silent, restarted, or giving
+ * its place). */
+void peer_remote_forget(struct steer_peer *p, struct remote *r, const char *why)
 {
 	uint64_t total = 0;
 	size_t i;
@@ -192,12 +219,9 @@ static void remote_forget(struct steer_peer *p, struct remote *r, const char *wh
 	free(r->applied.e);
 	memset(&r->applied, 0, sizeof(r->applied));
 	if (r->router) {
-		char addr[STEER_ADDR_STRLEN];
 		struct steer_peer_stat *s;
 
-		log_info("peer %s (router %016llx) %s; its %llu pending token(s) no longer count",
-			 steer_addr_format(&r->from, addr, sizeof(addr)),
-			 (unsigned long long)r->router, why, (unsigned long long)total);
+		say_forgotten(p, r, why, total);
 		pthread_mutex_lock(&p->mu);
 		s = peer_stat_of(p, &r->from);
 		if (s)
@@ -387,20 +411,6 @@ static void apply_backend(struct steer_peer *p, struct remote *r, const struct s
 	e->last_answered = a;
 }
 
-static struct remote *remote_of(struct steer_peer *p, const struct steer_addr *from)
-{
-	size_t i;
-
-	for (i = 0; i < p->n_remotes; i++)
-		if (steer_addr_equal(&p->remotes[i].from, from))
-			return &p->remotes[i];
-	if (p->n_remotes == STEER_PEER_STATS_MAX)
-		return NULL;
-	memset(&p->remotes[p->n_remotes], 0, sizeof(p->remotes[0]));
-	p->remotes[p->n_remotes].from = *from;
-	return &p->remotes[p->n_remotes++];
-}
-
 /* Every backend of the report is well formed, or none is used. */
 static bool report_valid(const SmgSteer__Peer__Report *m)
 {
@@ -472,7 +482,7 @@ static void count_rtt(struct steer_peer *p, const struct remote *r, const SmgSte
 	}
 }
 
-static void count_rejected(struct steer_peer *p)
+void peer_count_rejected(struct steer_peer *p)
 {
 	pthread_mutex_lock(&p->mu);
 	p->st.rejected++;
@@ -488,14 +498,14 @@ static struct remote *report_admitted(struct steer_peer *p, const struct steer_a
 	struct remote *r;
 
 	if (!m || !report_valid(m)) {
-		count_rejected(p);
+		peer_count_rejected(p);
 		return NULL;
 	}
 	if (!peer_auth_admit(p, from, m))
 		return NULL;
-	r = remote_of(p, from);
+	r = peer_remote_of(p, from);
 	if (!r)
-		count_rejected(p);
+		peer_count_rejected(p);
 	return r;
 }
 
@@ -526,12 +536,18 @@ static void handle_report(struct steer_peer *p, const struct steer_addr *from, c
 			smg_steer__peer__report__free_unpacked(m, NULL);
 		return;
 	}
-	if (r->router && r->router != m->router && r->live)
-		remote_forget(p, r, "restarted"); /* a silent one was forgotten already */
-	else if (r->router && r->live && m->seq > r->next_seq)
+	if (r->router && r->router != m->router && r->live) {
+		/* A silent one was forgotten already. */
+		if (!peer_new_router_admitted(p, r, m->router, now)) {
+			smg_steer__peer__report__free_unpacked(m, NULL);
+			return;
+		}
+	} else if (r->router && r->live && m->seq > r->next_seq)
 		lost = m->seq - r->next_seq;
 	else if (r->router && r->live && m->seq < r->next_seq)
 		late = 1; /* counted lost when the gap was seen */
+	if (r->router != m->router)
+		r->next_seq = 0; /* a new router counts its sequence from its own start */
 	r->router = m->router;
 	if (m->seq >= r->next_seq)
 		r->next_seq = m->seq + 1;
@@ -576,26 +592,11 @@ static void receive_all(struct steer_peer *p, uint8_t *buf)
 	deltas_flush(p);
 }
 
-/* Senders silent for the timeout: their work is taken back. */
+/* Senders silent for the timeout, or idle long enough to free their places
+ * (remotes.c). */
 static void expire_remotes(struct steer_peer *p, uint64_t now, uint64_t timeout)
 {
-	size_t i;
-
-	for (i = 0; i < p->n_remotes; i++) {
-		struct remote *r = &p->remotes[i];
-
-		struct steer_peer_stat *s;
-
-		if (!r->live || now - r->last_ns <= timeout)
-			continue;
-		remote_forget(p, r, "fell silent");
-		r->live = false;
-		pthread_mutex_lock(&p->mu);
-		s = peer_stat_of(p, &r->from);
-		if (s)
-			s->up = false;
-		pthread_mutex_unlock(&p->mu);
-	}
+	peer_remotes_expire(p, now, timeout);
 	deltas_flush(p);
 }
 
@@ -622,6 +623,7 @@ static void *peer_main(void *arg)
 		interval = p->interval_ns;
 		timeout = p->timeout_ns;
 		pthread_mutex_unlock(&p->mu);
+		peer_take_peers(p);
 		take_targets(p);
 		peer_auth_take(p);
 		now = peer_mono_ns();
@@ -671,6 +673,7 @@ static bool set_peers_locked(struct steer_peer *p, const struct steer_addr *peer
 	changed = n != p->n_peers || memcmp(p->peers, peers, n * sizeof(peers[0]));
 	memcpy(p->peers, peers, n * sizeof(peers[0]));
 	p->n_peers = n;
+	p->peers_gen += changed || !p->peers_gen; /* the first list is a change too */
 	p->interval_ns = interval_ns;
 	p->timeout_ns = timeout_ns;
 	return changed;

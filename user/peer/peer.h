@@ -16,7 +16,9 @@
  * Exactness: counters are cumulative, so a lost datagram loses nothing (the
  * next carries the sum); per sender and backend the receiver tracks what it
  * applied (sent - answered, "outstanding"), and takes it all back when the
- * sender falls silent for --peer-timeout, restarts (a new router id), or its
+ * sender falls silent for --peer-timeout, restarts (a new router id: without
+ * --peer-key, taken only once the old id has been silent for --peer-timeout,
+ * so that a spoofed datagram cannot erase a live router's work), or its
  * counters or this router's slot start over. A daemon that starts clears
  * what an earlier one applied.
  *
@@ -31,6 +33,10 @@
  * it unpacks anything, a report no key of its own made, and then one 30 s
  * off its clock, or one that replays a router's earlier report or its report
  * from another address (auth.c; docs/algorithm.md, "Several routers").
+ *
+ * Senders are tracked by address, in a table of STEER_PEER_STATS_MAX places
+ * of which the routers of --peer and --peer-dns always find one; a place
+ * is freed once its sender has been silent long enough (remotes.c).
  *
  * One thread owns the socket, the timer and every per-sender table; the main
  * thread hands it the backends after each publish (steer_peer_set_targets)
@@ -89,7 +95,10 @@ struct steer_peer_stat {
 	double rtt_sum_s;
 };
 
-#define STEER_PEER_STATS_MAX 128 /* addresses tracked; more senders are refused */
+/* Addresses tracked: the routers of --peer and --peer-dns always have a
+ * place; other senders share the rest, and wait when those still report
+ * (user/peer/remotes.c). */
+#define STEER_PEER_STATS_MAX 128
 
 /* Why a keyed router dropped a report before using any of it (auth.c). */
 enum steer_peer_refusal {
@@ -105,7 +114,9 @@ _Static_assert(STEER_PEER_REFUSALS == STEER_PEER_REFUSAL_REASONS, "metrics.h's r
 struct steer_peer_stats {
 	size_t n;
 	struct steer_peer_stat p[STEER_PEER_STATS_MAX];
-	uint64_t rejected; /* datagrams that were not a valid report, or from too many senders */
+	/* Datagrams that were not a valid report, from a sender with no place,
+	 * or (without --peer-key) from a new router id at a live router's address. */
+	uint64_t rejected;
 	uint64_t unknown_backends; /* reported backends this router does not steer to */
 	uint64_t applied;	   /* slot changes the kernel applied */
 	uint64_t own_reports;	   /* this router's own reports that came back (ignored) */

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /*
  * peer_int.h - the peer thread's state, shared by user/peer/peer.c (receiving,
- * applying, the thread, the API) and user/peer/send.c (sending, pushing,
- * round-trip echoes). Not an API: see peer.h.
+ * applying, the thread, the API), user/peer/remotes.c (the senders' places)
+ * and user/peer/send.c (sending, pushing, round-trip echoes). Not an API:
+ * see peer.h.
  */
 #ifndef STEER_PEER_INT_H
 #define STEER_PEER_INT_H
@@ -14,12 +15,21 @@
 #include <sys/socket.h>
 #include <time.h>
 
+#include "common/common.h" /* struct steer_log_limit */
 #include "config/config.h" /* STEER_PEERS_MAX */
 #include "peer/peer.h"
 #include "steer_peer.pb-c.h"
 
 struct ring_buffer;
 struct peer_auth;
+
+/* --peer-key refuses a report sent this far from its own clock, either way
+ * ("stale"): beyond any clock skew NTP leaves. So no report, nor any
+ * recording of one, is taken once this old: remotes.c keeps a silent sender's
+ * entry as long (remote_idle_ns). */
+#define PEER_REPORT_TTL_NS (30 * 1000000000ULL)
+/* A warning that any sender can cause is logged at most this often. */
+#define PEER_WARN_EVERY_NS (10 * 1000000000ULL)
 
 /* What this router applied for one sender at one backend. */
 struct applied {
@@ -45,6 +55,7 @@ struct remote {
 	uint64_t sent_ns; /* its last report's sent_ns, echoed back to it (0: none) */
 	uint64_t unix_ns; /* --peer-key: its last report's sent_unix_ns */
 	bool live;
+	bool configured; /* from a --peer or --peer-dns router's address: a place is kept */
 	struct applied_table applied;
 };
 
@@ -69,16 +80,20 @@ struct steer_peer {
 	atomic_bool stop;
 	struct steer_dp *dp;
 	uint64_t router, seq;
-	/* --peer-key: the thread's keys (NULL: none); per reason, when it last
-	 * warned of a dropped report and how many it dropped since; the reports
-	 * it could not sign. */
+	/* --peer-key: the thread's keys (NULL: none); its warnings of dropped
+	 * reports, per reason; the reports it could not sign. */
 	struct peer_auth *auth;
-	uint64_t auth_warned_ns[STEER_PEER_REFUSALS], auth_unwarned[STEER_PEER_REFUSALS];
+	struct steer_log_limit auth_warn[STEER_PEER_REFUSALS];
 	uint64_t auth_sign_failed;
+	/* Lines any sender can cause (peer.c, remotes.c): a sender refused for
+	 * want of room, a new router id refused at a live router's address, and
+	 * work taken back, of a router of the peer list and of any other. */
+	struct steer_log_limit warn_full, warn_new_id, said_forgot_conf, said_forgot_other;
 
 	pthread_mutex_t mu; /* guards everything below */
 	struct steer_addr peers[STEER_PEERS_MAX];
 	size_t n_peers;
+	uint64_t peers_gen; /* moves when peers changes */
 	uint64_t interval_ns, timeout_ns;
 	struct steer_peer_target *next_t; /* handed over by set_targets */
 	size_t next_n;
@@ -89,6 +104,11 @@ struct steer_peer {
 
 	/* The thread's own. */
 	struct view v;
+	/* Its copy of peers (at peers_gen conf_gen): the addresses whose places
+	 * in remotes and st.p are kept; and of timeout_ns. */
+	struct steer_addr conf[STEER_PEERS_MAX];
+	size_t n_conf;
+	uint64_t conf_gen, conf_timeout_ns;
 	/* Per slot: 1 + the owner generation this daemon mapped a backend at
 	 * (0: never), for clear_leftovers. */
 	uint32_t seen_gen[STEER_SLOT_IDS];
@@ -135,8 +155,32 @@ static inline socklen_t peer_to_sockaddr(const struct steer_addr *a, struct sock
 }
 
 /* send.c: the stats row of an address, added when missing (NULL when
- * full). Under mu. */
+ * full); a row removed (none: nothing). Under mu. */
 struct steer_peer_stat *peer_stat_of(struct steer_peer *p, const struct steer_addr *a);
+void peer_stat_drop(struct steer_peer *p, const struct steer_addr *a);
+
+/* peer.c: take back everything applied for a sender (silent, restarted,
+ * or giving its place), logged (limited: say_forgotten) with why; count a
+ * datagram rejected. */
+void peer_remote_forget(struct steer_peer *p, struct remote *r, const char *why);
+void peer_count_rejected(struct steer_peer *p);
+
+/* remotes.c: the senders' places (the rules are there). The entry of an
+ * address, or NULL; the same, made when missing (NULL: no place, warned
+ * of). */
+struct remote *peer_remote_find(struct steer_peer *p, const struct steer_addr *from);
+struct remote *peer_remote_of(struct steer_peer *p, const struct steer_addr *from);
+/* The thread takes the peer list and timeout that set_peers handed over. */
+void peer_take_peers(struct steer_peer *p);
+/* r silent: its work taken back, reported down. */
+void peer_remote_silence(struct steer_peer *p, struct remote *r);
+/* Whether r, live, may become router `router` (else refused, counted and
+ * warned of). */
+bool peer_new_router_admitted(struct steer_peer *p, struct remote *r, uint64_t router,
+			      uint64_t now);
+/* Senders silent for timeout: silenced; idle long enough: their places
+ * freed. The caller applies what was taken back. */
+void peer_remotes_expire(struct steer_peer *p, uint64_t now, uint64_t timeout);
 
 /* send.c: this router's reports (full: every backend, and the echoes),
  * and the kernel's wake-ups (--peer-push). */

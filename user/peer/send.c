@@ -39,6 +39,17 @@ struct steer_peer_stat *peer_stat_of(struct steer_peer *p, const struct steer_ad
 	return &p->st.p[p->st.n++];
 }
 
+void peer_stat_drop(struct steer_peer *p, const struct steer_addr *a)
+{
+	size_t i;
+
+	for (i = 0; i < p->st.n; i++)
+		if (steer_addr_equal(&p->st.p[i].addr, a)) {
+			p->st.p[i] = p->st.p[--p->st.n];
+			return;
+		}
+}
+
 static void send_datagram(struct steer_peer *p, SmgSteer__Peer__Report *m, uint8_t *buf,
 			  const struct steer_addr *peers, size_t n_peers)
 {

@@ -25,10 +25,10 @@
 #include <sys/capability.h>
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "common/common.h"
 #include "common/common.h"
 
 #ifndef PR_SET_VMA
@@ -438,6 +438,20 @@ static bool sandbox_disabled(void)
 	const char *v = getenv(STEER_PRIVS_NO_SANDBOX_ENV);
 
 	return v && v[0] && strcmp(v, "0") != 0;
+}
+
+int steer_privs_no_core_dumps(char *err, size_t errlen)
+{
+	const struct rlimit none = { 0, 0 };
+
+	if (setrlimit(RLIMIT_CORE, &none) != 0)
+		return steer_seterr(err, errlen, errno, "privileges: cannot set RLIMIT_CORE 0: %s",
+				    strerror(errno));
+	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0)
+		return steer_seterr(err, errlen, errno,
+				    "privileges: cannot clear the dumpable flag: %s",
+				    strerror(errno));
+	return 0;
 }
 
 int steer_privs_daemon(char *err, size_t errlen)

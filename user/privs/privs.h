@@ -34,6 +34,15 @@
  */
 int steer_privs_daemon(char *err, size_t errlen);
 
+/*
+ * No core dump and no ptrace attach by other users' processes: RLIMIT_CORE 0
+ * (soft and hard) and PR_SET_DUMPABLE 0. The daemon holds bearer tokens and
+ * the --peer-key, and libraries (libcurl, gRPC) keep copies of headers that
+ * a core would write out. Called before the first secret is read. 0 or a
+ * negative errno with err.
+ */
+int steer_privs_no_core_dumps(char *err, size_t errlen);
+
 /* smg-steerctl, once the pinned maps are open: keeps CAP_BPF only and sets
  * no_new_privs (no filter: a short-lived tool). Returns 0 or a negative errno. */
 int steer_privs_ctl(char *err, size_t errlen);

@@ -200,7 +200,8 @@ static struct curl_slist *probe_headers(const struct steer_probe *p, const struc
 	}
 	if (!pr->token)
 		return h;
-	if (asprintf(&line, "Authorization: Bearer %s", pr->token) < 0) {
+	line = steer_secret_join("Authorization: Bearer ", pr->token);
+	if (!line) {
 		headers_free(h);
 		return NULL;
 	}
