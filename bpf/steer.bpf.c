@@ -85,7 +85,8 @@ static __always_inline void sock_done(struct steer_sock *r, enum conn_end end)
 {
 	struct steer_slot_array *all = slots_all();
 	struct steer_slot *s;
-	bool live = wire_close(r) & STEER_SOCK_LIVE;
+	__u16 flags = wire_close(r);
+	bool live = flags & STEER_SOCK_LIVE;
 
 	if (!all)
 		return;
@@ -94,6 +95,8 @@ static __always_inline void sock_done(struct steer_sock *r, enum conn_end end)
 		return;
 	if (live)
 		__sync_fetch_and_add(&s->closed, 1);
+	if (flags & STEER_SOCK_FAILED)
+		return; /* a 5xx answer counted it already, and it got nothing through */
 	if (end == CONN_FAILED) {
 		slot_failed(s, r->svc_id);
 	} else if (end == CONN_THROUGH && s->fails) {
@@ -163,7 +166,8 @@ static __always_inline void remember(struct steer_sock *r, const struct steer_ad
 	r->svc_id = dest->svc_id;
 	r->unanswered = 0;
 	r->drain_seq = dest->drain_seq;
-	r->flags = STEER_SOCK_LIVE | (dest->credited ? STEER_SOCK_CREDITED : 0);
+	r->flags = STEER_SOCK_LIVE | (dest->credited ? STEER_SOCK_CREDITED : 0) |
+		   (dest->status ? STEER_SOCK_STATUS : 0);
 }
 
 static __always_inline int refuse(void)

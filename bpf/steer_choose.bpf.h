@@ -17,6 +17,7 @@ struct steer_dest {
 	__u32 slot_gen;
 	__u32 drain_seq; /* steer_wire.drain_seq at the credit (low 32 bits) */
 	bool credited;	 /* the flat credit was added (a fresh table) */
+	bool status;	 /* its answers' HTTP status is read (STEER_TBL_OVERLOAD) */
 };
 
 enum choice {
@@ -45,6 +46,30 @@ static __always_inline __u32 pick_least_wait(struct steer_table *t, struct steer
 {
 	return steer_tree_pick_at(tr, t, slot_in, all, wire_in, wall, st->epoch, now,
 				  &st->tree_clock);
+}
+
+/*
+ * Under the lock, with overload protection on: may the connect take the pick?
+ * The pick is the least key, so what holds for it holds for every backend:
+ * it is overloaded (its poll, or pushing back) only when all are, and its
+ * wait is over the bound only when every wait is. Counts what was done;
+ * false: refuse the connect.
+ */
+static __always_inline bool overload_admits(const struct steer_table *t, const struct steer_slot *s,
+					    struct steer_svc_stats *st, __u64 wait)
+{
+	__u64 all = steer_overload_ns(s) >> 62;
+	__u64 over = all | steer_over_wait_bound(wait, t->wait_bound_ns);
+
+	if (!over)
+		return true;
+	if (t->flags & STEER_TBL_OVERLOAD_LEAST) {
+		st->overload_admitted++;
+		return true;
+	}
+	st->overload_refused += all;
+	st->wait_refused += over ^ all;
+	return false;
 }
 
 /*
@@ -84,7 +109,13 @@ static __always_inline enum choice choose(struct steer_table *t, struct steer_de
 	e = &t->e[pos];
 	s = slot_in(all, e->slot);
 	w = wire_in(wall, e->slot);
+	if (!stale && (t->flags & STEER_TBL_OVERLOAD) &&
+	    !overload_admits(t, s, st, *(volatile __u64 *)&tr->pick_wait_ns)) {
+		bpf_spin_unlock(&tr->lock);
+		return CHOICE_REFUSED;
+	}
 	dest->credited = !stale;
+	dest->status = t->flags & STEER_TBL_OVERLOAD;
 	dest->drain_seq = (__u32)w->drain_seq;
 	if (stale) {
 		s->fallbacks++;

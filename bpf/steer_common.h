@@ -146,10 +146,14 @@ struct steer_table {
 	__u32 svc_id;	     /* index into steer_svcst */
 	__u32 n;	     /* entries in use, <= STEER_MAX_BACKENDS; 0 refuses connects */
 	__u32 credit_tokens; /* tokens added to the chosen backend's in-flight counter */
-	__u16 flags;	     /* STEER_TBL_*; the kernel reads none of them */
+	__u16 flags;	     /* STEER_TBL_* */
 	/* Request bytes per token of pending work; 0: the default
 	 * (steer_bytes_per_token). */
 	__u16 bytes_per_token;
+	/* ns (--worker-overload-wait): with STEER_TBL_OVERLOAD, a connect whose
+	 * least expected wait (in-flight work included) is over it finds every
+	 * backend overloaded; 0: no bound. */
+	__u64 wait_bound_ns;
 	struct steer_entry e[STEER_MAX_BACKENDS]; /* sorted by base_wait_ns ascending */
 };
 
@@ -169,6 +173,16 @@ struct steer_table {
  * then instead of at its next --peer-interval. The kernel reads it from the
  * slot's cache (cache_flags). */
 #define STEER_TBL_PEER_PUSH 0x10
+/* Overload protection (docs/operations.md, "Overload"): overloaded backends
+ * (STEER_SLOT_OVERLOADED, a capacity pushback on the wire, a wait over
+ * wait_bound_ns) take no new connection while another backend can; when
+ * none can, the connect is refused (ECONNREFUSED), or with
+ * STEER_TBL_OVERLOAD_LEAST goes to the least bad. Answers' HTTP status is
+ * read (steer_wire.bpf.c): 429 and 503 are pushback, other 5xx failed
+ * connects for fast ejection. The kernel reads it from the table at a
+ * connect, and from the slot's cache (cache_flags) on the wire. */
+#define STEER_TBL_OVERLOAD 0x20
+#define STEER_TBL_OVERLOAD_LEAST 0x40
 
 /* ---- Per-backend counters (steer_slots) --------------------------------- */
 
@@ -194,13 +208,20 @@ struct steer_slot {
 	__s64 live;	       /* tracked connects, cumulative (kernel) */
 	__u64 closed;	       /* tracked sockets released or steered again (kernel, atomic) */
 	__u32 gen;	       /* bumped when the slot changes owner (user space) */
-	__u32 flags;	       /* STEER_SLOT_* (user space) */
+	__u32 flags;	       /* STEER_SLOT_* (user space; PUSHBACK set by the kernel; atomic) */
 	__u32 svc_id;	       /* the service this slot belongs to (user space) */
 	__u32 fails;	       /* connects in a row that failed: never established, or reset
 				* early (STEER_RESET_FAIL_NS) (kernel, atomic) */
 };
 
 #define STEER_SLOT_DRAINED 0x1 /* operator drain: never chosen for new connections */
+/* Overloaded by its last poll (KV usage or waiting requests at their bound,
+ * --worker-overload-*): chosen only when every backend is (STEER_TBL_OVERLOAD). */
+#define STEER_SLOT_OVERLOADED 0x2
+/* Pushing back: answered 429 or 503 (steer_wire.pushback_*). Set by the
+ * kernel, cleared by smg-steerd when the pushback ends; each with an epoch
+ * bump. Chosen only when every backend is overloaded too. */
+#define STEER_SLOT_PUSHBACK 0x4
 
 /*
  * Fast ejection: a backend whose last STEER_FAIL_EJECT steered connects in a
@@ -221,6 +242,9 @@ struct steer_slot {
  * failed connect. Later, a reset may end a request the backend was working
  * on; within a second (the initial retransmission timeout), it was not. */
 #define STEER_RESET_FAIL_NS 1000000000ULL
+/* ns: the longest a capacity pushback lasts without a good poll to end it
+ * (its Retry-After, when shorter, ends it first). */
+#define STEER_PUSHBACK_MAX_NS (60 * 1000000000ULL)
 
 /* May the slot be chosen for a new connection? */
 #define steer_slot_eligible(s) (!((s)->flags & STEER_SLOT_DRAINED) && (s)->fails < STEER_FAIL_EJECT)
@@ -306,10 +330,20 @@ struct steer_wire {
 	 * steer_peer_apply, which smg-steerd runs (kernel program, user data).
 	 * Counts in the fluid estimate like this router's pending tokens. */
 	__u64 peer_pending_tokens; /* tokens */
+	/* Capacity pushback (STEER_TBL_OVERLOAD): the backend answered a request
+	 * with HTTP status 429 or 503, and the kernel set STEER_SLOT_PUSHBACK.
+	 * smg-steerd clears it at pushback_until_ns, or at a good poll sent after
+	 * pushback_at_ns, whichever is first. */
+	__u64 pushback_at_ns;	 /* ns, CLOCK_MONOTONIC coarse: the last such answer (kernel) */
+	__u64 pushback_until_ns; /* ns, CLOCK_MONOTONIC coarse: its Retry-After, or
+				  * STEER_PUSHBACK_MAX_NS after it (kernel) */
+	__u64 pushbacks;	 /* answers 429 or 503, cumulative (kernel, statistic) */
+	__u64 server_errors;	 /* answers 5xx but 503, cumulative: each a failed connect
+				  * for fast ejection (kernel, statistic) */
 };
 
 /* Every slot's accounting in one map value, reachable under a service lock:
- * 128 B a slot, 4 MiB. */
+ * 160 B a slot, 5 MiB. */
 struct steer_wire_array {
 	struct steer_wire w[STEER_SLOT_IDS];
 };
@@ -422,6 +456,11 @@ struct steer_svc_stats {
 	/* The time the service's tree keys are computed at (docs/algorithm.md,
 	 * selection; kernel, under the tree's lock). */
 	struct steer_tree_clock tree_clock;
+	/* Overload protection (STEER_TBL_OVERLOAD), connects: */
+	__u64 overload_refused;	 /* refused: every backend overloaded (a poll, a pushback) */
+	__u64 wait_refused;	 /* refused: the least expected wait was over the bound */
+	__u64 overload_admitted; /* given to the least bad all the same (STEER_TBL_OVERLOAD_LEAST) */
+	__u64 reserved[5];	 /* zero: two cache lines */
 };
 
 /* How the daemon scored a backend (steer_bk_info.mode). */
@@ -489,7 +528,9 @@ struct steer_bk_info {
 	__u8 last_poll;	       /* enum steer_poll_kind */
 	__u32 dp_ranks;	       /* DP ranks in the last snapshot */
 	__u8 source;	       /* enum steer_source: where the load was read */
-	__u8 reserved8[3];     /* zero */
+	__u8 overload;	       /* over a bound by its last poll: user/policy's enum
+				* steer_overload_reason (0 none, 1 KV usage, 2 waiting) */
+	__u8 reserved8[2];     /* zero */
 	/* tokens taken off the reported queue: this router's requests pending
 	 * (sent, not answered) when the poll was sent; saturated */
 	__u32 queued_pending;
@@ -535,6 +576,8 @@ struct steer_sock_est {
 #define STEER_SOCK_LIVE 0x1	/* counted in steer_slot.live; release adds 1 to closed */
 #define STEER_SOCK_CREDITED 0x2 /* connect credited the flat credit (table not expired) */
 #define STEER_SOCK_SENT 0x4	/* has sent request bytes; its credit was settled then */
+#define STEER_SOCK_STATUS 0x8	/* its answers' HTTP status is read (STEER_TBL_OVERLOAD) */
+#define STEER_SOCK_FAILED 0x10	/* answered 5xx but 503: counted a failed connect already */
 
 /*
  * A service's selection state (steer_tree), under its lock: a tournament tree
@@ -551,9 +594,13 @@ struct steer_sock_est {
 
 struct steer_svc_tree {
 	struct bpf_spin_lock lock;
-	__u32 n;			   /* leaves built (the table's n) */
-	__u64 tgen;			   /* steer_table.generation built from; 0: none */
-	__u64 epoch;			   /* steer_svc_stats.epoch built with */
+	__u32 n;     /* leaves built (the table's n) */
+	__u64 tgen;  /* steer_table.generation built from; 0: none */
+	__u64 epoch; /* steer_svc_stats.epoch built with */
+	/* ns: the expected wait of the last pick at its time (steer_tree_pick_at),
+	 * overload marks included. Kept here, not returned: read back from the
+	 * map it is one value to the verifier, whichever path the pick took. */
+	__u64 pick_wait_ns;
 	__u64 score[STEER_MAX_BACKENDS];   /* ns, by table position */
 	__u16 win[2 * STEER_MAX_BACKENDS]; /* node k: children 2k+1, 2k+2; the last is unused */
 };

@@ -284,14 +284,62 @@ static __always_inline __u64 steer_busy_left(const struct steer_wire *w, __u32 f
 	return steer_until_left(steer_wire_until(w, flags), now);
 }
 
-/* Entry e's key at now, with its slot s (eligible) and accounting w (or NULL). */
+/* ---- Overload (STEER_TBL_OVERLOAD) ---------------------------------------- */
+
+/*
+ * Added to an overloaded backend's key: 2^62 ns (146 years), above any real
+ * wait. Overloaded backends then sort after every other one, among
+ * themselves by wait, so that the tree needs no second eligibility: a pick
+ * that carries it means every backend is overloaded.
+ */
+#define STEER_OVERLOAD_NS (1ULL << 62)
+
+/* What overload adds to the slot's key: STEER_OVERLOAD_NS when it is flagged
+ * overloaded (by its poll, or pushing back), else 0. Without a branch: a tree
+ * build runs this for every leaf, and each branch there would multiply the
+ * verifier's states. Flags change only with an epoch bump, so every cached
+ * key stays exact. */
+static __always_inline __u64 steer_overload_ns(const struct steer_slot *s)
+{
+	__u64 f = (s->flags / STEER_SLOT_OVERLOADED) & 3; /* OVERLOADED, PUSHBACK */
+
+	return ((f | (f >> 1)) & 1) << 62;
+}
+
+/*
+ * Is a pick's expected wait over the bound (0: none)? 1 or 0. Without a
+ * branch: every path of the kernel's pick reaches the check with its own
+ * wait, and a branch on it would double the verifier's states of everything
+ * after. Halved, both are below 2^63, so the sign of their difference is the
+ * answer (to a nanosecond); a bound is below 2^63 (an hour at most).
+ */
+static __always_inline __u64 steer_over_wait_bound(__u64 wait, __u64 bound)
+{
+	return (((bound >> 1) - (wait >> 1)) >> 63) & ((0 - bound) >> 63);
+}
+
+/* Entry e's key at now, with its slot s (eligible) and accounting w (or
+ * NULL), overload included. */
 static __always_inline __u64 steer_entry_key(const struct steer_table *t,
 					     const struct steer_entry *e,
 					     const struct steer_slot *s, const struct steer_wire *w,
 					     __u64 now)
 {
-	return steer_key(e->base_wait_ns, e->ns_per_token, steer_slot_inflight(s), w, t->flags,
-			 now);
+	return steer_sat_add(steer_key(e->base_wait_ns, e->ns_per_token, steer_slot_inflight(s), w,
+				       t->flags, now),
+			     steer_overload_ns(s));
+}
+
+/* Entry e's expected wait at now, overload aside: what --worker-overload-wait
+ * bounds. */
+static __always_inline __u64 steer_entry_wait(const struct steer_table *t,
+					      const struct steer_entry *e,
+					      const struct steer_slot *s,
+					      const struct steer_wire *w, __u64 now)
+{
+	return steer_key_wait(steer_key(e->base_wait_ns, e->ns_per_token, steer_slot_inflight(s), w,
+					t->flags, now),
+			      now);
 }
 
 /*
@@ -518,10 +566,12 @@ static __always_inline void steer_tree_rekey(struct steer_svc_tree *tr, const st
 
 	if (w->cache_tgen != tr->tgen || !tr->tgen || tr->win[STEER_TREE_LEAF0 + pos] != pos)
 		return;
-	steer_tree_key_leaf(tr, pos,
-			    steer_key(w->cache_base_ns, w->cache_npt, steer_slot_inflight(s), w,
-				      w->cache_flags, ck->ref_ns),
-			    steer_wire_until(w, w->cache_flags), ck);
+	steer_tree_key_leaf(
+		tr, pos,
+		steer_sat_add(steer_key(w->cache_base_ns, w->cache_npt, steer_slot_inflight(s), w,
+					w->cache_flags, ck->ref_ns),
+			      steer_overload_ns(s)),
+		steer_wire_until(w, w->cache_flags), ck);
 }
 
 /*
@@ -546,7 +596,8 @@ static __always_inline void steer_tree_rekey(struct steer_svc_tree *tr, const st
 
 /*
  * The tree's pick at time now (>= ck->ref_ns), exactly steer_select_at()'s at
- * now (docs/algorithm.md, "busy-until"). Every leaf's cached key is its key at the
+ * now, and its expected wait at now in tr->pick_wait_ns (its key less now,
+ * overload included) (docs/algorithm.md, "busy-until"). Every leaf's cached key is its key at the
  * reference time ref, or lower (a send raises a key lazily). The root r is
  * re-keyed at ref until its cached key is current; then it is the answer when
  *  - the key is saturated;
@@ -584,27 +635,40 @@ static __always_inline __u32 steer_tree_pick_at(struct steer_svc_tree *tr,
 			break; /* a drain or an ejection ahead of its epoch bump */
 		w = wire_at ? wire_at(wctx, e->slot) : 0;
 		busy = steer_wire_until(w, t->flags);
-		/* steer_key, with its time-free part kept for the idle test */
-		work = steer_score(e->base_wait_ns, steer_slot_inflight(s), e->ns_per_token);
+		/* steer_entry_key, with its time-free part kept for the idle test */
+		work = steer_sat_add(
+			steer_score(e->base_wait_ns, steer_slot_inflight(s), e->ns_per_token),
+			steer_overload_ns(s));
 		key = steer_sat_add(work, steer_max_u64(busy, ck->ref_ns));
 		if (key != tr->score[pos & (STEER_MAX_BACKENDS - 1)]) {
 			steer_tree_key_leaf(tr, pos, key, busy, ck);
 			pos = steer_tree_pick(tr);
 			continue;
 		}
-		if (key == STEER_U64_MAX)
+		if (key == STEER_U64_MAX) {
+			tr->pick_wait_ns = key;
 			return pos;
+		}
 		if (busy > ck->ref_ns) {
-			if (busy >= at)
+			if (busy >= at) {
+				tr->pick_wait_ns = key - at; /* key = work + busy, busy >= at */
 				return pos;
+			}
 			break; /* its busy time ran out: the order may have changed */
 		}
-		if (steer_sat_add(work, at) < ck->busy_min)
+		if (steer_sat_add(work, at) < ck->busy_min) {
+			tr->pick_wait_ns = work; /* idle */
 			return pos;
+		}
 		break; /* a backend keyed busy may be ahead by now */
 	}
 	steer_tree_build_at(tr, t, slot_at, ctx, wire_at, wctx, epoch, now, ck);
-	return steer_tree_pick(tr);
+	pos = steer_tree_pick(tr);
+	/* every key is at now after a build */
+	/* Every key is at least now after a build at now; without a branch (for
+	 * the verifier's states), and meaningless when there is no pick. */
+	tr->pick_wait_ns = tr->score[pos & (STEER_MAX_BACKENDS - 1)] - now;
+	return pos;
 }
 
 #endif /* STEER_SELECT_H */

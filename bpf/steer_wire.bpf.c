@@ -86,7 +86,7 @@ static __always_inline __u64 skb_cookie(struct __sk_buff *ctx, struct sk_buff **
  * Returns false when the headers are not where they should be.
  */
 static __always_inline bool tcp_payload(struct __sk_buff *ctx, struct sk_buff *kskb, __u32 *seq,
-					__u32 *len)
+					__u32 *len, __u32 *off)
 {
 	void *data = (void *)(long)ctx->data, *end = (void *)(long)ctx->data_end;
 	__u32 thoff = (__u32)(kskb->transport_header - kskb->network_header) & 0xff;
@@ -102,6 +102,7 @@ static __always_inline bool tcp_payload(struct __sk_buff *ctx, struct sk_buff *k
 	}
 	*len = ctx->len - hl;
 	*seq = bpf_ntohl(th->seq);
+	*off = hl;
 	return true;
 }
 
@@ -116,10 +117,10 @@ static __always_inline __u64 egress_new_bytes(struct __sk_buff *ctx, __u32 *len)
 	struct sock *sk;
 	__u64 cookie = skb_cookie(ctx, &kskb, &sk);
 	struct tcp_sock *tp;
-	__u32 seq = 0, nxt, end;
+	__u32 seq = 0, nxt, end, off;
 
 	*len = 0;
-	if (!cookie || !tcp_payload(ctx, kskb, &seq, len) || !*len)
+	if (!cookie || !tcp_payload(ctx, kskb, &seq, len, &off) || !*len)
 		return 0;
 	/* New data only: the stack advances snd_nxt after this hook runs, so a
 	 * segment's bytes below snd_nxt are a retransmission. */
@@ -158,6 +159,95 @@ struct {
 	__type(value, struct steer_sock_rx);
 } steer_sockrx SEC(".maps");
 
+/* ---- Capacity pushback: the status of an answer (STEER_TBL_OVERLOAD) ---- */
+
+/* Bytes of an answer read for its status line and a Retry-After header: one
+ * segment's worth of headers is what most servers send first. */
+#define ANSWER_HEAD 256
+#define RETRY_AFTER "\nretry-after:"
+#define RETRY_AFTER_LEN 13
+/* Digits of a Retry-After read: 99999 s is more than STEER_PUSHBACK_MAX_NS. */
+#define RETRY_DIGITS 5
+
+static __always_inline char lower(char c)
+{
+	return c >= 'A' && c <= 'Z' ? c + ('a' - 'A') : c;
+}
+
+/* Does head[i..] start with "\nretry-after:", any case? */
+static __always_inline bool retry_after_at(const char *head, __u32 i)
+{
+	const char *want = RETRY_AFTER;
+	__u32 k;
+
+	for (k = 0; k < RETRY_AFTER_LEN; k++)
+		if (i + k >= ANSWER_HEAD || lower(head[(i + k) & (ANSWER_HEAD - 1)]) != want[k])
+			return false;
+	return true;
+}
+
+/* The seconds of a Retry-After header in head's n bytes, as ns, capped at
+ * STEER_PUSHBACK_MAX_NS; that cap when there is none, or when it is a date
+ * (then the next good poll ends the pushback). */
+static __always_inline __u64 retry_after_ns(const char *head, __u32 n)
+{
+	__u64 secs = 0;
+	__u32 i, k, at = 0, digits = 0;
+
+	for (i = 0; i + RETRY_AFTER_LEN < ANSWER_HEAD && i + RETRY_AFTER_LEN < n; i++)
+		if (head[i] == '\n' && retry_after_at(head, i)) {
+			at = i + RETRY_AFTER_LEN;
+			break;
+		}
+	if (!at)
+		return STEER_PUSHBACK_MAX_NS;
+	while (at < n && at < ANSWER_HEAD && head[at & (ANSWER_HEAD - 1)] == ' ')
+		at++;
+	for (k = 0; k < RETRY_DIGITS && at + k < n && at + k < ANSWER_HEAD; k++) {
+		char c = head[(at + k) & (ANSWER_HEAD - 1)];
+
+		if (c < '0' || c > '9')
+			break;
+		secs = secs * 10 + (__u64)(c - '0');
+		digits++;
+	}
+	if (!digits || secs * 1000000000ULL > STEER_PUSHBACK_MAX_NS)
+		return STEER_PUSHBACK_MAX_NS;
+	return secs * 1000000000ULL;
+}
+
+/*
+ * The first segment of an answer, from its payload at off (len bytes): an
+ * HTTP/1.x status line says whether the backend pushes back (429, 503) or
+ * failed (another 5xx). HTTP/2, TLS and anything else read as plain.
+ */
+static __always_inline void read_answer(struct __sk_buff *ctx, __u32 off, __u32 len,
+					struct wire_answer *ans)
+{
+	char head[ANSWER_HEAD];
+	__u32 n = len < ANSWER_HEAD ? len : ANSWER_HEAD, code;
+
+	ans->kind = ANSWER_PLAIN;
+	if (n < 12 || bpf_skb_load_bytes(ctx, off, head, 12))
+		return;
+	if (head[0] != 'H' || head[1] != 'T' || head[2] != 'T' || head[3] != 'P' ||
+	    head[4] != '/' || head[5] != '1' || head[6] != '.' || head[8] != ' ' || head[9] < '1' ||
+	    head[9] > '5' || head[10] < '0' || head[10] > '9' || head[11] < '0' || head[11] > '9')
+		return;
+	code = (head[9] - '0') * 100 + (head[10] - '0') * 10 + (head[11] - '0');
+	if (code != 429 && code < 500)
+		return;
+	if (code != 429 && code != 503) {
+		ans->kind = ANSWER_ERROR;
+		return;
+	}
+	ans->kind = ANSWER_PUSHBACK;
+	ans->hold_ns = STEER_PUSHBACK_MAX_NS;
+	/* n is 12..ANSWER_HEAD; the mask says so to the verifier */
+	if (bpf_skb_load_bytes(ctx, off, head, ((n - 1) & (ANSWER_HEAD - 1)) + 1) == 0)
+		ans->hold_ns = retry_after_ns(head, n);
+}
+
 SEC("cgroup_skb/ingress")
 int steer_wire_in(struct __sk_buff *ctx)
 {
@@ -166,18 +256,22 @@ int steer_wire_in(struct __sk_buff *ctx)
 	__u64 cookie = skb_cookie(ctx, &kskb, &sk), at;
 	struct steer_sock_rx *rx;
 	struct steer_sock *r;
-	__u32 seq = 0, len = 0, idx = 0;
+	__u32 seq = 0, len = 0, idx = 0, off = 0;
 
 	if (!cookie)
 		return 1;
-	if (!tcp_payload(ctx, kskb, &seq, &len) || !len)
+	if (!tcp_payload(ctx, kskb, &seq, &len, &off) || !len)
 		return 1; /* a pure ACK answers nothing */
 	r = sock_find_idx(cookie, &idx);
 	if (!r)
 		return 1;
 	if (r->unanswered) {
+		struct wire_answer ans = { .kind = ANSWER_PLAIN };
+
+		if (r->flags & STEER_SOCK_STATUS)
+			read_answer(ctx, off, len, &ans);
 		/* The answer; with the step cadence on, the socket's clock starts. */
-		at = wire_answered(r, cookie);
+		at = wire_answered(r, cookie, &ans);
 		rx = at ? bpf_map_lookup_elem(&steer_sockrx, &idx) : 0;
 		if (rx) {
 			rx->cookie = cookie;

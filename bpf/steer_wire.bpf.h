@@ -168,17 +168,50 @@ static __always_inline __u64 wire_settle(struct steer_sock *r, struct steer_wire
 	return n;
 }
 
+/* What the first bytes of an answer say (STEER_SOCK_STATUS sockets). */
+enum answer_kind {
+	ANSWER_PLAIN,	 /* anything else, or not read */
+	ANSWER_PUSHBACK, /* HTTP status 429 or 503: the backend is pushing back */
+	ANSWER_ERROR,	 /* another 5xx: a failed connect, for fast ejection */
+};
+
+struct wire_answer {
+	enum answer_kind kind;
+	__u64 hold_ns; /* ANSWER_PUSHBACK: its Retry-After, at most STEER_PUSHBACK_MAX_NS */
+};
+
+/* Under the lock: what the answer's status does to the slot. True when the
+ * answer is a failed connect, which the caller counts after the lock. A
+ * pushback flags the slot, before the caller re-keys its leaf. */
+static __always_inline bool wire_status(struct steer_sock *r, struct wire_ref *ref,
+					const struct wire_answer *ans, __u64 clock)
+{
+	if (ans->kind == ANSWER_PUSHBACK) {
+		ref->w->pushback_at_ns = clock;
+		ref->w->pushback_until_ns = clock + ans->hold_ns;
+		ref->w->pushbacks++;
+		__sync_fetch_and_or(&ref->s->flags, STEER_SLOT_PUSHBACK);
+		return false;
+	}
+	if (ans->kind != ANSWER_ERROR || (r->flags & STEER_SOCK_FAILED))
+		return false;
+	ref->w->server_errors++;
+	r->flags |= STEER_SOCK_FAILED;
+	return true;
+}
+
 /* The socket received response bytes: what it had sent is answered, and
  * becomes an in-flight credit of its real size. With the step cadence on
  * (STEER_TBL_STEP) the answer is also a packet at a step end: the slot's
  * step_until moves to now + its last step (never lower: see
  * steer_step_next). Returns the time of the answer when the cadence is on
  * (the caller starts the socket's gap there), else 0. */
-static __always_inline __u64 wire_answered(struct steer_sock *r, __u64 cookie)
+static __always_inline __u64 wire_answered(struct steer_sock *r, __u64 cookie,
+					   const struct wire_answer *ans)
 {
 	struct wire_ref ref;
 	__u64 clock, at = 0;
-	bool moved = false;
+	bool moved = false, failed = false;
 
 	if (!r->unanswered || !wire_ref(r, &ref))
 		return 0;
@@ -198,10 +231,14 @@ static __always_inline __u64 wire_answered(struct steer_sock *r, __u64 cookie)
 			ref.w->step_until_ns = steer_step_next(ref.w, 0, now);
 			at = clock;
 		}
+		failed = wire_status(r, &ref, ans, clock);
 		wire_rescore(&ref);
 		moved = true;
 	}
 	bpf_spin_unlock(&ref.tr->lock);
+	/* At STEER_FAIL_EJECT it is no longer eligible: the tree is rebuilt. */
+	if (failed && __sync_fetch_and_add(&ref.s->fails, 1) == STEER_FAIL_EJECT - 1)
+		__sync_fetch_and_add(&ref.st->epoch, 1);
 	if (moved)
 		WIRE_MOVED(ref.w);
 	return at;

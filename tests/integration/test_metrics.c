@@ -27,7 +27,7 @@
 #define VIP_ODD "we\\ird\"vip\nx" /* backslash, quote and newline to escape */
 #define VIP_ODD_ESCAPED "we\\\\ird\\\"vip\\nx"
 #define SEC 1000000000ULL
-#define N_FAMILIES 24
+#define N_FAMILIES 30
 
 static const char *const family_types[N_FAMILIES][2] = {
 	{ "smg_steer_backend_score_seconds", "gauge" },
@@ -47,11 +47,17 @@ static const char *const family_types[N_FAMILIES][2] = {
 	{ "smg_steer_backend_peer_pending_tokens", "gauge" },
 	{ "smg_steer_backend_sent_bytes_total", "counter" },
 	{ "smg_steer_backend_requests_total", "counter" },
+	{ "smg_steer_backend_overloaded", "gauge" },
+	{ "smg_steer_backend_pushbacks_total", "counter" },
+	{ "smg_steer_backend_server_errors_total", "counter" },
 	{ "smg_steer_polls_total", "counter" },
 	{ "smg_steer_backend_load_source", "gauge" },
 	{ "smg_steer_table_publishes_total", "counter" },
 	{ "smg_steer_fallback_connections_total", "counter" },
 	{ "smg_steer_refused_connections_total", "counter" },
+	{ "smg_steer_overload_refused_connections_total", "counter" },
+	{ "smg_steer_wait_refused_connections_total", "counter" },
+	{ "smg_steer_overload_admitted_connections_total", "counter" },
 	{ "smg_steer_bytes_per_token", "gauge" },
 	{ "smg_steer_poll_duration_seconds", "histogram" },
 };
@@ -432,8 +438,8 @@ static void test_help_type_once_and_grouped(void)
 	t = render(&fx);
 	CHECK(t, "render returned NULL");
 	samples = check_family_grouping(t);
-	/* 2 backends x (17 + 6 polls + source) + 2 services x (3 + 12 + 1 + sum + count) */
-	CHECK(samples == 2 * 24 + 2 * 19, "%d samples", samples);
+	/* 2 backends x (20 + 6 polls + source) + 2 services x (6 + 12 + 1 + sum + count) */
+	CHECK(samples == 2 * 27 + 2 * 22, "%d samples", samples);
 }
 
 /* --peer: the peer families render after the others, one sample per peer
@@ -478,7 +484,7 @@ static void test_peer_families(void)
 	/* 2 gauges, 5 counters and a histogram per peer (13 samples), 6 counters of the
 	 * node, and --peer-key's gauge and counter (one sample per reason) */
 	extra_families = 16;
-	CHECK(check_family_grouping(t) == 2 * 24 + 2 * 19 + 7 * 2 + 13 * 2 + 6 + 1 + 3,
+	CHECK(check_family_grouping(t) == 2 * 27 + 2 * 22 + 7 * 2 + 13 * 2 + 6 + 1 + 3,
 	      "samples out of their families");
 	extra_families = 0;
 	CHECK(strstr(t, "\nsmg_steer_peer_up{peer=\"127.0.0.1:9471\"} 1\n") &&
@@ -547,7 +553,7 @@ static void test_probe_families(void)
 	t = render(&s);
 	CHECK(t, "render returned NULL");
 	extra_families = 6;
-	CHECK(check_family_grouping(t) == 2 * 24 + 2 * 19 + 4 * 2 + 2,
+	CHECK(check_family_grouping(t) == 2 * 27 + 2 * 22 + 4 * 2 + 2,
 	      "samples out of their families");
 	extra_families = 0;
 	CHECK(strstr(t, "# TYPE smg_steer_probe_streaming gauge\n") &&
@@ -625,7 +631,7 @@ static void test_official_parser_reads_it(void)
 	      out);
 	CHECK(sscanf(out, "%d %d %d", &fams, &samples, &hist) == 3, "output: %s", out);
 	CHECK(fams == N_FAMILIES && hist == 1, "families %d histograms %d", fams, hist);
-	CHECK(samples == 2 * 24 + 2 * 19, "samples %d", samples);
+	CHECK(samples == 2 * 27 + 2 * 22, "samples %d", samples);
 	CHECK(strstr(out, "[\"127.0.0.100:8000\", \"we\\\\ird\\\"vip\\nx\"]"),
 	      "labels not decoded to the raw values: %s", out);
 }
@@ -720,7 +726,7 @@ static int check_scrape_and_updates(struct steer_metrics *m)
 	CHECK_RC(has_line(last.body, "smg_steer_table_publishes_total{vip=\"" VIP_A "\"} 7"),
 		 "update not visible:\n%s", last.body);
 	/* Every fixture family plus the two cycle gauges of a published snapshot. */
-	CHECK_RC(check_family_grouping(last.body) == 2 * 24 + 2 * 19 + 2, "served text differs");
+	CHECK_RC(check_family_grouping(last.body) == 2 * 27 + 2 * 22 + 2, "served text differs");
 	CHECK_RC(strstr(last.body, "\nsmg_steer_cycle_seconds 0\n") != NULL, "cycle gauge");
 
 	CHECK_RC(update_fixture(m, 8, steer_monotonic_ns(), 60 * SEC) == 0, "update");

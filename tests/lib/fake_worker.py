@@ -41,6 +41,10 @@ all the same), followed within 50 ms of a change:
   reset-on-request  each connection is reset (SO_LINGER 0) as soon as its first
                  bytes arrive, before any answer; one that sends nothing is
                  held until the client closes it
+  http           an HTTP/1.1 server: each request (up to its blank line) gets
+                 "HTTP/1.1 <http_status>" with "Retry-After: <retry_after>"
+                 when the state has it, and the body "<name>\n"; the
+                 connection then closes
 
 A missing or unparsable state file means "ok" with one idle rank. Counters
 are written to "<state>.stats" as {"getloads": N, "accepted": M}, at most
@@ -70,7 +74,7 @@ IDLE_RANK = {"dp_rank": 0, "num_waiting_uncached_tokens": 0, "num_waiting_reqs":
 INVALID_RANK = {"dp_rank": 0, "num_waiting_uncached_tokens": -5, "num_waiting_reqs": 0,
                 "num_running_reqs": 0, "token_usage": float("nan"), "gen_throughput": 0.0}
 MODES = ("ok", "unimplemented", "hang", "garbage", "empty", "invalid")
-TRAFFIC_MODES = ("ok", "refuse", "reset", "reset-on-request")
+TRAFFIC_MODES = ("ok", "refuse", "reset", "reset-on-request", "http")
 INT_FIELDS = ("dp_rank", "num_waiting_uncached_tokens", "num_waiting_reqs", "num_running_reqs")
 FLOAT_FIELDS = ("token_usage", "gen_throughput")
 TRAFFIC_IDLE_TIMEOUT_S = 60
@@ -127,7 +131,9 @@ class State:
         if traffic not in TRAFFIC_MODES:
             raise ValueError(f"unknown traffic {traffic!r}")
         st = {"mode": mode, "traffic": traffic,
-              "hang_seconds": float(raw.get("hang_seconds", 10.0))}
+              "hang_seconds": float(raw.get("hang_seconds", 10.0)),
+              "http_status": int(raw.get("http_status", 200)),
+              "retry_after": raw.get("retry_after")}
         loads = raw.get("loads")
         if loads is None:
             st["loads"] = [dict(INVALID_RANK)] if mode == "invalid" else [dict(IDLE_RANK)]
@@ -288,6 +294,7 @@ class Traffic:
         self.sock = None
         self.error = None  # why the last listen() failed
         self.mode = "ok"
+        self.http_status, self.retry_after = 200, None
 
     def listen(self):
         sock = socket.socket(self.family, socket.SOCK_STREAM)
@@ -304,9 +311,10 @@ class Traffic:
         self.sock, self.error = sock, None
         threading.Thread(target=self.accept_loop, args=(sock,), daemon=True).start()
 
-    def follow(self, mode):
+    def follow(self, mode, http_status=200, retry_after=None):
         """Behave as the state's "traffic" says now."""
         self.mode = mode
+        self.http_status, self.retry_after = http_status, retry_after
         if mode == "refuse" and self.sock:
             self.close()
         elif mode != "refuse" and not self.sock:
@@ -322,7 +330,8 @@ class Traffic:
             if self.mode == "reset":
                 reset(conn)
                 continue
-            serve = self.reset_on_request if self.mode == "reset-on-request" else self.serve
+            serve = {"reset-on-request": self.reset_on_request,
+                     "http": self.serve_http}.get(self.mode, self.serve)
             threading.Thread(target=serve, args=(conn,), daemon=True).start()
 
     @staticmethod
@@ -346,6 +355,26 @@ class Traffic:
             except OSError:
                 pass
 
+    def serve_http(self, conn):
+        """One HTTP/1.1 request, answered with the state's status, then closed."""
+        with conn:
+            try:
+                conn.settimeout(TRAFFIC_IDLE_TIMEOUT_S)
+                data = b""
+                while b"\r\n\r\n" not in data:
+                    chunk = conn.recv(4096)
+                    if not chunk:
+                        return
+                    data += chunk
+                body = f"{self.name}\n".encode()
+                head = f"HTTP/1.1 {self.http_status} Status\r\ncontent-type: text/plain\r\n"
+                if self.retry_after is not None:
+                    head += f"Retry-After: {self.retry_after}\r\n"
+                head += f"content-length: {len(body)}\r\nconnection: close\r\n\r\n"
+                conn.sendall(head.encode() + body)
+            except OSError:
+                pass
+
     def close(self):
         sock, self.sock = self.sock, None
         if not sock:
@@ -355,6 +384,11 @@ class Traffic:
         except OSError:
             pass
         sock.close()
+
+
+def traffic_of(st):
+    """Traffic.follow's arguments from a state."""
+    return st["traffic"], st["http_status"], st["retry_after"]
 
 
 def load_pb2(pb2_dir):
@@ -435,14 +469,14 @@ def main(argv):
     server = start_grpc(grpc_addresses(args), worker, args.threads)
     stats.start()
     if traffic:
-        traffic.follow(state.get()["traffic"])
+        traffic.follow(*traffic_of(state.get()))
         if traffic.error:
             sys.exit(f"fake_worker: cannot bind {args.traffic}: {traffic.error}")
     print(f"READY {args.name}", flush=True)
 
     while not stop.wait(0.05):
         if traffic:
-            traffic.follow(state.get()["traffic"])
+            traffic.follow(*traffic_of(state.get()))
     if server:
         server.stop(grace=0).wait()
     if traffic:

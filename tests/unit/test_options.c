@@ -266,7 +266,7 @@ static void test_table_holds_together(void)
 			CHECK(!o->key || !p->key || strcmp(o->key, p->key), "key %s twice", o->key);
 		}
 	}
-	CHECK(i == CFG_N_OPTIONS && i == 39, "%zu options", i);
+	CHECK(i == CFG_N_OPTIONS && i == 44, "%zu options", i);
 	for (i = 0; i < CFG_N_OPTIONS; i++) {
 		const struct cfg_option *c = &cfg_options[i];
 		bool flag_only = c->opt > OPT_KNOB;
@@ -274,7 +274,8 @@ static void test_table_holds_together(void)
 		CHECK((c->kind == VALUE_NONE) == flag_only, "--%s: kind %d", c->doc.name, c->kind);
 		CHECK(flag_only || c->size, "--%s: no field", c->doc.name);
 		CHECK(!c->doc.arg == (c->opt == OPT_KEEP_PINNED || c->opt == OPT_CHECK_CONFIG ||
-				      c->opt == OPT_HELP || c->opt == OPT_VERSION),
+				      c->opt == OPT_HELP || c->opt == OPT_VERSION ||
+				      (c->kind == VALUE_KNOB && c->knob_type == KNOB_SWITCH)),
 		      "--%s: takes a value or not", c->doc.name);
 		CHECK(c->kind != VALUE_PARSE || c->parse, "--%s: no parser", c->doc.name);
 		CHECK(c->kind == VALUE_PARSE || !c->parse, "--%s: a parser unused", c->doc.name);
@@ -293,7 +294,7 @@ static int bounds_agree(const struct cfg_option *c)
 		return 0;
 	if (sscanf(c->doc.bounds ? c->doc.bounds : "", "%31[^.]..%31[^ ,;]", lo, hi) != 2)
 		return 1; /* "above the interval, at most 24h": checked apart */
-	if (c->kind == VALUE_DURATION) {
+	if (c->kind == VALUE_DURATION || (c->kind == VALUE_KNOB && c->knob_type == KNOB_DURATION)) {
 		if (steer_parse_duration(lo, &a) || steer_parse_duration(hi, &b))
 			return 1; /* "1ms..the interval": checked apart */
 	} else {
@@ -313,7 +314,9 @@ static void test_bounds_and_defaults(void)
 	for (i = 0; i < CFG_N_OPTIONS; i++) {
 		const struct cfg_option *c = &cfg_options[i];
 
-		if (c->kind == VALUE_DURATION || c->kind == VALUE_COUNT || c->kind == VALUE_KNOB)
+		if (c->kind == VALUE_DURATION || c->kind == VALUE_COUNT ||
+		    (c->kind == VALUE_KNOB && c->knob_type != KNOB_SWITCH &&
+		     c->knob_type != KNOB_CHOICE))
 			CHECK(c->min <= c->max && c->max, "--%s: bounds", c->doc.name);
 		rc = bounds_agree(c);
 		CHECK(rc >= 0, "--%s: '%s' is not [%llu, %llu]", c->doc.name, c->doc.bounds,

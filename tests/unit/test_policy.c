@@ -951,6 +951,42 @@ static void test_wire_nothing_counted_twice(void)
 	      (ull)kernel_score(&f, 0));
 }
 
+/* smg's overload bounds, judged on the snapshot: each on its own, all off by
+ * default, nothing without a fresh snapshot. */
+static void test_overload_bounds(void)
+{
+	struct steer_policy p = STEER_POLICY_DEFAULTS;
+	struct steer_policy_input in = { .has_snapshot = true };
+
+	in.load.kv_usage = 0.95;
+	in.load.waiting_reqs = 20;
+	CHECK(!steer_policy_overload_on(&p) && steer_policy_kv_bound(&p) == 0, "off by default");
+	p.overload_protection = true;
+	CHECK(steer_policy_kv_bound(&p) == 0.9 &&
+		      steer_policy_overloaded(&p, &in) == STEER_OVERLOAD_KV,
+	      "--worker-overload-protection: KV 0.95 >= 0.9");
+	in.load.kv_usage = 0.89;
+	CHECK(steer_policy_overloaded(&p, &in) == STEER_OVERLOAD_NONE, "KV 0.89 under 0.9");
+	p.overload_token_usage = 0.8;
+	CHECK(steer_policy_overloaded(&p, &in) == STEER_OVERLOAD_KV, "K 0.8: KV 0.89 over");
+	p.overload_protection = false;
+	CHECK(steer_policy_overload_on(&p) && steer_policy_kv_bound(&p) == 0.8,
+	      "the token usage bound is on by itself");
+	p.overload_token_usage = 0;
+	p.overload_waiting = 20;
+	CHECK(steer_policy_overloaded(&p, &in) == STEER_OVERLOAD_WAITING, "20 waiting >= 20");
+	in.load.waiting_reqs = 19;
+	CHECK(steer_policy_overloaded(&p, &in) == STEER_OVERLOAD_NONE, "19 waiting < 20");
+	in.load.waiting_reqs = 30;
+	in.has_snapshot = false;
+	CHECK(steer_policy_overloaded(&p, &in) == STEER_OVERLOAD_NONE, "no snapshot: no verdict");
+	p.overload_waiting = 0;
+	p.overload_wait_ns = 2000000000ULL;
+	CHECK(steer_policy_overload_on(&p), "the wait bound turns it on");
+	p.overload_token_usage = 1.5;
+	CHECK(steer_policy_check(&p, NULL, 0) != 0, "token usage 1.5 accepted");
+}
+
 int main(void)
 {
 	/* Upstream least_load.rs unit tests, mirrored. */
@@ -981,6 +1017,7 @@ int main(void)
 	TAP_RUN(test_phase_only_with_peer_routers);
 	TAP_RUN(test_policy_check_names_the_knob);
 	TAP_RUN(test_total_s_is_the_upstream_score);
+	TAP_RUN(test_overload_bounds);
 	/* Request bytes on the wire. */
 	TAP_RUN(test_wire_bytes_per_token);
 	TAP_RUN(test_busy_at_poll_leaves_the_snapshot_queue);

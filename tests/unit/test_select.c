@@ -686,6 +686,116 @@ static void test_idle_backends_cost_no_rebuild_as_time_passes(void)
 	memset(wires, 0, sizeof(wires));
 }
 
+/*
+ * Overload marks (STEER_SLOT_OVERLOADED, STEER_SLOT_PUSHBACK): the tree and
+ * the reference agree on every pick, a marked backend is picked only when
+ * every eligible one is marked, and the pick's wait the tree leaves in
+ * pick_wait_ns is the reference's score.
+ */
+static void test_overload_marks_sort_last(void)
+{
+	static struct steer_table t;
+	static struct steer_svc_tree tr;
+	int round, bad = 0;
+
+	for (round = 0; round < 2000 && !bad; round++) {
+		__u32 n = 1 + (__u32)(rnd() % STEER_MAX_BACKENDS), i, got, marked = 0, eligible = 0;
+		uint64_t now = 1000000000ULL + rnd() % 1000000000000ULL;
+		struct steer_tree_clock ck = { 0, STEER_U64_MAX };
+		struct steer_pick want;
+		int all = round % 4 == 0;
+
+		random_table(&t, n, 0);
+		t.flags = STEER_TBL_OVERLOAD;
+		t.generation = (__u64)round + 1;
+		for (i = 0; i < n; i++) {
+			__u32 f = all || rnd() % 3 == 0 ? (rnd() % 2 ? STEER_SLOT_OVERLOADED
+								     : STEER_SLOT_PUSHBACK)
+							: 0;
+
+			t.e[i].ns_per_token = 1 + rnd() % 20000;
+			slots[i].inflight_tokens = rnd() % 1000;
+			slots[i].flags = rnd() % 10 == 0 ? STEER_SLOT_DRAINED : f;
+			wires[i].busy_until_ns = rnd() % 2 ? now + rnd() % 1000000000ULL : 0;
+			marked += steer_slot_eligible(&slots[i]) && f && slots[i].flags == f;
+			eligible += steer_slot_eligible(&slots[i]);
+		}
+		memset(&tr, 0xa5, sizeof(tr));
+		tr.tgen = 0;
+		got = steer_tree_pick_at(&tr, &t, slot_at, NULL, wire_at, NULL, 1, now, &ck);
+		steer_select_at(&t, slot_at, NULL, wire_at, NULL, now, 0, &want);
+		if ((want.found ? want.pos : STEER_NO_PICK) != got) {
+			bad = 1;
+			CHECK(0, "round %d: tree %u, reference %u", round, got, want.pos);
+			break;
+		}
+		if (!want.found)
+			continue;
+		CHECK(tr.pick_wait_ns == want.score, "round %d: pick_wait_ns %llu, score %llu",
+		      round, (unsigned long long)tr.pick_wait_ns, (unsigned long long)want.score);
+		CHECK(!!steer_overload_ns(&slots[t.e[got].slot]) == (marked == eligible),
+		      "round %d: pick marked %d, %u of %u eligible marked", round,
+		      !!steer_overload_ns(&slots[t.e[got].slot]), marked, eligible);
+		/* A second pick at a later time, no rebuild: the same wait rule. */
+		now += rnd() % 2000000000ULL;
+		got = steer_tree_pick_at(&tr, &t, slot_at, NULL, wire_at, NULL, 1, now, &ck);
+		steer_select_at(&t, slot_at, NULL, wire_at, NULL, now, 0, &want);
+		CHECK(got == want.pos && tr.pick_wait_ns == want.score,
+		      "round %d later: tree %u wait %llu, reference %u score %llu", round, got,
+		      (unsigned long long)tr.pick_wait_ns, want.pos,
+		      (unsigned long long)want.score);
+	}
+	memset(slots, 0, sizeof(slots));
+	memset(wires, 0, sizeof(wires));
+}
+
+/* The branch-free bound check against the plain comparison, edges included. */
+static void test_over_wait_bound(void)
+{
+	static const __u64 edges[] = { 0,
+				       1,
+				       2,
+				       3,
+				       999999999,
+				       1000000000,
+				       1000000001,
+				       3600000000000ULL,
+				       STEER_OVERLOAD_NS - 1,
+				       STEER_OVERLOAD_NS,
+				       STEER_U64_MAX - 1,
+				       STEER_U64_MAX };
+	size_t i, j;
+	int k;
+
+	for (i = 0; i < sizeof(edges) / sizeof(edges[0]); i++)
+		for (j = 0; j < 8; j++) {
+			__u64 bound = (__u64[]){ 0,
+						 1,
+						 2,
+						 1000000,
+						 550000000,
+						 1000000000,
+						 3600000000000ULL,
+						 3600000000001ULL }[j];
+			__u64 w = edges[i];
+			/* Halved: a wait one ns over an even bound reads as equal. */
+			__u64 want = bound && (w >> 1) > (bound >> 1);
+
+			CHECK(steer_over_wait_bound(w, bound) == want,
+			      "wait %llu bound %llu: %llu, want %llu", (unsigned long long)w,
+			      (unsigned long long)bound,
+			      (unsigned long long)steer_over_wait_bound(w, bound),
+			      (unsigned long long)want);
+		}
+	for (k = 0; k < 100000; k++) {
+		__u64 w = rnd() % 2 ? rnd() : rnd() % 4000000000000ULL;
+		__u64 bound = 1 + rnd() % 3600000000000ULL;
+
+		CHECK(steer_over_wait_bound(w, bound) == ((w >> 1) > (bound >> 1)),
+		      "wait %llu bound %llu", (unsigned long long)w, (unsigned long long)bound);
+	}
+}
+
 int main(void)
 {
 	TAP_RUN(test_saturating_add_matches_128bit);
@@ -701,5 +811,7 @@ int main(void)
 	TAP_RUN(test_busy_until_rule);
 	TAP_RUN(test_tree_with_busy_until_picks_what_steer_select_at_picks);
 	TAP_RUN(test_idle_backends_cost_no_rebuild_as_time_passes);
+	TAP_RUN(test_overload_marks_sort_last);
+	TAP_RUN(test_over_wait_bound);
 	return tap_done();
 }

@@ -1049,6 +1049,307 @@ static void test_shared_step_ends_arrive_late(void)
 	      "--share-steps without the fleet's probe: '%s'", why);
 }
 
+/* ---- Overload: admission control at connect --------------------------------- */
+
+/* A steer router with the bound (fluid, as smg-steerd runs it). */
+static struct sim_router *bound_router(uint32_t workers, enum sim_policy p, double bound_s)
+{
+	struct sim_config c;
+
+	sim_config_defaults(&c);
+	c.workers = workers;
+	c.policy = p;
+	c.admission = SIM_ADMIT_BOUND;
+	c.wait_bound_s = bound_s;
+	return sim_router_new(&c, 0);
+}
+
+static void test_bound_refuses_only_when_every_wait_is_over(void)
+{
+	/* Base waits at 2000 tokens/s: 4 s, 5 s and 6 s, all over a 3 s
+	 * bound: refused, and nothing credited. */
+	struct sim_snapshot s[3] = { snap(8000, 2000), snap(10000, 2000), snap(12000, 2000) };
+	struct sim_observation obs = { .snap = s, .now = 1 };
+	struct sim_router *r = bound_router(3, SIM_POL_STEER, 3.0);
+	struct sim_router_stats st;
+	uint32_t w, i;
+
+	CHECK(r, "no memory");
+	w = sim_router_pick(r, &obs);
+	CHECK(w == SIM_REFUSED, "picked %u with every wait over the bound", w);
+	for (i = 0; i < 3; i++)
+		CHECK(sim_router_inflight_tokens(r, i) == 0, "a refusal credited worker %u", i);
+	/* Worker 1 drops to 2.5 s: admitted there, the least wait. Its credit
+	 * (1024 tokens, 0.512 s) then puts it at 3.012 s: the next is refused. */
+	s[1] = snap(5000, 2000);
+	sim_router_snapshot_taken(r, 1, 1);
+	w = sim_router_pick(r, &obs);
+	CHECK(w == 1, "picked %u, want worker 1 (2.5 s <= 3 s)", w);
+	w = sim_router_pick(r, &obs);
+	CHECK(w == SIM_REFUSED, "picked %u, worker 1 is now at 3.012 s", w);
+	sim_router_get_stats(r, &st);
+	CHECK(st.picks == 3 && st.refused == 2, "picks %llu refused %llu",
+	      (unsigned long long)st.picks, (unsigned long long)st.refused);
+	sim_router_free(r);
+
+	/* Exactly at the bound is admitted: only a wait over it refuses. */
+	r = bound_router(1, SIM_POL_STEER, 3.0);
+	CHECK(r, "no memory");
+	s[0] = snap(6000, 2000);
+	w = sim_router_pick(r, &obs);
+	CHECK(w == 0, "a wait of exactly the bound was refused");
+	sim_router_free(r);
+}
+
+static void test_oracle_bound_reads_the_true_wait(void)
+{
+	struct sim_snapshot s[2] = { snap(0, 2000), snap(0, 2000) };
+	double tw[2] = { 3.5, 4.0 }, rate[2] = { 2000, 2000 };
+	struct sim_observation obs = { .snap = s, .true_wait_s = tw, .rate = rate };
+	struct sim_router *r = bound_router(2, SIM_POL_ORACLE, 3.0);
+	uint32_t w;
+
+	CHECK(r, "no memory");
+	/* The snapshots say idle; the truth says both are over. */
+	w = sim_router_pick(r, &obs);
+	CHECK(w == SIM_REFUSED, "oracle admitted to %u over the bound", w);
+	tw[1] = 2.0;
+	w = sim_router_pick(r, &obs);
+	CHECK(w == 1, "oracle picked %u, want worker 1 (2 s)", w);
+	sim_router_free(r);
+}
+
+static void test_shed_excludes_overloaded_workers(void)
+{
+	/* Worker 0 reports 8 waiting requests (the default N), worker 2 KV
+	 * at 0.9: both overloaded; worker 1 and 3 are not. */
+	struct sim_snapshot s[4] = { snap(100, 2000), snap(60000, 2000), snap(0, 2000),
+				     snap(90000, 2000) };
+	struct sim_observation obs = { .snap = s };
+	static const enum sim_policy pols[] = { SIM_POL_JSQ, SIM_POL_STEER };
+	struct sim_config c;
+	size_t k;
+	uint32_t i, w;
+
+	s[0].load.waiting_reqs = 8;
+	s[1].load.waiting_reqs = 7;
+	s[2].load.kv_usage = 0.9;
+	s[3].load.kv_usage = 0.89;
+	CHECK(sim_shed_overloaded(&s[0], 0.9, 8) && !sim_shed_overloaded(&s[1], 0.9, 8) &&
+		      sim_shed_overloaded(&s[2], 0.9, 8) && !sim_shed_overloaded(&s[3], 0.9, 8),
+	      "the overload test at its limits");
+	CHECK(!sim_shed_overloaded(&s[0], 0.9, 0), "N = 0 still counts waiting requests");
+	s[0].valid = false;
+	CHECK(!sim_shed_overloaded(&s[0], 0.9, 8), "no snapshot yet, yet overloaded");
+	s[0].valid = true;
+	for (k = 0; k < 2; k++) {
+		struct sim_router *r;
+
+		sim_config_defaults(&c);
+		c.workers = 4;
+		c.policy = pols[k];
+		c.admission = SIM_ADMIT_SHED;
+		c.estimator = SIM_EST_FLAT;
+		r = sim_router_new(&c, 0);
+		CHECK(r, "no memory");
+		/* Workers 0 and 2 are the least loaded, and never chosen. */
+		for (i = 0; i < 40; i++) {
+			w = sim_router_pick(r, &obs);
+			CHECK(w == 1 || w == 3, "%s picked overloaded worker %u",
+			      sim_policy_name(pols[k]), w);
+			sim_router_dispatched(r, w);
+		}
+		/* Every worker overloaded (as of a new snapshot): refused. */
+		s[1].load.waiting_reqs = 9;
+		s[3].load.kv_usage = 0.95;
+		sim_router_snapshot_taken(r, 1, 1);
+		sim_router_snapshot_taken(r, 3, 1);
+		w = sim_router_pick(r, &obs);
+		CHECK(w == SIM_REFUSED, "%s picked %u with every worker overloaded",
+		      sim_policy_name(pols[k]), w);
+		s[1].load.waiting_reqs = 7;
+		s[3].load.kv_usage = 0.89;
+		sim_router_free(r);
+	}
+}
+
+/* An overloaded run: 16 workers, constant load 1.5, the bound. The batching
+ * engine takes tens of seconds to fill its running batches. */
+static void overload_config(struct sim_config *c, enum sim_engine e, enum sim_policy p)
+{
+	small_config(c, p);
+	c->workers = 16;
+	c->engine = e;
+	c->requests = e == SIM_ENGINE_BATCH ? 15000 : 12000;
+	c->warmup = c->requests / 10;
+	c->load = 1.5;
+	c->admission = SIM_ADMIT_BOUND;
+	c->wait_bound_s = e == SIM_ENGINE_BATCH ? 0.75 : 3.0;
+}
+
+static void test_refused_requests_never_reach_a_worker(void)
+{
+	int e;
+
+	for (e = 0; e < SIM_ENGINE_COUNT; e++) {
+		struct sim_config c;
+		struct sim_result r;
+		uint64_t dispatched = 0;
+		double in, out;
+		uint32_t i;
+
+		overload_config(&c, (enum sim_engine)e, SIM_POL_STEER);
+		c.complete = true;
+		CHECK(run(&c, &r) == 0, "run failed");
+		for (i = 0; i < r.workers; i++)
+			dispatched += r.w[i].dispatched;
+		CHECK(r.refused > 0 && r.refused_all >= r.refused, "%s: refused %llu of %llu",
+		      sim_engine_name(c.engine), (unsigned long long)r.refused_all,
+		      (unsigned long long)r.arrived);
+		/* Every arrival either reached a worker or was refused, once. */
+		CHECK(dispatched + r.refused_all == r.arrived && r.connections == dispatched &&
+			      r.routers.refused == r.refused_all,
+		      "%s: dispatched %llu + refused %llu != arrived %llu",
+		      sim_engine_name(c.engine), (unsigned long long)dispatched,
+		      (unsigned long long)r.refused_all, (unsigned long long)r.arrived);
+		CHECK(r.finished + r.refused_all == r.arrived,
+		      "%s: finished %llu refused %llu arrived %llu", sim_engine_name(c.engine),
+		      (unsigned long long)r.finished, (unsigned long long)r.refused_all,
+		      (unsigned long long)r.arrived);
+		/* The workers served exactly the admitted work; the routers'
+		 * kernels counted nothing of the refused. */
+		in = r.arrived_tokens - r.refused_tokens + r.recompute_tokens;
+		out = r.served_tokens + r.queued_tokens_end;
+		CHECK(fabs(in - out) <= 1e-6 * in, "%s: admitted %.0f != served %.0f",
+		      sim_engine_name(c.engine), in, out);
+		CHECK((double)r.routers.sent_tokens == r.sent_tokens &&
+			      r.sent_tokens == r.arrived_tokens - r.refused_tokens &&
+			      r.routers.pending_tokens == 0,
+		      "%s: the routers counted %llu tokens sent, %.0f admitted",
+		      sim_engine_name(c.engine), (unsigned long long)r.routers.sent_tokens,
+		      r.sent_tokens);
+		CHECK(r.measured + r.refused == c.requests, "%s: measured %llu + refused %llu",
+		      sim_engine_name(c.engine), (unsigned long long)r.measured,
+		      (unsigned long long)r.refused);
+	}
+}
+
+static void test_oracle_bound_holds_exactly_on_the_batching_engine(void)
+{
+	struct sim_config c;
+	struct sim_result r;
+
+	/* The oracle replays the engine's steps: no admitted request waits
+	 * over the bound, and the bound does refuse. */
+	overload_config(&c, SIM_ENGINE_BATCH, SIM_POL_ORACLE);
+	CHECK(run(&c, &r) == 0, "run failed");
+	CHECK(r.refused > 0 && r.max_s <= c.wait_bound_s && r.over_bound == 0,
+	      "refused %llu, longest wait %.6f s over %.2f s (%.4f over)",
+	      (unsigned long long)r.refused, r.max_s, c.wait_bound_s, r.over_bound);
+}
+
+static void test_bursts_offer_their_load(void)
+{
+	struct sim_config c;
+	struct sim_result flat, burst;
+	char why[160];
+
+	/* 0.5 and 1.1 for 10 s each average 0.8: the same requests take
+	 * about as long as at a constant 0.8. */
+	small_config(&c, SIM_POL_JSQ);
+	CHECK(run(&c, &flat) == 0, "run failed");
+	c.load = 0.5;
+	c.burst_load = 1.1;
+	c.burst_on_s = c.burst_off_s = 10;
+	CHECK(run(&c, &burst) == 0, "run failed");
+	CHECK(fabs(burst.window_s / flat.window_s - 1) < 0.03, "window %.1f s, constant %.1f s",
+	      burst.window_s, flat.window_s);
+	CHECK(burst.p99_s > flat.p99_s, "bursts p99 %.3f s not above constant %.3f s", burst.p99_s,
+	      flat.p99_s);
+	c.burst_on_s = 0;
+	CHECK(sim_config_check(&c, why, sizeof(why)) != 0, "a burst of no time accepted");
+	c.burst_on_s = 10;
+	c.admission = SIM_ADMIT_BOUND;
+	c.wait_bound_s = 3;
+	CHECK(sim_config_check(&c, why, sizeof(why)) != 0 && strstr(why, "bound"),
+	      "jsq with a wait bound accepted: '%s'", why);
+	c.policy = SIM_POL_ORACLE;
+	c.admission = SIM_ADMIT_SHED;
+	CHECK(sim_config_check(&c, why, sizeof(why)) != 0 && strstr(why, "shed"),
+	      "the oracle with the shed accepted: '%s'", why);
+}
+
+static void test_overload_runs_are_deterministic(void)
+{
+	static const enum sim_policy pols[] = { SIM_POL_STEER, SIM_POL_JSQ, SIM_POL_ORACLE };
+	static const enum sim_admission adm[] = { SIM_ADMIT_BOUND, SIM_ADMIT_SHED,
+						  SIM_ADMIT_BOUND };
+	size_t k;
+
+	for (k = 0; k < 3; k++) {
+		struct sim_config c;
+		struct sim_result a, b;
+		char ra[512], rb[512];
+
+		overload_config(&c, SIM_ENGINE_FIFO, pols[k]);
+		c.admission = adm[k];
+		c.load = 0.6;
+		c.burst_load = 1.5;
+		CHECK(run(&c, &a) == 0 && run(&c, &b) == 0, "run failed");
+		csv_of(&c, &a, ra, sizeof(ra));
+		csv_of(&c, &b, rb, sizeof(rb));
+		CHECK(a.refused > 0 && strcmp(ra, rb) == 0, "refused %llu; rows:\n# %s\n# %s",
+		      (unsigned long long)a.refused, ra, rb);
+		c.seed++;
+		CHECK(run(&c, &b) == 0, "run failed");
+		CHECK(a.refused != b.refused || a.p99_s != b.p99_s, "another seed, the same run");
+	}
+}
+
+static void test_running_cap_and_resync_variants(void)
+{
+	struct sim_snapshot s[2] = { snap(0, 2000), snap(2000, 2000) };
+	struct sim_observation obs = { .snap = s, .now = 10 };
+	struct sim_config c;
+	struct sim_router *r;
+	uint32_t w;
+	uint64_t v;
+
+	/* --running-cap 2: worker 0 (idle) holds two live connections and
+	 * is full; worker 1 (1 s queued) takes the next. */
+	sim_config_defaults(&c);
+	c.workers = 2;
+	c.policy = SIM_POL_STEER;
+	c.running_cap = 2;
+	r = sim_router_new(&c, 0);
+	CHECK(r, "no memory");
+	sim_router_connected(r, 0);
+	sim_router_connected(r, 0);
+	w = sim_router_pick(r, &obs);
+	CHECK(w == 1, "picked %u, worker 0 is full", w);
+	sim_router_closed(r, 0);
+	w = sim_router_pick(r, &obs);
+	CHECK(w == 0, "picked %u, worker 0 has room again", w);
+	sim_router_free(r);
+
+	/* --busy-resync: 2000 + 4000 tokens sent at 10 s have drained at
+	 * 20 s as fluid sees it; the answer of the first sets E to the 4000
+	 * still pending, where plain fluid only caps it. */
+	c.running_cap = 0;
+	c.busy_resync = true;
+	r = sim_router_new(&c, 0);
+	CHECK(r, "no memory");
+	sim_router_connected(r, 0);
+	sim_router_sent(r, 0, 2000, true, 10);
+	sim_router_sent(r, 0, 4000, false, 10);
+	v = sim_router_slot_tokens_at(r, 0, 20);
+	CHECK(v == 0, "E at 20 s: %llu, want 0 (drained)", (unsigned long long)v);
+	sim_router_answered(r, 0, 2000, 20);
+	v = sim_router_slot_tokens_at(r, 0, 20);
+	CHECK(v == 4000, "E after the answer: %llu, want the 4000 pending", (unsigned long long)v);
+	sim_router_free(r);
+}
+
 int main(void)
 {
 	TAP_RUN(test_work_is_conserved);
@@ -1080,5 +1381,13 @@ int main(void)
 	TAP_RUN(test_step_probe_shows_every_step_end_with_full_responses);
 	TAP_RUN(test_share_delay_samples_draw_each_event);
 	TAP_RUN(test_shared_step_ends_arrive_late);
+	TAP_RUN(test_bound_refuses_only_when_every_wait_is_over);
+	TAP_RUN(test_oracle_bound_reads_the_true_wait);
+	TAP_RUN(test_shed_excludes_overloaded_workers);
+	TAP_RUN(test_refused_requests_never_reach_a_worker);
+	TAP_RUN(test_oracle_bound_holds_exactly_on_the_batching_engine);
+	TAP_RUN(test_bursts_offer_their_load);
+	TAP_RUN(test_overload_runs_are_deterministic);
+	TAP_RUN(test_running_cap_and_resync_variants);
 	return tap_done();
 }

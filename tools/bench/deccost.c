@@ -3,7 +3,7 @@
  * deccost.c - what a steered connection costs in BPF time, every program summed.
  *
  *   deccost --pin DIR --cgroup DIR --first 127.0.3.1:9000 [--sizes 8,64,256]
- *           [--shapes passthrough,spread,equal,rebuild] [--connects 5000]
+ *           [--shapes passthrough,spread,equal,bound,rebuild] [--connects 5000]
  *           [--rounds 3] [--drain-every 1000] [--header]
  *
  * Loads and attaches the real programs (dataplane API), joins the cgroup,
@@ -26,6 +26,8 @@
  *                of 1024 tokens adds 512 ms);
  *   equal        every base wait equal and every backend already credited:
  *                a plain scan would read the whole table at each connect;
+ *   bound        spread, with overload protection on (STEER_TBL_OVERLOAD and
+ *                a wait bound of an hour): what the check adds to a connect;
  *   rebuild      spread, with the in-flight counters drained before every
  *                connect: each connect then rebuilds the selection tree (what
  *                the first connect after a publish or a drain pays).
@@ -64,10 +66,15 @@ enum shape {
 	SHAPE_PASSTHROUGH,
 	SHAPE_SPREAD,
 	SHAPE_EQUAL,
+	SHAPE_BOUND,
 	SHAPE_REBUILD,
 	SHAPES
 };
-static const char *const shape_names[SHAPES] = { "passthrough", "spread", "equal", "rebuild" };
+static const char *const shape_names[SHAPES] = { "passthrough", "spread", "equal", "bound",
+						 "rebuild" };
+/* The bound shape's --worker-overload-wait: above every wait, so that every
+ * connect pays the check and none is refused. */
+#define BOUND_NS (3600ULL * 1000000000ULL)
 
 /* The programs a connection meets, and the empty one of each type. */
 enum prog {
@@ -168,7 +175,7 @@ static struct steer_slot *mirror_slot(void *ctx, __u32 slot)
 
 static double base_wait(enum shape s, size_t i)
 {
-	return s == SHAPE_EQUAL ? 0.0 : SPREAD_STEP_NS * (double)i;
+	return s == SHAPE_EQUAL ? 0.0 : SPREAD_STEP_NS * (double)i; /* bound: spread */
 }
 
 /* Publish n backends in the given shape; the mirror gets the same entries in
@@ -185,6 +192,10 @@ static int publish(struct bench *b, size_t n, enum shape s)
 	char err[512];
 	size_t i;
 
+	if (s == SHAPE_BOUND) {
+		svc.flags = STEER_TBL_OVERLOAD;
+		svc.wait_bound_ns = BOUND_NS;
+	}
 	for (i = 0; i < n; i++) {
 		cost[i].addr = b->backends[i];
 		cost[i].base_wait_ns = base_wait(s, i);
@@ -369,7 +380,7 @@ static void usage(void)
 {
 	fprintf(stderr,
 		"usage: deccost --pin DIR --cgroup DIR --first IPV4:PORT [--sizes 8,64,256] "
-		"[--shapes passthrough,spread,equal,rebuild] [--connects K] [--rounds R] "
+		"[--shapes passthrough,spread,equal,bound,rebuild] [--connects K] [--rounds R] "
 		"[--drain-every K] [--header]\n");
 	exit(2);
 }

@@ -612,7 +612,7 @@ dec_part() {
 	local ob=${PIDS[-1]}
 	wait_ready "$TMP/onebyte256.out" "onebyte (256)"
 	fg_wait "$BIN/deccost" --pin "$PIN-dec" --cgroup "$CG_DEC" --first 127.0.3.1:9000 \
-		--sizes 8,64,256 --shapes passthrough,spread,equal,rebuild \
+		--sizes 8,64,256 --shapes passthrough,spread,equal,bound,rebuild \
 		--connects "$DEC_CONNECTS" --rounds "$ROUNDS" --header \
 		>"$RES/decision.csv"
 	stop_pid "$ob"
@@ -854,7 +854,7 @@ machine >"$RES/machine.md"
 	echo "connbench --addr ADDR:PORT --seconds $CONN_SECONDS --concurrency {1,4} [--cgroup CG] [--addr-count 64]"
 	echo "connbench --addr VIP:8000 --cgroup CG_DP --label vip --pair-addr ONE:9000 --pair-cgroup CG_CLI --pair-label direct [--pair-addr-count 64] --block $PAIR_BLOCK --seconds $PAIR_SECONDS"
 	echo "wrk -t2 -c16 -d${WRK_SECONDS}s --latency -H 'Connection: close' http://ADDR:8080/"
-	echo "deccost --pin PIN --cgroup CG --first 127.0.3.1:9000 --sizes 8,64,256 --shapes passthrough,spread,equal,rebuild --connects $DEC_CONNECTS --rounds $ROUNDS"
+	echo "deccost --pin PIN --cgroup CG --first 127.0.3.1:9000 --sizes 8,64,256 --shapes passthrough,spread,equal,bound,rebuild --connects $DEC_CONNECTS --rounds $ROUNDS"
 	echo "ctlplane.py --scales $CTL_SCALES --rounds $CTL_ROUNDS --worker fast   # smg-steerd --config ... vs fastworker --many"
 	echo "ctlplane.py --scales $CTL_PY_SCALES --rounds 1 --worker python     # vs tests/lib/fake_worker.py --many"
 	echo "sources.py --backends $SRC_BACKENDS --rounds $SRC_ROUNDS   # CPU per poll by load source (fastworker --engine, nginx)"

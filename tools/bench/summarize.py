@@ -36,6 +36,7 @@ TARGETS = {
     "RSS MiB at 1000 backends": 32.0,
     "HTTP /metrics poll CPU / gRPC GetLoads poll CPU": 1.5,
     "wire ns per message": 150.0,
+    "overload ns": 30.0,
 }
 
 
@@ -361,7 +362,7 @@ def wrk_section(res):
 
 # ---- dec --------------------------------------------------------------------------------------
 
-SHAPES = ("passthrough", "spread", "equal", "rebuild")
+SHAPES = ("passthrough", "spread", "equal", "bound", "rebuild")
 
 
 def dec_costs(rows):
@@ -381,6 +382,16 @@ def dec_costs(rows):
     return out
 
 
+def bound_added(rows, n):
+    """connect4 ns that overload protection adds at n backends: the median of the
+    per-round differences bound - spread (the two shapes run in the same rounds)."""
+    by = {(r["round"], r["shape"]): float(r["connect4_ns"]) for r in rows
+          if int(r["backends"]) == n and r["shape"] in ("spread", "bound")}
+    diffs = sorted(by[(rd, "bound")] - by[(rd, "spread")] for rd, sh in by
+                   if sh == "bound" and (rd, "spread") in by)
+    return diffs[len(diffs) // 2] if diffs else NAN
+
+
 def dec_brief(res):
     rows = read(os.path.join(res, "decision.csv"))
     if not rows:
@@ -392,7 +403,8 @@ def dec_brief(res):
           "request accounting on its packets), total and net of the empty programs' floors "
           "(in parentheses); bpf_stats, medians over rounds. unsteered = a connection from "
           "the cgroup to a backend directly; spread, equal = steered, base waits 100 ms "
-          "apart or all equal; rebuild = each connect rebuilds the selection tree.\n")
+          "apart or all equal; bound = spread with overload protection on (a wait bound "
+          "no connect reaches); rebuild = each connect rebuilds the selection tree.\n")
     print("| backends | " + " | ".join("unsteered" if s == "passthrough" else s
                                        for s in shapes) + " |")
     print("|---:|" + "---:|" * len(shapes))
@@ -418,6 +430,12 @@ def dec_brief(res):
     targets.append(row("Equal / spread <= 1.2 at 256 backends", "deccost, totals",
                        f0(ratio, 2), "spread shape", "dec",
                        short_verdict(ratio, TARGETS["equal/spread at 256 backends"])))
+    added = bound_added(rows, 256)
+    if added == added:
+        targets.append(row("Overload protection adds <= 30 ns of BPF per steered connect at "
+                           "256 backends", "deccost, connect4, bound - spread, paired by round",
+                           f0(added), "the same table without it (spread)", "dec",
+                           short_verdict(added, TARGETS["overload ns"])))
     un = cost.get((256, "passthrough"), (NAN, NAN))
     targets.append(row("Unsteered connection <= 150 ns", "deccost, bpf_stats (statistics on), "
                        "every program", f"{f0(un[0])} ({f0(un[1])} net)",

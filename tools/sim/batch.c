@@ -118,25 +118,30 @@ static uint32_t prefill_chunk(struct sim *s, struct worker *w, double t)
 	return done;
 }
 
+/* A step's length: its prefill or its decode, the longer. */
+static double step_length(const struct sim_config *c, const struct worker *w, uint32_t prefilled,
+			  uint32_t decoding)
+{
+	const struct sim_batch_params *b = &c->batch;
+	double prefill_s = prefilled / w->rate, decode_s = 0, dur;
+
+	if (decoding + w->probes > 0)
+		decode_s = (b->decode_base_s + b->decode_per_req_s * (decoding + w->probes)) /
+			   w->speed;
+	dur = fmax(prefill_s, decode_s);
+	return dur > 0 ? dur : 0.001; /* as the mock: never a step of no time */
+}
+
 static int begin_step(struct sim *s, uint32_t wi, double t)
 {
-	const struct sim_batch_params *b = &s->c->batch;
 	struct worker *w = &s->w[wi];
-	double prefill_s, decode_s = 0, dur;
 	uint32_t prefilled;
 
 	batch_advance(w, t);
 	admit(s, w);
 	prefilled = prefill_chunk(s, w, t);
-	prefill_s = prefilled / w->rate;
-	if (w->decoding + w->probes > 0)
-		decode_s = (b->decode_base_s + b->decode_per_req_s * (w->decoding + w->probes)) /
-			   w->speed;
-	dur = fmax(prefill_s, decode_s);
-	if (dur <= 0)
-		dur = 0.001; /* as the mock: never a step of no time */
 	w->stepping = true;
-	w->step_end = t + dur;
+	w->step_end = t + step_length(s->c, w, prefilled, w->decoding);
 	return sim_push(s, w->step_end, EV_STEP_DONE, wi, 0);
 }
 
@@ -219,6 +224,143 @@ int batch_enqueue(struct sim *s, uint32_t wi, int32_t i, double t)
 	return 0;
 }
 
+/* ---- Replay: the exact wait of an arrival -------------------------------- */
+
+/*
+ * An arrival's wait depends only on what is ahead of it: admission and
+ * prefill are in arrival order, so no later arrival changes a step before
+ * the one that prefills its first chunk. Replaying the worker's steps from
+ * its state, as begin_step and decode_tokens run them, gives that step's
+ * start exactly (the oracle's admission; the snapshot-free truth).
+ */
+struct replay {
+	const struct sim_config *c;
+	const struct worker *w;
+	struct replay_req *run; /* the running requests, in order */
+	uint32_t n, kv_used;
+	int32_t next_waiting; /* the next waiting request to admit, or NONE */
+	uint32_t prompt;      /* the arriving request's */
+	bool mine_admitted;
+};
+
+/* The step's end: a token for every request past its prefill; the
+ * complete ones leave. */
+static void replay_tokens(struct replay *p)
+{
+	uint32_t j, k = 0;
+
+	for (j = 0; j < p->n; j++) {
+		struct replay_req r = p->run[j];
+
+		if (r.prefill_left == 0) {
+			uint32_t held = kv_blocks(p->c, r.prompt + ++r.generated);
+
+			p->kv_used += held - r.kv_held;
+			r.kv_held = held;
+			if (r.generated >= r.output) {
+				p->kv_used -= held;
+				continue;
+			}
+		}
+		p->run[k++] = r;
+	}
+	p->n = k;
+}
+
+/* admit(), on the copy: the waiting requests, then the arriving one. */
+static void replay_admit(struct sim *s, struct replay *p)
+{
+	while (p->n < p->c->batch.max_running && !p->mine_admitted) {
+		bool mine = p->next_waiting == NONE;
+		uint32_t prompt = mine ? p->prompt : s->reqs[p->next_waiting].prompt;
+		uint32_t need = kv_blocks(p->c, prompt);
+
+		if (p->n > 0 && p->kv_used + need > p->c->batch.kv_tokens)
+			break;
+		p->run[p->n++] =
+			(struct replay_req){ .prompt = prompt,
+					     .output = mine ? UINT32_MAX
+							    : s->reqs[p->next_waiting].output,
+					     .prefill_left = prompt,
+					     .kv_held = need,
+					     .mine = mine };
+		p->kv_used += need;
+		if (mine)
+			p->mine_admitted = true;
+		else
+			p->next_waiting = s->reqs[p->next_waiting].next;
+	}
+}
+
+/* prefill_chunk(), on the copy: the tokens prefilled, or -1 when the chunk
+ * reaches the arriving request (its wait ends as this step starts). */
+static int64_t replay_prefill(struct replay *p)
+{
+	uint32_t budget = p->c->batch.prefill_chunk, done = 0, j;
+
+	for (j = 0; j < p->n && budget > 0; j++) {
+		struct replay_req *r = &p->run[j];
+		uint32_t c;
+
+		if (r->prefill_left == 0)
+			continue;
+		if (r->mine)
+			return -1;
+		c = r->prefill_left < budget ? r->prefill_left : budget;
+		r->prefill_left -= c;
+		budget -= c;
+		done += c;
+		if (r->prefill_left > 0)
+			break;
+	}
+	return done;
+}
+
+static uint32_t replay_decoding(const struct replay *p)
+{
+	uint32_t j, d = 0;
+
+	for (j = 0; j < p->n; j++)
+		d += p->run[j].prefill_left == 0;
+	return d;
+}
+
+double batch_exact_wait(struct sim *s, uint32_t wi, uint32_t prompt, double t, double limit)
+{
+	const struct worker *w = &s->w[wi];
+	struct replay p = { .c = s->c,
+			    .w = w,
+			    .run = s->replay,
+			    .kv_used = w->kv_used,
+			    .next_waiting = w->q_head,
+			    .prompt = prompt };
+	double at;
+	int32_t i;
+
+	if (!w->stepping)
+		return 0; /* idle: the arrival starts a step at once */
+	for (i = w->run_head; i != NONE; i = s->reqs[i].next) {
+		const struct req *r = &s->reqs[i];
+
+		p.run[p.n++] = (struct replay_req){ .prompt = r->prompt,
+						    .output = r->output,
+						    .prefill_left = r->prefill_left,
+						    .generated = r->generated,
+						    .kv_held = r->kv_held };
+	}
+	for (at = w->step_end; at - t <= limit;) {
+		int64_t done;
+
+		replay_tokens(&p);
+		replay_admit(s, &p);
+		done = replay_prefill(&p);
+		if (done < 0)
+			return at - t;
+		at += step_length(s->c, w, (uint32_t)done, replay_decoding(&p));
+	}
+	return at - t; /* above the limit */
+}
+
 double sim_batch_capacity(const struct sim_config *c)
 {
 	struct sim_config one = *c;
@@ -236,6 +378,8 @@ double sim_batch_capacity(const struct sim_config *c)
 		false; /* the same capacity with or without probes */
 	one.routers = 1;
 	one.policy = SIM_POL_RR;
+	one.admission = SIM_ADMIT_ALL;
+	one.burst_load = 0; /* the engine's capacity, whatever the workload's phases */
 	one.load = 2.0;
 	one.batch.capacity_tps = one.batch.prefill_tps;
 	one.requests = 40000;

@@ -482,14 +482,35 @@ static void close_window(struct sim *s, double t)
 	}
 }
 
-static uint32_t route(struct sim *s, uint32_t router, double t)
+/* What the oracle's admission asks: the arriving request's exact wait. */
+struct arrival {
+	struct sim *s;
+	uint32_t prompt;
+	double t;
+};
+
+/* The FIFO engine's true wait is exact but for waits for KV memory and
+ * preemptions still to come; the batching engine's is replayed. */
+static double exact_wait(void *ctx, uint32_t wi, double limit)
+{
+	struct arrival *a = ctx;
+
+	if (!batching(a->s))
+		return fifo_true_wait(&a->s->w[wi], a->t);
+	return batch_exact_wait(a->s, wi, a->prompt, a->t, limit);
+}
+
+static uint32_t route(struct sim *s, uint32_t router, const struct req *r, double t)
 {
 	double tw[SIM_MAX_WORKERS], rate[SIM_MAX_WORKERS];
+	struct arrival a = { .s = s, .prompt = r->prompt, .t = t };
 	struct sim_observation obs = {
 		.snap = s->snap,
 		.true_wait_s = tw,
 		.rate = rate,
 		.now = t,
+		.exact_wait = exact_wait,
+		.exact_ctx = &a,
 	};
 	uint32_t i;
 
@@ -502,26 +523,84 @@ static uint32_t route(struct sim *s, uint32_t router, double t)
 }
 
 /* The connection request i goes out on: its router's most recently idle
- * one, or a new one steered by the router's policy. */
-static int32_t client_connection(struct sim *s, int32_t i, double t)
+ * one, or a new one steered by the router's policy. *refused when the
+ * policy refused the new connection (then NONE, as when out of memory). */
+static int32_t client_connection(struct sim *s, int32_t i, double t, bool *refused)
 {
 	struct req *r = &s->reqs[i];
 	uint32_t router = r->router;
 	int32_t ci = s->idle[router];
 	uint32_t wi;
 
+	*refused = false;
 	if (ci != NONE) {
 		s->idle[router] = s->conns[ci].next;
 		return ci;
 	}
+	wi = route(s, router, r, t);
+	if (wi == SIM_REFUSED) {
+		*refused = true;
+		return NONE;
+	}
 	ci = conn_alloc(s);
 	if (ci == NONE)
 		return NONE;
-	wi = route(s, router, t);
 	s->conns[ci] = (struct conn){ .worker = wi, .router = router, .next = NONE };
 	s->connections++;
 	sim_router_connected(s->routers[router], wi);
 	return ci;
+}
+
+/* A refused request is dropped: no worker, no retry, nothing sent. */
+static void refuse(struct sim *s, int32_t i)
+{
+	struct req *r = &s->reqs[i];
+
+	s->refused++;
+	s->refused_measured += r->measured_idx >= 0;
+	s->refused_tokens += r->prompt;
+	req_free(s, i);
+}
+
+/* The request goes out on connection ci: the router's kernel sees its
+ * bytes, and its worker queues it. */
+static int dispatch(struct sim *s, int32_t i, int32_t ci, double t)
+{
+	struct req *r = &s->reqs[i];
+	struct conn *c = &s->conns[ci];
+
+	r->conn = ci;
+	r->worker = c->worker;
+	sim_router_sent(s->routers[r->router], r->worker, wire_tokens(s, r), c->requests == 0, t);
+	share(s, EV_PEER_SENT, r->router, r->worker, wire_tokens(s, r), t);
+	c->requests++;
+	s->w[r->worker].dispatched++;
+	return worker_enqueue(s, r->worker, i, t);
+}
+
+/*
+ * The next arrival after t. Bursts: a time-varying Poisson process drawn by
+ * inverting its integrated rate, one unit exponential per arrival, so that
+ * the arrivals do not depend on anything a policy does. Without bursts the
+ * plain draw, as it always was.
+ */
+static double next_arrival(struct sim *s, double t)
+{
+	const struct sim_config *c = s->c;
+	double e, rate;
+
+	if (!(c->burst_load > 0))
+		return t + sim_rng_exp(&s->workload, 1.0 / s->lambda);
+	e = sim_rng_exp(&s->workload, 1.0);
+	for (;;) {
+		rate = s->lambda / c->load * (s->in_burst ? c->burst_load : c->load);
+		if (e <= rate * (s->phase_end - t))
+			return t + e / rate;
+		e -= rate * (s->phase_end - t);
+		t = s->phase_end;
+		s->in_burst = !s->in_burst;
+		s->phase_end = t + (s->in_burst ? c->burst_on_s : c->burst_off_s);
+	}
 }
 
 static int on_arrival(struct sim *s, double t)
@@ -529,7 +608,7 @@ static int on_arrival(struct sim *s, double t)
 	uint64_t idx = s->arrived++;
 	int32_t i = req_alloc(s), ci;
 	struct req *r;
-	struct conn *c;
+	bool refused;
 
 	if (i == NONE)
 		return -1;
@@ -548,25 +627,16 @@ static int on_arrival(struct sim *s, double t)
 	s->arrived_tokens += r->prompt;
 	if (idx == s->c->warmup)
 		open_window(s, t);
-	ci = client_connection(s, i, t);
-	if (ci == NONE)
-		return -1;
-	r = &s->reqs[i];
-	c = &s->conns[ci];
-	r->conn = ci;
-	r->worker = c->worker;
-	/* The request's bytes go out: the router's kernel sees them now. */
-	sim_router_sent(s->routers[r->router], r->worker, wire_tokens(s, r), c->requests == 0, t);
-	share(s, EV_PEER_SENT, r->router, r->worker, wire_tokens(s, r), t);
-	c->requests++;
-	s->w[r->worker].dispatched++;
-	if (worker_enqueue(s, r->worker, i, t))
+	ci = client_connection(s, i, t, &refused);
+	if (refused)
+		refuse(s, i);
+	else if (ci == NONE || dispatch(s, i, ci, t))
 		return -1;
 	if (s->arrived == s->total) {
 		close_window(s, t);
 		return 0;
 	}
-	return sim_push(s, t + sim_rng_exp(&s->workload, 1.0 / s->lambda), EV_ARRIVAL, 0, 0);
+	return sim_push(s, next_arrival(s, t), EV_ARRIVAL, 0, 0);
 }
 
 /* ---- Setup, loop, results ------------------------------------------------- */
@@ -604,6 +674,8 @@ static int sim_init(struct sim *s, const struct sim_config *c)
 		if (!s->routers[i])
 			return -1;
 	}
+	if (batching(s) && !(s->replay = malloc((c->batch.max_running + 1) * sizeof(*s->replay))))
+		return -1;
 	s->waits = malloc(c->requests * sizeof(*s->waits));
 	s->ttfts = malloc(c->requests * sizeof(*s->ttfts));
 	if (!s->waits || !s->ttfts)
@@ -612,7 +684,8 @@ static int sim_init(struct sim *s, const struct sim_config *c)
 		return -1;
 	if (batching(s) && batch_start_probes(s, 0))
 		return -1;
-	return sim_push(s, sim_rng_exp(&s->workload, 1.0 / s->lambda), EV_ARRIVAL, 0, 0);
+	s->phase_end = c->burst_off_s; /* a first phase at the base load */
+	return sim_push(s, next_arrival(s, 0), EV_ARRIVAL, 0, 0);
 }
 
 static void sim_fini(struct sim *s)
@@ -626,6 +699,7 @@ static void sim_fini(struct sim *s)
 	free(s->conns);
 	free(s->waits);
 	free(s->ttfts);
+	free(s->replay);
 }
 
 static bool finished(const struct sim *s)
@@ -633,8 +707,9 @@ static bool finished(const struct sim *s)
 	if (s->arrived < s->total)
 		return false;
 	if (s->c->complete)
-		return s->finished == s->total;
-	return !s->c->drain || (s->nwaits == s->c->requests && s->nttfts == s->c->requests);
+		return s->finished + s->refused == s->total;
+	return !s->c->drain || (s->nwaits + s->refused_measured == s->c->requests &&
+				s->nttfts + s->refused_measured == s->c->requests);
 }
 
 static int run_events(struct sim *s)
@@ -681,6 +756,24 @@ static int cmp_double(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
+/* The fraction of the sorted waits above the bound (0 without one). */
+static double over_bound(const double *sorted, uint64_t n, double bound)
+{
+	uint64_t lo = 0, hi = n;
+
+	if (!(bound > 0) || n == 0)
+		return 0;
+	while (lo < hi) { /* the first wait above the bound */
+		uint64_t mid = lo + (hi - lo) / 2;
+
+		if (sorted[mid] > bound)
+			hi = mid;
+		else
+			lo = mid + 1;
+	}
+	return (double)(n - lo) / (double)n;
+}
+
 static void wait_stats(struct sim *s, struct sim_result *r)
 {
 	double sum = 0;
@@ -693,6 +786,7 @@ static void wait_stats(struct sim *s, struct sim_result *r)
 	for (i = 0; i < s->nwaits; i++)
 		sum += s->waits[i];
 	r->mean_s = sum / (double)s->nwaits;
+	r->over_bound = over_bound(s->waits, s->nwaits, s->c->wait_bound_s);
 	r->p50_s = sim_quantile(s->waits, s->nwaits, 0.50);
 	r->p99_s = sim_quantile(s->waits, s->nwaits, 0.99);
 	r->p999_s = sim_quantile(s->waits, s->nwaits, 0.999);
@@ -744,7 +838,10 @@ static void collect(struct sim *s, struct sim_result *r)
 	r->answered = s->answered;
 	r->answered_tokens = s->answered_tokens;
 	r->connections = s->connections;
-	r->sent_tokens = s->arrived_tokens; /* every arrival is sent at once */
+	r->refused = s->refused_measured;
+	r->refused_all = s->refused;
+	r->refused_tokens = s->refused_tokens;
+	r->sent_tokens = s->arrived_tokens - s->refused_tokens; /* the rest is sent at once */
 	r->workers = s->n;
 	for (i = 0; i < s->n; i++) {
 		struct worker *w = &s->w[i];
@@ -777,6 +874,7 @@ static void collect(struct sim *s, struct sim_result *r)
 		r->routers.steer_selects += st.steer_selects;
 		r->routers.steer_scanned += st.steer_scanned;
 		r->routers.rebuilds += st.rebuilds;
+		r->routers.refused += st.refused;
 		r->routers.sent_tokens += st.sent_tokens;
 		r->routers.answered_tokens += st.answered_tokens;
 		r->routers.pending_tokens += st.pending_tokens;

@@ -93,6 +93,12 @@ struct worker {
 	double backlog_win;
 };
 
+/* batch.c's replay of a worker: one running or admitted request. */
+struct replay_req {
+	uint32_t prompt, output, prefill_left, generated, kv_held;
+	bool mine; /* the arriving request whose wait is replayed */
+};
+
 struct sim {
 	const struct sim_config *c;
 	uint32_t n;
@@ -111,8 +117,14 @@ struct sim {
 	struct sim_rng workload;
 	struct sim_rng share; /* --share-delay-samples draws */
 	double lambda, now;
+	/* Bursts: the phase under way and when it ends. */
+	bool in_burst;
+	double phase_end;
 	uint64_t total, arrived, finished, started, answered, connections;
+	uint64_t refused, refused_measured; /* arrivals refused at connect */
+	double refused_tokens;
 	double *waits, *ttfts;
+	struct replay_req *replay; /* batch_exact_wait's scratch, max_running + 1 entries */
 	uint64_t nwaits, nttfts;
 	double win_start, win_end;
 	double arrived_tokens, recompute_tokens, answered_tokens;
@@ -150,6 +162,9 @@ double batch_true_wait(const struct worker *w, double t);
 void batch_advance(struct worker *w, double t);
 int batch_enqueue(struct sim *s, uint32_t wi, int32_t i, double t);
 int batch_on_step_done(struct sim *s, uint32_t wi, double t);
+/* The wait a request of prompt tokens arriving at t would have at worker wi,
+ * replayed step by step; any value above limit once it is above limit. */
+double batch_exact_wait(struct sim *s, uint32_t wi, uint32_t prompt, double t, double limit);
 /* --step-probe: the probes keep every worker stepping from t on. */
 int batch_start_probes(struct sim *s, double t);
 

@@ -20,7 +20,8 @@ struct run_spec {
 	uint32_t peer_routers; /* 0: --peer-routers; UINT32_MAX: --routers */
 	int estimator;	       /* -1: --estimator; else enum sim_estimator */
 	int cadence;	       /* -1: --step-cadence; else enum sim_step_cadence */
-	char label[32];
+	enum sim_admission admission;
+	char label[48];
 };
 
 struct options {
@@ -42,7 +43,11 @@ static void usage(FILE *f)
 		"                       steer-peers oracle, or all (default: all, which\n"
 		"                       adds steer=flat and steer-peers=flat); steer=EST\n"
 		"                       and steer-peers=EST run that estimator, and a\n"
-		"                       suffix :CAD that step cadence (steer:max)\n"
+		"                       suffix :CAD that step cadence (steer:max); a last\n"
+		"                       suffix +bound (steer, steer-peers, oracle) refuses\n"
+		"                       a connection whose pick waits over --wait-bound,\n"
+		"                       +shed (steer, steer-peers, jsq) leaves out the\n"
+		"                       workers smg's overload protection calls overloaded\n"
 		"  --workers N          workers, 1..32 (default 16)\n"
 		"  --load X             offered load, fraction of fleet prefill capacity (0.8)\n"
 		"  --poll S             snapshot interval, seconds (1)\n"
@@ -71,6 +76,13 @@ static void usage(FILE *f)
 		"                       and unanswered, same combination), sum (snapshot +\n"
 		"                       pending), pending-peers, credit (real size at send,\n"
 		"                       drained at the poll), flat (one credit per connection)\n"
+		"  --wait-bound S       +bound: the longest expected wait admitted, seconds\n"
+		"  --shed-kv K          +shed: a worker is overloaded at KV usage >= K (0.9)\n"
+		"  --shed-waiting N     ... or at N waiting requests or more, 0: never (8)\n"
+		"  --burst-load X       bursts: X (fraction of capacity) for --burst-on\n"
+		"                       seconds, then --load for --burst-off seconds (off)\n"
+		"  --burst-on S         length of a burst, seconds (20)\n"
+		"  --burst-off S        length of the time between bursts, seconds (20)\n"
 		"  --step-cadence C     what fluid adds for the engine's step under way, from\n"
 		"                       the response packets (docs/simulator.md): off, max\n"
 		"                       (busy until the predicted step end), sum, periodic\n"
@@ -107,6 +119,12 @@ static void usage(FILE *f)
 		"                            probe is router w %% routers's, its step ends\n"
 		"                            reach the others as late as a shared send\n"
 		"  --share-steps-backdated   ... and they date them when they happened\n"
+		"  --busy-resync             fluid: at every answer, the busy time is set to\n"
+		"                            the pending work (not only capped by it)\n"
+		"  --running-cap N           steer: a backend with N live connections of the\n"
+		"                            router is full, never chosen (0: off)\n"
+		"  --kv-tokens N             FIFO engine: KV capacity per worker, tokens\n"
+		"                            (49152)\n"
 		"  --steer-jitter            force the random water-fill phase even at\n"
 		"                            --peer-routers 1 (smg-steerd adds it when > 1)\n"
 		"Output:\n"
@@ -208,7 +226,37 @@ fail:
 	return -1;
 }
 
-/* NAME[=EST][:CAD]: the last two for steer and steer-peers only. */
+/* The policy name of a spec, its first len characters, is name. */
+static bool base_is(const char *spec, size_t len, const char *name)
+{
+	return strlen(name) == len && strncmp(spec, name, len) == 0;
+}
+
+/* The admission suffix of a policy spec, +bound or +shed, cut off spec;
+ * -1 when it names none or one the policy cannot have. */
+static int parse_admission(char *spec, struct run_spec *r)
+{
+	char *plus = strchr(spec, '+');
+	bool bound_ok, shed_ok;
+	size_t len;
+
+	r->admission = SIM_ADMIT_ALL;
+	if (!plus)
+		return 0;
+	if (sim_admission_parse(plus + 1, &r->admission) || r->admission == SIM_ADMIT_ALL)
+		return -1;
+	*plus = 0;
+	len = strcspn(spec, "=:");
+	bound_ok = base_is(spec, len, "steer") || base_is(spec, len, "steer-peers") ||
+		   base_is(spec, len, "oracle");
+	shed_ok = base_is(spec, len, "steer") || base_is(spec, len, "steer-peers") ||
+		  base_is(spec, len, "jsq");
+	if (!(r->admission == SIM_ADMIT_BOUND ? bound_ok : shed_ok))
+		return -1;
+	return 0;
+}
+
+/* NAME[=EST][:CAD][+ADM]: EST and CAD for steer and steer-peers only. */
 static int add_run(struct options *o, const char *spec)
 {
 	struct run_spec r = { .estimator = -1, .cadence = -1 };
@@ -220,6 +268,8 @@ static int add_run(struct options *o, const char *spec)
 	if (o->nruns == MAX_RUNS || strlen(spec) >= sizeof(buf))
 		return -1;
 	snprintf(buf, sizeof(buf), "%s", spec);
+	if (parse_admission(buf, &r))
+		return -1;
 	colon = strchr(buf, ':');
 	if (colon) {
 		*colon = 0;
@@ -243,9 +293,8 @@ static int add_run(struct options *o, const char *spec)
 	} else if (sim_policy_parse(name, &r.policy)) {
 		return -1;
 	}
-	snprintf(r.label, sizeof(r.label), "%s", name);
-	if (eq)
-		snprintf(r.label, sizeof(r.label), "%s", base);
+	snprintf(r.label, sizeof(r.label), "%s%s%s", base, r.admission ? "+" : "",
+		 r.admission ? sim_admission_name(r.admission) : "");
 	o->runs[o->nruns++] = r;
 	return 0;
 }
@@ -318,6 +367,15 @@ enum {
 	OPT_STEP_PROBE_ONE,
 	OPT_SHARE_STEPS,
 	OPT_SHARE_STEPS_BACKDATED,
+	OPT_WAIT_BOUND,
+	OPT_SHED_KV,
+	OPT_SHED_WAITING,
+	OPT_BURST_LOAD,
+	OPT_BURST_ON,
+	OPT_BURST_OFF,
+	OPT_BUSY_RESYNC,
+	OPT_RUNNING_CAP,
+	OPT_KV_TOKENS,
 };
 
 static const struct option long_opts[] = {
@@ -364,6 +422,15 @@ static const struct option long_opts[] = {
 	{ "step-probe-one", no_argument, 0, OPT_STEP_PROBE_ONE },
 	{ "share-steps", no_argument, 0, OPT_SHARE_STEPS },
 	{ "share-steps-backdated", no_argument, 0, OPT_SHARE_STEPS_BACKDATED },
+	{ "wait-bound", required_argument, 0, OPT_WAIT_BOUND },
+	{ "shed-kv", required_argument, 0, OPT_SHED_KV },
+	{ "shed-waiting", required_argument, 0, OPT_SHED_WAITING },
+	{ "burst-load", required_argument, 0, OPT_BURST_LOAD },
+	{ "burst-on", required_argument, 0, OPT_BURST_ON },
+	{ "burst-off", required_argument, 0, OPT_BURST_OFF },
+	{ "busy-resync", no_argument, 0, OPT_BUSY_RESYNC },
+	{ "running-cap", required_argument, 0, OPT_RUNNING_CAP },
+	{ "kv-tokens", required_argument, 0, OPT_KV_TOKENS },
 	{ 0, 0, 0, 0 },
 };
 
@@ -376,6 +443,35 @@ static int parse_tput(const char *s, enum sim_tput_report *out)
 	else
 		return -1;
 	return 0;
+}
+
+/* Admission control, bursts and their ablations (docs/simulator.md,
+ * "Overload"); -1 when the value is invalid. */
+static int apply_overload_option(struct sim_config *c, int opt, const char *arg)
+{
+	switch (opt) {
+	case OPT_WAIT_BOUND:
+		return parse_double(arg, &c->wait_bound_s);
+	case OPT_SHED_KV:
+		return parse_double(arg, &c->shed_kv);
+	case OPT_SHED_WAITING:
+		return parse_u32(arg, &c->shed_waiting);
+	case OPT_BURST_LOAD:
+		return parse_double(arg, &c->burst_load);
+	case OPT_BURST_ON:
+		return parse_double(arg, &c->burst_on_s);
+	case OPT_BURST_OFF:
+		return parse_double(arg, &c->burst_off_s);
+	case OPT_BUSY_RESYNC:
+		c->busy_resync = true;
+		return 0;
+	case OPT_RUNNING_CAP:
+		return parse_u32(arg, &c->running_cap);
+	case OPT_KV_TOKENS:
+		return parse_u32(arg, &c->kv_tokens);
+	default:
+		return -1;
+	}
 }
 
 /* One option; -1 when its value is invalid. */
@@ -490,7 +586,7 @@ static int apply_option(struct options *o, int opt, const char *arg)
 		c->share_steps = c->share_steps_backdated = true;
 		return 0;
 	default:
-		return -1;
+		return apply_overload_option(c, opt, arg);
 	}
 }
 
@@ -548,6 +644,7 @@ static int run_one(const struct options *o, const struct run_spec *run)
 	char why[160], row[512];
 
 	c.policy = run->policy;
+	c.admission = run->admission;
 	if (run->peer_routers == UINT32_MAX)
 		c.knobs.peer_routers = c.routers;
 	if (run->estimator >= 0)

@@ -11,11 +11,18 @@
 
 struct sim_router {
 	enum sim_policy policy;
+	enum sim_admission admission;
+	double bound_s;	   /* SIM_ADMIT_BOUND: B */
+	uint64_t bound_ns; /* B in the kernel's units */
+	double shed_kv;	   /* SIM_ADMIT_SHED: smg's overload test */
+	uint32_t shed_waiting;
 	uint32_t n;
 	struct steer_policy knobs;
 	bool jitter;
 	enum sim_estimator est;
-	bool share; /* sees the other routers' wire counters: no peer scaling */
+	bool share;	      /* sees the other routers' wire counters: no peer scaling */
+	bool resync;	      /* --busy-resync: E set to the pending work at every answer */
+	uint32_t running_cap; /* --running-cap: live connections that fill a backend */
 	int64_t phase_tokens;
 	bool guess_mean;
 	/* --peer-fill: predicted tokens of the other routers' sends per
@@ -67,11 +74,18 @@ struct sim_router *sim_router_new(const struct sim_config *c, uint32_t index)
 	if (!r)
 		return NULL;
 	r->policy = c->policy;
+	r->admission = c->admission;
+	r->bound_s = c->wait_bound_s;
+	r->bound_ns = steer_policy_u64_sat(c->wait_bound_s * 1e9);
+	r->shed_kv = c->shed_kv;
+	r->shed_waiting = c->shed_waiting;
 	r->n = c->workers;
 	r->knobs = c->knobs;
 	r->jitter = c->steer_jitter;
 	r->est = c->estimator;
 	r->share = c->share_wire;
+	r->resync = c->busy_resync;
+	r->running_cap = c->running_cap;
 	r->phase_tokens = c->phase_tokens;
 	r->guess_mean = c->peer_guess_mean;
 	r->peer_fill = c->peer_fill && c->knobs.peer_routers > 1;
@@ -243,8 +257,11 @@ void sim_router_peer_answered(struct sim_router *r, uint32_t w, uint32_t tokens,
 	r->pending[w] -= r->pending[w] < tokens ? r->pending[w] : tokens;
 	if (r->policy != SIM_POL_STEER)
 		return;
-	/* What is answered is served: E is at most what is still pending. */
-	fluid_set(r, w, fluid_now(r, w), scaled(r, r->pending[w]));
+	/* What is answered is served: E is at most what is still pending.
+	 * --busy-resync: and at least, as one FIFO engine's next prefill
+	 * starts with every pending request still to serve. */
+	fluid_set(r, w, r->resync ? scaled(r, r->pending[w]) : fluid_now(r, w),
+		  scaled(r, r->pending[w]));
 	update_slot(r, w);
 }
 
@@ -416,6 +433,21 @@ static double kv_barrier_s(const struct steer_policy *knobs, const struct sim_sn
 	return knobs->kv_pressure_weight * k / (1.0 - k);
 }
 
+bool sim_shed_overloaded(const struct sim_snapshot *s, double kv, uint32_t waiting)
+{
+	if (!s->valid)
+		return false;
+	return s->load.kv_usage >= kv || (waiting > 0 && s->load.waiting_reqs >= waiting);
+}
+
+/* Worker w is out of the routing: the shed is on and its last snapshot says
+ * it is overloaded. Judged on the snapshot alone, so it changes at polls. */
+static bool shed(const struct sim_router *r, const struct sim_snapshot *snap, uint32_t w)
+{
+	return r->admission == SIM_ADMIT_SHED &&
+	       sim_shed_overloaded(&snap[w], r->shed_kv, r->shed_waiting);
+}
+
 /* ---- Baselines ---------------------------------------------------------- */
 
 static uint32_t pick_rr(struct sim_router *r)
@@ -428,15 +460,18 @@ static uint32_t pick_random(struct sim_router *r)
 	return sim_rng_below(&r->rng, r->n);
 }
 
-static uint32_t pick_jsq(struct sim_router *r)
+/* Among the workers the shed leaves (all of them without it); refused when
+ * it leaves none. */
+static uint32_t pick_jsq(struct sim_router *r, const struct sim_observation *obs)
 {
 	struct argmin a;
 	uint32_t i;
 
 	argmin_init(&a);
 	for (i = 0; i < r->n; i++)
-		argmin_offer(&a, &r->rng, i, (double)r->conns[i]);
-	return a.pick;
+		if (!shed(r, obs->snap, i))
+			argmin_offer(&a, &r->rng, i, (double)r->conns[i]);
+	return a.ties ? a.pick : SIM_REFUSED;
 }
 
 /* Queue length as this router estimates it: waiting requests in the
@@ -480,7 +515,13 @@ static uint32_t pick_reqcount(struct sim_router *r, const struct sim_observation
 	return a.pick;
 }
 
-/* True wait now; among equals (idle workers) the fastest, then the lowest index. */
+static double oracle_wait(const struct sim_observation *obs, uint32_t w, double limit)
+{
+	return obs->exact_wait ? obs->exact_wait(obs->exact_ctx, w, limit) : obs->true_wait_s[w];
+}
+
+/* True wait now; among equals (idle workers) the fastest, then the lowest
+ * index. With the bound, refused when the pick's exact wait is over B. */
 static uint32_t pick_oracle(struct sim_router *r, const struct sim_observation *obs)
 {
 	uint32_t i, best = 0;
@@ -491,16 +532,25 @@ static uint32_t pick_oracle(struct sim_router *r, const struct sim_observation *
 		if (wi < wb || (wi == wb && obs->rate[i] > obs->rate[best]))
 			best = i;
 	}
+	/* Admission by the truth: the pick's exact wait, over B or not. */
+	if (r->admission == SIM_ADMIT_BOUND && oracle_wait(obs, best, r->bound_s) > r->bound_s)
+		return SIM_REFUSED;
 	return best;
 }
 
 /* ---- smg-steer ------------------------------------------------------------ */
 
+/* --running-cap: a backend with as many live connections of this router as
+ * its engine runs requests at once is skipped, as a drained one is: a new
+ * request there would wait for a running one to finish, which no wait
+ * estimate of prefill work sees. */
 static struct steer_slot *sim_slot_at(void *ctx, __u32 slot)
 {
 	struct sim_router *r = ctx;
 
-	return slot < r->n ? &r->slots[slot] : NULL;
+	if (slot >= r->n || (r->running_cap && r->conns[slot] >= r->running_cap))
+		return NULL;
+	return &r->slots[slot];
 }
 
 /* What the daemon feeds the policy: the snapshot, and the live connections
@@ -557,6 +607,20 @@ static __u64 random_phase_ns(struct sim_router *r, __u32 credit, __u64 ns_per_to
 	return steer_policy_u64_sat(u * (double)credit * (double)ns_per_token);
 }
 
+/* The shed as the daemon would apply it: the overloaded workers are left
+ * out of the table it publishes (the order of the others is kept). Returns
+ * the entries left. */
+static uint32_t shed_entries(const struct sim_router *r, const struct sim_observation *obs,
+			     struct steer_entry *e, uint32_t n)
+{
+	uint32_t i, k = 0;
+
+	for (i = 0; i < n; i++)
+		if (!shed(r, obs->snap, e[i].slot))
+			e[k++] = e[i];
+	return k;
+}
+
 static void steer_rebuild(struct sim_router *r, const struct sim_observation *obs)
 {
 	struct steer_policy_input in[SIM_MAX_WORKERS];
@@ -594,6 +658,8 @@ static void steer_rebuild(struct sim_router *r, const struct sim_observation *ob
 		}
 	}
 	sort_entries(t->e, r->n);
+	if (r->admission == SIM_ADMIT_SHED)
+		t->n = shed_entries(r, obs, t->e, r->n);
 	r->table_stale = false;
 	r->stats.rebuilds++;
 }
@@ -663,8 +729,12 @@ static uint32_t pick_steer(struct sim_router *r, const struct sim_observation *o
 	steer_select(r->table, sim_slot_at, r, 1, &p);
 	r->stats.steer_selects++;
 	r->stats.steer_scanned += p.scanned;
-	if (!p.found) /* cannot happen: no slot is ever drained here */
-		return 0;
+	/* Not found: the shed left no worker in the table, or every one is
+	 * full (--running-cap). Over B: the least expected wait is, so no
+	 * worker takes the connection. Either way nothing is credited: the
+	 * connection never happens. */
+	if (!p.found || (r->admission == SIM_ADMIT_BOUND && p.score > r->bound_ns))
+		return SIM_REFUSED;
 	/* The kernel credits every new connection; the wire estimators
 	 * replace that credit by the request's real size at its first send. */
 	if (r->est == SIM_EST_FLAT)
@@ -675,16 +745,15 @@ static uint32_t pick_steer(struct sim_router *r, const struct sim_observation *o
 	return p.slot;
 }
 
-uint32_t sim_router_pick(struct sim_router *r, const struct sim_observation *obs)
+static uint32_t pick_policy(struct sim_router *r, const struct sim_observation *obs)
 {
-	r->stats.picks++;
 	switch (r->policy) {
 	case SIM_POL_RR:
 		return pick_rr(r);
 	case SIM_POL_RANDOM:
 		return pick_random(r);
 	case SIM_POL_JSQ:
-		return pick_jsq(r);
+		return pick_jsq(r, obs);
 	case SIM_POL_P2C:
 		return pick_p2c(r, obs);
 	case SIM_POL_REQCOUNT:
@@ -695,4 +764,13 @@ uint32_t sim_router_pick(struct sim_router *r, const struct sim_observation *obs
 	default:
 		return pick_oracle(r, obs);
 	}
+}
+
+uint32_t sim_router_pick(struct sim_router *r, const struct sim_observation *obs)
+{
+	uint32_t w = pick_policy(r, obs);
+
+	r->stats.picks++;
+	r->stats.refused += w == SIM_REFUSED;
+	return w;
 }

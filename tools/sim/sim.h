@@ -50,6 +50,7 @@ enum sim_dist {
 };
 
 #define SIM_PROMPT_CAP 24576u /* longest prompt, tokens (lognormal cap) */
+#define SIM_KV_TOKENS 49152u  /* the FIFO engine's KV per worker (workload.c) */
 #define SIM_OUTPUT_CAP 4096u  /* longest output, tokens */
 
 const char *sim_dist_name(enum sim_dist d);
@@ -75,6 +76,25 @@ enum sim_policy {
 
 const char *sim_policy_name(enum sim_policy p);
 int sim_policy_parse(const char *s, enum sim_policy *out);
+
+/*
+ * Admission control at connect (docs/simulator.md, "Overload"). A refused
+ * connection's request is dropped: it never reaches a worker, is never
+ * retried, and the router's kernel counts nothing for it.
+ */
+enum sim_admission {
+	SIM_ADMIT_ALL = 0,   /* every connection goes to the pick */
+	SIM_ADMIT_BOUND = 1, /* refused when the pick's expected wait is over wait_bound_s */
+	SIM_ADMIT_SHED = 2,  /* smg's overload protection: overloaded workers are excluded
+			      * (sim_shed_overloaded), refused when every worker is */
+	SIM_ADMIT_COUNT
+};
+
+/* What sim_router_pick returns for a refused connection. */
+#define SIM_REFUSED UINT32_MAX
+
+const char *sim_admission_name(enum sim_admission a);
+int sim_admission_parse(const char *s, enum sim_admission *out);
 
 /* The worker model (docs/simulator.md, "The model"). */
 enum sim_engine {
@@ -233,12 +253,31 @@ struct sim_config {
 	 * on top of what this router sees; no x peers scaling. */
 	bool peer_fill;
 
+	/* Ablation (fluid): at every answer E is set to the pending work, not
+	 * only capped by it (docs/simulator.md, "Overload"). */
+	bool busy_resync;
+	/* Ablation (smg-steer): a backend with this many live connections of
+	 * the router is full, never chosen (0: off; docs/simulator.md,
+	 * "Overload"). */
+	uint32_t running_cap;
+
 	/* Ablation: the oracle does not know where a batching worker is in
 	 * its current step (it sees the prompt tokens ahead only). */
 	bool oracle_blind_step;
 	/* Ablation: the kernel's token count of a request is this many times
 	 * its real prompt (a wrong bytes-per-token); 1 = exact. */
 	double wire_scale;
+
+	/* Admission control (docs/simulator.md, "Overload"). */
+	enum sim_admission admission;
+	double wait_bound_s;   /* SIM_ADMIT_BOUND: B, seconds, > 0 */
+	double shed_kv;	       /* SIM_ADMIT_SHED: overloaded at KV usage >= this, (0, 1] */
+	uint32_t shed_waiting; /* ... or at waiting requests >= this (0: KV alone) */
+
+	/* Bursts: burst_load for burst_on_s, then load for burst_off_s, from a
+	 * first phase at load; 0 (the default) keeps load constant. */
+	double burst_load;
+	double burst_on_s, burst_off_s;
 
 	/* Clients and responses. */
 	uint32_t keepalive; /* requests per connection before the client closes it, >= 1 */
@@ -277,6 +316,11 @@ struct sim_snapshot {
 	struct steer_load load; /* aggregated by steer_load_aggregate() */
 };
 
+/* smg's overload test of one snapshot: KV usage >= kv, or waiting requests
+ * >= waiting (0: not tested). A worker with no snapshot yet is not
+ * overloaded. */
+bool sim_shed_overloaded(const struct sim_snapshot *s, double kv, uint32_t waiting);
+
 /*
  * What a router may look at when it picks. Only the oracle reads true_wait_s
  * and rate; every real policy reads the snapshots and its own bookkeeping.
@@ -286,6 +330,11 @@ struct sim_observation {
 	const double *true_wait_s;	 /* [workers]: queued work / rate, now; oracle only */
 	const double *rate;		 /* [workers]: true token rate; oracle only */
 	double now;			 /* seconds */
+	/* Oracle admission only: the wait the arriving request would have at
+	 * worker w, exactly (the batching engine's replayed), or any value
+	 * above limit when it is above limit. NULL: true_wait_s. */
+	double (*exact_wait)(void *ctx, uint32_t w, double limit);
+	void *exact_ctx;
 };
 
 struct sim_router_stats {
@@ -293,6 +342,7 @@ struct sim_router_stats {
 	uint64_t steer_selects; /* calls of steer_select() */
 	uint64_t steer_scanned; /* entries it examined, summed */
 	uint64_t rebuilds;	/* tables rebuilt from snapshots */
+	uint64_t refused;	/* picks that refused the connection */
 	/* Its own requests as its kernel counted them, tokens. */
 	uint64_t sent_tokens;	  /* sent, keep-alive reuses included */
 	uint64_t answered_tokens; /* answered (first response byte) */
@@ -313,7 +363,8 @@ struct sim_router;
  * randomness from stream SIM_STREAM_ROUTER + index of c->seed. */
 struct sim_router *sim_router_new(const struct sim_config *c, uint32_t index);
 void sim_router_free(struct sim_router *r);
-/* Choose a worker for the next request of this router. */
+/* Choose a worker for the next connection of this router, or SIM_REFUSED
+ * (admission control: nothing is counted for a refused connection). */
 uint32_t sim_router_pick(struct sim_router *r, const struct sim_observation *obs);
 /*
  * The life of a connection and its requests, as this router's kernel sees
@@ -373,7 +424,11 @@ struct sim_worker_result {
 
 struct sim_result {
 	uint64_t measured;			    /* requests whose wait is in the statistics */
-	double mean_s, p50_s, p99_s, p999_s, max_s; /* queueing wait */
+	uint64_t refused;			    /* measured arrivals refused at connect */
+	uint64_t refused_all;			    /* every arrival refused, warm-up included */
+	double refused_tokens;			    /* prompt tokens of every refused arrival */
+	double over_bound;			    /* fraction of the waits above wait_bound_s */
+	double mean_s, p50_s, p99_s, p999_s, max_s; /* queueing wait (admitted requests) */
 	double ttft_mean_s, ttft_p99_s;		    /* time to first token */
 	uint64_t preemptions;			    /* in the window, all workers */
 	double cov_backlog;			    /* CoV across workers of backlog_s */
@@ -386,7 +441,7 @@ struct sim_result {
 	uint64_t arrived, started, finished;
 	uint64_t answered;	/* requests whose first response byte arrived */
 	uint64_t connections;	/* connections opened (routing decisions) */
-	double sent_tokens;	/* prompt tokens of every request sent */
+	double sent_tokens;	/* prompt tokens of every request sent (not refused) */
 	double answered_tokens; /* prompt tokens of the requests answered */
 	/* Batching, at the end: (worker, router) pairs where the router has a
 	 * request that got a token at the worker's last step end, and of

@@ -43,7 +43,9 @@ const char *sim_csv_header(void)
 {
 	return "scenario,policy,variant,peer_routers,workers,routers,load,poll_s,stagger,dist,tput,"
 	       "seed,requests,mean_s,p50_s,p99_s,p999_s,max_s,preemptions,cov_backlog,window_s,"
-	       "steer_scanned_per_pick,engine,response,keepalive,estimator,ttft_mean_s,ttft_p99_s";
+	       "steer_scanned_per_pick,engine,response,keepalive,estimator,ttft_mean_s,ttft_p99_s,"
+	       "admission,wait_bound_s,shed_kv,shed_waiting,burst_load,burst_on_s,burst_off_s,"
+	       "refused,refused_frac,over_bound_frac";
 }
 
 /* The ablations and proposed fixes in effect, "base" for none. */
@@ -67,6 +69,18 @@ static void variant_name(const struct sim_config *c, char *buf, size_t len)
 			 : c->share_steps	  ? "+probe1shared"
 			 : c->step_probe_one	  ? "+probe1"
 						  : "+probe");
+		n = strlen(buf);
+	}
+	if (c->busy_resync) {
+		snprintf(buf + n, len - n, "+resync");
+		n = strlen(buf);
+	}
+	if (c->engine == SIM_ENGINE_FIFO && c->kv_tokens != SIM_KV_TOKENS) {
+		snprintf(buf + n, len - n, "+kv%u", c->kv_tokens);
+		n = strlen(buf);
+	}
+	if (c->running_cap) {
+		snprintf(buf + n, len - n, "+cap%u", c->running_cap);
 		n = strlen(buf);
 	}
 	if (c->wire_scale != 1.0) {
@@ -100,19 +114,30 @@ int sim_csv_row(char *buf, size_t len, const char *scenario, const char *label,
 	double scanned = r->routers.steer_selects ? (double)r->routers.steer_scanned /
 							    (double)r->routers.steer_selects
 						  : 0;
+	double offered = (double)(r->measured + r->refused);
 	char variant[128];
+	int n;
 
 	variant_name(c, variant, sizeof(variant));
-	return snprintf(buf, len,
-			"%s,%s,%s,%u,%u,%u,%.2f,%g,%d,%s,%s,%llu,%llu,%.6f,%.6f,%.6f,%.6f,%.6f,"
-			"%llu,%.4f,%.1f,%.3f,%s,%s,%u,%s,%.6f,%.6f",
-			scenario, label, variant, c->knobs.peer_routers, c->workers, c->routers,
-			c->load, c->poll_s, c->stagger ? 1 : 0, sim_dist_name(c->dist),
-			c->tput == SIM_TPUT_MEASURED ? "measured" : "nominal",
-			(unsigned long long)c->seed, (unsigned long long)r->measured, r->mean_s,
-			r->p50_s, r->p99_s, r->p999_s, r->max_s, (unsigned long long)r->preemptions,
-			r->cov_backlog, r->window_s, scanned, sim_engine_name(c->engine),
-			sim_response_name(c->response), c->keepalive,
-			c->policy == SIM_POL_STEER ? sim_estimator_name(c->estimator) : "-",
-			r->ttft_mean_s, r->ttft_p99_s);
+	n = snprintf(buf, len,
+		     "%s,%s,%s,%u,%u,%u,%.2f,%g,%d,%s,%s,%llu,%llu,%.6f,%.6f,%.6f,%.6f,%.6f,"
+		     "%llu,%.4f,%.1f,%.3f,%s,%s,%u,%s,%.6f,%.6f,",
+		     scenario, label, variant, c->knobs.peer_routers, c->workers, c->routers,
+		     c->load, c->poll_s, c->stagger ? 1 : 0, sim_dist_name(c->dist),
+		     c->tput == SIM_TPUT_MEASURED ? "measured" : "nominal",
+		     (unsigned long long)c->seed, (unsigned long long)r->measured, r->mean_s,
+		     r->p50_s, r->p99_s, r->p999_s, r->max_s, (unsigned long long)r->preemptions,
+		     r->cov_backlog, r->window_s, scanned, sim_engine_name(c->engine),
+		     sim_response_name(c->response), c->keepalive,
+		     c->policy == SIM_POL_STEER ? sim_estimator_name(c->estimator) : "-",
+		     r->ttft_mean_s, r->ttft_p99_s);
+	if (n < 0 || (size_t)n >= len)
+		return n;
+	/* Admission and bursts: what was refused, and how far the admitted
+	 * waits went past the bound. */
+	return n + snprintf(buf + n, len - (size_t)n, "%s,%g,%g,%u,%g,%g,%g,%llu,%.6f,%.6f",
+			    sim_admission_name(c->admission), c->wait_bound_s, c->shed_kv,
+			    c->shed_waiting, c->burst_load, c->burst_on_s, c->burst_off_s,
+			    (unsigned long long)r->refused,
+			    offered > 0 ? (double)r->refused / offered : 0, r->over_bound);
 }

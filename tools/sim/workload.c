@@ -199,6 +199,7 @@ static const char *const estimator_names[SIM_EST_COUNT] = {
 };
 
 static const char *const cadence_names[SIM_CAD_COUNT] = { "off", "max", "sum", "periodic" };
+static const char *const admission_names[SIM_ADMIT_COUNT] = { "all", "bound", "shed" };
 
 static int parse_name(const char *s, const char *const *names, int n)
 {
@@ -270,6 +271,21 @@ int sim_cadence_parse(const char *s, enum sim_step_cadence *out)
 	return 0;
 }
 
+const char *sim_admission_name(enum sim_admission a)
+{
+	return (unsigned)a < SIM_ADMIT_COUNT ? admission_names[a] : "?";
+}
+
+int sim_admission_parse(const char *s, enum sim_admission *out)
+{
+	int i = parse_name(s, admission_names, SIM_ADMIT_COUNT);
+
+	if (i < 0)
+		return -1;
+	*out = (enum sim_admission)i;
+	return 0;
+}
+
 void sim_config_defaults(struct sim_config *c)
 {
 	*c = (struct sim_config){
@@ -292,6 +308,13 @@ void sim_config_defaults(struct sim_config *c)
 		.wire_scale = 1.0,
 		.step_ewma = 1.0,
 		.response = SIM_RESP_STREAM,
+		/* smg's overload protection: KV usage 0.9; it has no default
+		 * for the waiting requests, 8 is about 2 s of the FIFO
+		 * engine's prefill at a 1x worker (docs/simulator.md). */
+		.shed_kv = 0.9,
+		.shed_waiting = 8,
+		.burst_on_s = 20,
+		.burst_off_s = 20,
 		/* A 1x worker prefills at smg's default throughput, so the
 		 * policy's fallback is right for the average worker. */
 		.base_rate = STEER_DEFAULT_THROUGHPUT,
@@ -305,7 +328,7 @@ void sim_config_defaults(struct sim_config *c)
 		 * the bimodal mix (independent of the worker's speed, since
 		 * decode speed scales with it): 32k leaves headroom for the
 		 * mean and lets bursts of long requests preempt. */
-		.kv_tokens = 49152,
+		.kv_tokens = SIM_KV_TOKENS,
 		.engine = SIM_ENGINE_FIFO,
 		/* smg's mock worker, "Realistic engine" defaults. */
 		.batch = {
@@ -325,6 +348,35 @@ static int fail(char *why, size_t whylen, const char *msg)
 	if (why && whylen)
 		snprintf(why, whylen, "%s", msg);
 	return -1;
+}
+
+/* The bound applies to the policies with an expected wait (smg-steer's
+ * score, the oracle's true wait); the shed to those that can skip a worker. */
+static int admission_check(const struct sim_config *c, char *why, size_t whylen)
+{
+	if ((unsigned)c->admission >= SIM_ADMIT_COUNT)
+		return fail(why, whylen, "unknown admission");
+	if (c->admission == SIM_ADMIT_BOUND &&
+	    (c->policy != SIM_POL_STEER && c->policy != SIM_POL_ORACLE))
+		return fail(why, whylen, "a wait bound needs steer or oracle");
+	if (c->admission == SIM_ADMIT_BOUND && !(c->wait_bound_s > 0 && c->wait_bound_s <= 3600))
+		return fail(why, whylen, "wait bound must be in (0, 3600] seconds");
+	if (c->admission == SIM_ADMIT_SHED && c->policy != SIM_POL_STEER &&
+	    c->policy != SIM_POL_JSQ)
+		return fail(why, whylen, "the shed needs steer or jsq");
+	if (!(c->shed_kv > 0 && c->shed_kv <= 1))
+		return fail(why, whylen, "shed KV usage must be in (0, 1]");
+	return 0;
+}
+
+static int burst_check(const struct sim_config *c, char *why, size_t whylen)
+{
+	if (!(c->burst_load >= 0 && c->burst_load <= 2))
+		return fail(why, whylen, "burst load must be in [0, 2] (0: no bursts)");
+	if (c->burst_load > 0 && !(c->burst_on_s > 0 && c->burst_on_s <= 1e6 &&
+				   c->burst_off_s > 0 && c->burst_off_s <= 1e6))
+		return fail(why, whylen, "burst phases must be in (0, 1e6] seconds");
+	return 0;
 }
 
 int sim_config_check(const struct sim_config *c, char *why, size_t whylen)
@@ -367,6 +419,8 @@ int sim_config_check(const struct sim_config *c, char *why, size_t whylen)
 		return fail(why, whylen, "share delay samples need --share-wire");
 	if (c->share_steps && !(c->share_wire && c->step_probe_one))
 		return fail(why, whylen, "--share-steps needs --share-wire and --step-probe-one");
+	if (admission_check(c, why, whylen) || burst_check(c, why, whylen))
+		return -1;
 	if (c->keepalive < 1 || c->keepalive > 1000000)
 		return fail(why, whylen, "keepalive must be 1..1000000 requests per connection");
 	if (c->engine == SIM_ENGINE_BATCH &&

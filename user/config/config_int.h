@@ -80,6 +80,11 @@ enum knob {
 	KNOB_PREFILL,
 	KNOB_PEERS,
 	KNOB_BYTES_PER_TOKEN,
+	KNOB_OVERLOAD_PROTECTION,
+	KNOB_OVERLOAD_TOKEN_USAGE,
+	KNOB_OVERLOAD_WAITING,
+	KNOB_OVERLOAD_WAIT,
+	KNOB_OVERLOAD_LEAST,
 	N_KNOBS,
 };
 
@@ -133,6 +138,14 @@ enum value_kind {
 	VALUE_KNOB,	/* a policy knob within [min, max] */
 };
 
+/* What a policy knob's field holds. */
+enum knob_type {
+	KNOB_NUMBER,   /* a double, or a uint32_t integer (by the field's size) */
+	KNOB_DURATION, /* a uint64_t of ns, written like the durations */
+	KNOB_SWITCH,   /* a bool: the flag takes no value, the file true or false */
+	KNOB_CHOICE,   /* a bool: choices[0] is false, choices[1] true */
+};
+
 typedef int (*opt_parser)(const char *v, struct steer_config *dst, char *why, size_t whylen);
 
 /* One option: what --help and the man page say of it, and how it is read. */
@@ -142,6 +155,9 @@ struct cfg_option {
 	enum value_kind kind;
 	opt_parser parse; /* VALUE_PARSE; v is NULL for a flag without value */
 	enum knob knob;	  /* VALUE_KNOB */
+	enum knob_type knob_type;
+	const char *const *choices; /* KNOB_CHOICE: the two words */
+	bool above_min;		    /* VALUE_KNOB: the value must be over min, not at it */
 	/* Where the value goes, in struct steer_config (in struct steer_policy
 	 * for a knob): a layer that set the option copies these bytes. */
 	size_t field, size;
@@ -152,7 +168,7 @@ struct cfg_option {
 	bool def_is_value; /* doc.def is the built-in default, parsed as a value */
 };
 
-#define CFG_N_OPTIONS 39
+#define CFG_N_OPTIONS 44
 extern const struct cfg_option cfg_options[CFG_N_OPTIONS];
 
 /* The option of a file key (service: a service's key, else a top-level

@@ -28,6 +28,7 @@ enum section {
 	SEC_PEERS,
 	SEC_POLLING,
 	SEC_POLICY,
+	SEC_OVERLOAD,
 	SEC_OPERATION,
 	N_SECTIONS,
 };
@@ -42,6 +43,7 @@ static const struct steer_option_section sections[N_SECTIONS] = {
 	[SEC_PEERS] = { "Several routers", "each node's smg-steerd tells the others its requests" },
 	[SEC_POLLING] = { "Load polling", "durations like 250ms, 2s, 1.5s, 1m; also ns, us, h" },
 	[SEC_POLICY] = { "Policy", "also per service in the file, except --wire-estimator" },
+	[SEC_OVERLOAD] = { "Overload protection", "also per service in the file; off unless set" },
 	[SEC_OPERATION] = { "Operation", NULL },
 };
 
@@ -64,6 +66,11 @@ static const struct steer_option_section sections[N_SECTIONS] = {
 #define KNOB(k, f, lo, hi, must_be)                                                                \
 	.opt = OPT_KNOB, .kind = VALUE_KNOB, .knob = k, .field = offsetof(struct steer_policy, f), \
 	.size = sizeof(((struct steer_policy *)0)->f), .min = lo, .max = hi, .what = must_be
+/* A policy knob that is not a number: a switch, a choice of two words, a
+ * duration. */
+#define KNOB_OF(k, f, type)                                                \
+	.opt = OPT_KNOB, .kind = VALUE_KNOB, .knob = k, .knob_type = type, \
+	.field = offsetof(struct steer_policy, f), .size = sizeof(((struct steer_policy *)0)->f)
 /* A flag, and where the file takes it: nowhere, at the top level or in a
  * service (key k), or in both (the policy). */
 #define FLAG(n) .name = n, .scope = STEER_KEY_NONE
@@ -294,6 +301,41 @@ const struct cfg_option cfg_options[CFG_N_OPTIONS] = {
 		   .reload_note = "to or from off needs a restart", .section = SEC_POLICY },
 	  PARSED_RANGE(OPT_WIRE_ESTIMATOR, cfg_parse_wire_estimator, wire_step, wire_off),
 	  .def_is_value = true },
+
+	/* ---- Overload protection ---- */
+	{ .doc = { POLICY("worker-overload-protection"),
+		   .help = "a backend whose KV usage is 0.9 or more takes no new connection (smg's "
+			   "bound); the file takes true or false",
+		   .section = SEC_OVERLOAD },
+	  KNOB_OF(KNOB_OVERLOAD_PROTECTION, overload_protection, KNOB_SWITCH),
+	  .what = "true or false" },
+	{ .doc = { POLICY("worker-overload-token-usage"), .arg = "K", .bounds = "over 0, at most 1",
+		   .help = "the KV usage bound instead of 0.9; on by itself",
+		   .section = SEC_OVERLOAD },
+	  KNOB(KNOB_OVERLOAD_TOKEN_USAGE, overload_token_usage, 0, 1,
+	       "a number over 0 and at most 1 (KV usage)"),
+	  .above_min = true },
+	{ .doc = { POLICY("worker-overload-waiting-requests"), .arg = "N", .bounds = "1..1000000",
+		   .help = "a backend with N or more waiting requests takes no new connection",
+		   .section = SEC_OVERLOAD },
+	  KNOB(KNOB_OVERLOAD_WAITING, overload_waiting, 1, 1000000,
+	       "an integer from 1 to 1000000 (waiting requests)") },
+	{ .doc = { POLICY("worker-overload-wait"), .arg = "DUR", .bounds = "1ms..1h",
+		   .help = "a backend whose expected wait, the kernel's in-flight work included, "
+			   "is "
+			   "over DUR takes no new connection",
+		   .section = SEC_OVERLOAD },
+	  KNOB_OF(KNOB_OVERLOAD_WAIT, overload_wait_ns, KNOB_DURATION),
+	  .min = NS_PER_MS,
+	  .max = 3600 * NS_PER_S,
+	  .what = "a duration from 1ms to 1h, like 500ms or 2s" },
+	{ .doc = { POLICY("when-all-overloaded"), .arg = "refuse|least", .def = "refuse",
+		   .help = "when every backend is overloaded: refuse the connect at once "
+			   "(ECONNREFUSED, no SYN sent), or give it to the least bad",
+		   .section = SEC_OVERLOAD },
+	  KNOB_OF(KNOB_OVERLOAD_LEAST, overload_least, KNOB_CHOICE),
+	  .choices = (const char *const[]){ "refuse", "least" },
+	  .what = "refuse or least" },
 
 	/* ---- Operation ---- */
 	{ .doc = { TOP("log-level"), .arg = "LEVEL", .def = "info",

@@ -218,16 +218,57 @@ const char *cfg_duration_text(uint64_t ns, char *buf, size_t len)
  * outside them a value is a typo or a unit mistake, never a setting. An
  * integer knob is a uint32_t of struct steer_policy, the others a double.
  */
+/* A switch's or a choice's value: 0 or -1. */
+static int knob_bool(const struct cfg_option *o, const char *v, bool *out)
+{
+	if (o->knob_type == KNOB_SWITCH)
+		return v ? cfg_parse_bool(v, out) : (*out = true, 0);
+	if (!v)
+		return -1;
+	if (!strcmp(v, o->choices[0]) || !strcmp(v, o->choices[1])) {
+		*out = !strcmp(v, o->choices[1]);
+		return 0;
+	}
+	return -1;
+}
+
+static int knob_duration(const struct cfg_option *o, const char *v, uint64_t *out)
+{
+	uint64_t ns;
+
+	if (!v || steer_parse_duration(v, &ns) || ns < o->min || ns > o->max)
+		return -1;
+	*out = ns;
+	return 0;
+}
+
 static int knob_value(const struct cfg_option *o, const char *v, struct steer_policy *p)
 {
 	bool integer = o->size == sizeof(uint32_t);
 	uint32_t u = 0;
+	uint64_t ns = 0;
 	double d = 0;
-	int rc = integer ? parse_u32(v, &u) : parse_finite(v, &d);
+	bool b = false;
+	int rc;
 
+	if (o->knob_type == KNOB_SWITCH || o->knob_type == KNOB_CHOICE) {
+		if (knob_bool(o, v, &b))
+			return -1;
+		memcpy((char *)p + o->field, &b, sizeof(b));
+		return 0;
+	}
+	if (o->knob_type == KNOB_DURATION) {
+		if (knob_duration(o, v, &ns))
+			return -1;
+		memcpy((char *)p + o->field, &ns, sizeof(ns));
+		return 0;
+	}
+	if (!v)
+		return -1;
+	rc = integer ? parse_u32(v, &u) : parse_finite(v, &d);
 	if (integer)
 		d = u;
-	if (rc || d < (double)o->min || d > (double)o->max)
+	if (rc || d < (double)o->min || d > (double)o->max || (o->above_min && d <= (double)o->min))
 		return -1;
 	if (integer)
 		memcpy((char *)p + o->field, &u, sizeof(u));
@@ -243,7 +284,7 @@ int cfg_knob_parse(const struct cfg_option *o, const char *v, struct knob_layer 
 	struct steer_policy p = STEER_POLICY_DEFAULTS;
 
 	if (knob_value(o, v, &p) || steer_policy_check(&p, NULL, 0))
-		return cfg_why(why, whylen, "must be %s, got '%s'", o->what, v);
+		return cfg_why(why, whylen, "must be %s, got '%s'", o->what, v ? v : "");
 	knob_value(o, v, &kl->p);
 	kl->set[o->knob] = true;
 	return 0;

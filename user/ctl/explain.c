@@ -22,6 +22,15 @@ enum decision_kind {
 	DECIDE_SCORE,	    /* least expected wait */
 	DECIDE_ROUND_ROBIN, /* the table expired */
 	DECIDE_REFUSED,	    /* nothing eligible: ECONNREFUSED */
+	DECIDE_OVERLOADED,  /* every backend overloaded, or the least wait over the bound,
+			     * and --when-all-overloaded refuse: ECONNREFUSED */
+};
+
+/* Overload protection's verdict on the pick (STEER_TBL_OVERLOAD). */
+enum over {
+	OVER_NONE,
+	OVER_ALL,  /* every backend overloaded (by a poll, or pushing back) */
+	OVER_WAIT, /* the least expected wait is over --worker-overload-wait */
 };
 
 struct decision {
@@ -33,6 +42,7 @@ struct decision {
 	uint32_t next_best_pos;
 	uint64_t next_best_score;
 	uint32_t eligible; /* table entries not drained */
+	enum over over;	   /* DECIDE_SCORE or DECIDE_OVERLOADED */
 };
 
 /* The slot accessor handed to steer_select: the counters as read in the view. */
@@ -95,6 +105,7 @@ static struct steer_table *rebuild_table(const struct steer_view_service *s)
 	t->credit_tokens = s->credit_tokens;
 	t->flags = (__u16)s->table_flags;
 	t->bytes_per_token = (__u16)s->bytes_per_token;
+	t->wait_bound_ns = s->wait_bound_ns;
 	/* A row the view could not resolve stays unresolvable here too. */
 	for (k = 0; k < t->n; k++)
 		t->e[k].slot = STEER_NO_PICK;
@@ -145,6 +156,24 @@ static void find_next_best(struct steer_view_service *s, struct decision *d)
 	}
 }
 
+/* The least key is the pick, as in the kernel (steer_choose.bpf.h): what holds
+ * for it holds for every backend. */
+static void judge_overload(const struct steer_view_service *s, struct decision *d)
+{
+	if (d->pick.score >= STEER_OVERLOAD_NS)
+		d->over = OVER_ALL;
+	else if (s->wait_bound_ns && d->pick.score > s->wait_bound_ns)
+		d->over = OVER_WAIT;
+	if (d->over != OVER_NONE && !(s->table_flags & STEER_TBL_OVERLOAD_LEAST))
+		d->kind = DECIDE_OVERLOADED;
+}
+
+/* A wait as shown: without the overload mark of the key. */
+static uint64_t shown_wait(uint64_t wait)
+{
+	return wait >= STEER_OVERLOAD_NS && wait != STEER_U64_MAX ? wait - STEER_OVERLOAD_NS : wait;
+}
+
 static int decide(const struct steer_view *v, struct steer_view_service *s, struct decision *d)
 {
 	memset(d, 0, sizeof(*d));
@@ -165,6 +194,8 @@ static int decide(const struct steer_view *v, struct steer_view_service *s, stru
 		steer_select_at(d->table, view_slot_at, s, view_wire_at, s, explain_now, 1,
 				&d->pick);
 		d->kind = d->pick.found ? DECIDE_SCORE : DECIDE_REFUSED;
+		if (d->kind == DECIDE_SCORE && (s->table_flags & STEER_TBL_OVERLOAD))
+			judge_overload(s, d);
 	}
 	find_next_best(s, d);
 	return 0;
@@ -193,6 +224,8 @@ static const char *decision_kind_name(enum decision_kind k)
 		return "least_wait";
 	case DECIDE_ROUND_ROBIN:
 		return "round_robin";
+	case DECIDE_OVERLOADED:
+		return "refused_overload";
 	default:
 		return "refused";
 	}
@@ -229,6 +262,30 @@ static const char *queued_note(const struct steer_bk_info *info)
 	if (!strcmp(src, "live_connections"))
 		return " (no load report: estimated from live connections x mean prefill)";
 	return "";
+}
+
+/* Why the backend takes no new connection while another can, if it does not. */
+static void explain_overload_text(const struct steer_view_service *s,
+				  const struct steer_view_backend *b,
+				  const struct steer_bk_info *info)
+{
+	if (!(s->table_flags & STEER_TBL_OVERLOAD))
+		return;
+	if (b->ctr.flags & STEER_SLOT_OVERLOADED)
+		printf("    overloaded:     yes, by its last poll: %s at its bound "
+		       "(--worker-overload-%s)\n",
+		       info && info->overload == STEER_OVERLOAD_WAITING ? "waiting requests"
+									: "KV usage",
+		       info && info->overload == STEER_OVERLOAD_WAITING ? "waiting-requests"
+									: "token-usage");
+	else if (b->ctr.flags & STEER_SLOT_PUSHBACK)
+		printf("    overloaded:     yes, it answered 429 or 503 (%llu so far); until a "
+		       "good "
+		       "poll, or %.1f s from now at most\n",
+		       (unsigned long long)b->wire.pushbacks,
+		       (double)steer_until_left(b->wire.pushback_until_ns, explain_now) / 1e9);
+	else
+		printf("    overloaded:     no\n");
 }
 
 /* The daemon's inputs to the base wait: queue, throughput, work and KV terms. */
@@ -302,6 +359,7 @@ static void explain_backend_text(const struct steer_dp *dp, const struct steer_v
 	}
 	printf("rank %d%s\n", b->rank, b->drained ? " (drained: skipped)" : "");
 	explain_inputs_text(info);
+	explain_overload_text(s, b, info);
 	printf("    base wait:      %s (published: work + barrier + phase)\n",
 	       fmt_ms(b->base_wait_ns, t1, sizeof(t1)));
 	explain_wire_text(s, b);
@@ -334,16 +392,38 @@ static void explain_pick_text(const struct decision *d)
 
 	printf("next connection -> %s: lowest expected wait %s",
 	       entry_addr(d->table, d->pick.pos, a, sizeof(a)),
-	       fmt_ms(d->pick.score, t1, sizeof(t1)));
+	       fmt_ms(shown_wait(d->pick.score), t1, sizeof(t1)));
+	if (d->over == OVER_ALL)
+		printf(" (every backend overloaded: --when-all-overloaded least)");
+	else if (d->over == OVER_WAIT)
+		printf(" (over the wait bound: --when-all-overloaded least)");
 	if (d->has_next_best) {
-		printf(" (next best %s at %s%s)",
+		printf(" (next best %s at %s%s%s)",
 		       entry_addr(d->table, d->next_best_pos, b, sizeof(b)),
-		       fmt_ms(d->next_best_score, t2, sizeof(t2)),
+		       fmt_ms(shown_wait(d->next_best_score), t2, sizeof(t2)),
+		       d->next_best_score >= STEER_OVERLOAD_NS ? ", overloaded" : "",
 		       d->next_best_score == d->pick.score ? ", a tie: the earlier rank wins" : "");
 	} else {
 		printf(" (the only eligible backend)");
 	}
 	explain_scan_text(d);
+}
+
+static void explain_overloaded_text(const struct steer_view_service *s, const struct decision *d)
+{
+	char t1[32], t2[32];
+
+	if (d->over == OVER_ALL)
+		printf("next connection: refused (ECONNREFUSED): every backend is overloaded (KV "
+		       "usage or waiting requests at their bound, or pushing back with 429/503); "
+		       "the least bad would wait %s\n",
+		       fmt_ms(shown_wait(d->pick.score), t1, sizeof(t1)));
+	else
+		printf("next connection: refused (ECONNREFUSED): the lowest expected wait %s is "
+		       "over "
+		       "the bound %s (--worker-overload-wait)\n",
+		       fmt_ms(d->pick.score, t1, sizeof(t1)),
+		       fmt_ms(s->wait_bound_ns, t2, sizeof(t2)));
 }
 
 static void explain_decision_text(const struct steer_view *v, const struct steer_view_service *s,
@@ -372,6 +452,9 @@ static void explain_decision_text(const struct steer_view *v, const struct steer
 		printf("next connection: refused (ECONNREFUSED): no eligible backend (%u in the "
 		       "table, %u of them drained)\n",
 		       d->table->n, drained);
+		break;
+	case DECIDE_OVERLOADED:
+		explain_overloaded_text(s, d);
 		break;
 	}
 }
@@ -459,8 +542,14 @@ static struct json_object *json_decision(const struct steer_view_service *s,
 		json_entry_ref(o, "", d, pos);
 	else
 		jadd(o, "backend", NULL);
+	if (d->kind == DECIDE_SCORE || d->kind == DECIDE_OVERLOADED) {
+		jadd_u64(o, "score_ns", shown_wait(d->pick.score));
+		jadd_str(o, "overload",
+			 d->over == OVER_ALL	? "all_overloaded"
+			 : d->over == OVER_WAIT ? "over_wait_bound"
+						: "none");
+	}
 	if (d->kind == DECIDE_SCORE) {
-		jadd_u64(o, "score_ns", d->pick.score);
 		jadd_u64(o, "scanned", d->pick.scanned);
 		jadd_bool(o, "early_exit", d->pick.scanned < d->table->n);
 	}
@@ -468,13 +557,13 @@ static struct json_object *json_decision(const struct steer_view_service *s,
 		jadd_u64(o, "rr_cursor", s->stats.rr_cursor);
 	if (d->kind == DECIDE_SCORE && d->has_next_best) {
 		json_entry_ref(o, "next_best_", d, d->next_best_pos);
-		jadd_u64(o, "next_best_score_ns", d->next_best_score);
+		jadd_u64(o, "next_best_score_ns", shown_wait(d->next_best_score));
 	}
 	if (d->table) {
 		jadd_u64(o, "entries", d->table->n);
 		jadd_u64(o, "eligible", d->eligible);
 	}
-	if (d->kind == DECIDE_REFUSED)
+	if (d->kind == DECIDE_REFUSED || d->kind == DECIDE_OVERLOADED)
 		jadd_str(o, "error", "ECONNREFUSED");
 	return o;
 }

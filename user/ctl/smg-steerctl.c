@@ -333,10 +333,11 @@ void print_table_state(const struct steer_view *v, const struct steer_view_servi
 void health_text(const struct steer_view_backend *b, const struct steer_bk_info *info, char *buf,
 		 size_t len)
 {
-	if (b->drained)
-		snprintf(buf, len, "drained,%s", health_name(info->health));
-	else
-		snprintf(buf, len, "%s", health_name(info->health));
+	const char *over = (b->ctr.flags & STEER_SLOT_OVERLOADED) ? ",overloaded"
+			   : (b->ctr.flags & STEER_SLOT_PUSHBACK) ? ",pushback"
+								  : "";
+
+	snprintf(buf, len, "%s%s%s", b->drained ? "drained," : "", health_name(info->health), over);
 }
 
 /* Seconds since the backend's last good GetLoads snapshot (info->snapshot_ns != 0). */
@@ -458,9 +459,17 @@ static void print_service_text(const struct steer_dp *dp, const struct steer_vie
 
 	printf("service %s\n", steer_addr_format(&s->vip, vip, sizeof(vip)));
 	print_table_state(v, s);
-	printf("  connections: steered %llu, fallbacks %llu, refused %llu\n\n",
+	printf("  connections: steered %llu, fallbacks %llu, refused %llu\n",
 	       (unsigned long long)s->stats.steered, (unsigned long long)s->stats.fallbacks,
 	       (unsigned long long)s->stats.refused);
+	if (s->table_flags & STEER_TBL_OVERLOAD)
+		printf("  overload: when every backend is: %s; refused %llu (every backend "
+		       "overloaded), %llu (wait over %.3f s); given to the least bad %llu\n",
+		       (s->table_flags & STEER_TBL_OVERLOAD_LEAST) ? "least" : "refuse",
+		       (unsigned long long)s->stats.overload_refused,
+		       (unsigned long long)s->stats.wait_refused, (double)s->wait_bound_ns / 1e9,
+		       (unsigned long long)s->stats.overload_admitted);
+	printf("\n");
 	if (s->n_backends == 0) {
 		printf("  (no configured backends)\n");
 		return;
@@ -563,6 +572,16 @@ struct json_object *json_backend_status(const struct steer_dp *dp,
 	jadd_u64(o, "slot", b->slot);
 	jadd_str(o, "health", health_name(info->health));
 	jadd_bool(o, "drained", b->drained);
+	/* Overload protection: why the backend is out, if it is. */
+	jadd_str(o, "overload",
+		 (b->ctr.flags & STEER_SLOT_OVERLOADED)
+			 ? steer_overload_reason_name(info->overload == STEER_OVERLOAD_WAITING
+							      ? STEER_OVERLOAD_WAITING
+							      : STEER_OVERLOAD_KV)
+		 : (b->ctr.flags & STEER_SLOT_PUSHBACK) ? "pushback"
+							: "none");
+	jadd_u64(o, "pushbacks", b->wire.pushbacks);
+	jadd_u64(o, "server_errors", b->wire.server_errors);
 	jadd(o, "rank", b->rank >= 0 ? json_object_new_int(b->rank) : NULL);
 	jadd(o, "base_wait_ns", b->rank >= 0 ? json_object_new_uint64(b->base_wait_ns) : NULL);
 	jadd(o, "ns_per_token", b->rank >= 0 ? json_object_new_uint64(b->ns_per_token) : NULL);
@@ -601,6 +620,9 @@ static struct json_object *json_service_status(const struct steer_dp *dp,
 	jadd_u64(o, "steered", s->stats.steered);
 	jadd_u64(o, "fallbacks", s->stats.fallbacks);
 	jadd_u64(o, "refused", s->stats.refused);
+	jadd_u64(o, "overload_refused", s->stats.overload_refused);
+	jadd_u64(o, "wait_refused", s->stats.wait_refused);
+	jadd_u64(o, "overload_admitted", s->stats.overload_admitted);
 	jadd_u64(o, "rr_cursor", s->stats.rr_cursor);
 	for (i = 0; i < s->n_backends; i++)
 		json_object_array_add(bks, json_backend_status(dp, s, &s->backends[i]));

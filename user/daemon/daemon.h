@@ -37,6 +37,7 @@
 #define NO_SLOT UINT32_MAX
 #define SLICE_NS (100ULL * 1000000ULL) /* longest wait before signals are looked at */
 #define NS_PER_MS 1000000ULL
+#define NS_PER_S 1000000000ULL
 /* Longest wait at start for the first DNS answers: c-ares tries a server twice,
  * 1 s then 2 s. */
 #define DNS_FIRST_WAIT_NS (5000ULL * NS_PER_MS)
@@ -117,6 +118,11 @@ struct backend {
 	 * through (ej). */
 	bool suspect;
 	struct backend_eject ej;
+	/* Overload protection: over a bound by the snapshot last scored, and
+	 * when the last good poll was sent (a pushback answered before it
+	 * ends; CLOCK_MONOTONIC_COARSE, a little early: see polls.c). */
+	enum steer_overload_reason overload;
+	uint64_t poll_ok_sent_ns;
 };
 
 struct service {
@@ -131,6 +137,11 @@ struct service {
 	uint64_t poll_buckets[STEER_POLL_BUCKETS];
 	uint64_t poll_count;
 	double poll_sum_s;
+	/* Overload protection's refusals as last seen (steer_svc_stats), and
+	 * whether the service was refusing then: its log lines. */
+	uint64_t refused_seen;
+	bool refusing;
+	struct steer_log_limit refusing_rl;
 };
 
 struct daemon {

@@ -29,7 +29,6 @@
 
 #include "daemon.h"
 
-#define NS_PER_S 1000000000ULL
 /* The first skip's back-off: long enough that a worker failing every
  * connect costs at most 4 a second, short enough that a restart's blip
  * costs its share of the traffic for about a second. */

@@ -76,14 +76,36 @@ void start_polls(struct daemon *d)
  * only a connect to its traffic port does (ejects.c), whose probe moves on
  * here too.
  */
+/*
+ * A capacity pushback (a 429 or 503 answer, which the kernel flagged) ends at
+ * its Retry-After, or at a good poll sent after it, whichever is first: the
+ * flag is cleared here, every wait slice.
+ */
+static void check_pushback(struct daemon *d, const struct service *s, struct backend *b,
+			   uint64_t coarse_now)
+{
+	struct steer_dp_pushback pb;
+
+	if (b->slot == NO_SLOT)
+		return;
+	steer_dp_pushback(d->dp, b->slot, &pb);
+	if (!pb.on || (coarse_now < pb.until_ns && b->poll_ok_sent_ns <= pb.at_ns))
+		return;
+	steer_dp_pushback_end(d->dp, b->slot, pb.at_ns);
+	log_debug("%s: backend %s: pushback over (%s)", s->vip_str, b->cfg.addr_str,
+		  coarse_now >= pb.until_ns ? "its Retry-After passed" : "a good poll");
+}
+
 void check_fast_ejections(struct daemon *d)
 {
-	uint64_t now = steer_monotonic_ns();
+	uint64_t now = steer_monotonic_ns(), coarse_now = steer_dp_clock_ns();
 	size_t i, j;
 
 	for (i = 0; i < d->n_svcs; i++)
 		for (j = 0; j < d->svcs[i].n; j++) {
 			struct backend *b = d->svcs[i].b[j];
+
+			check_pushback(d, &d->svcs[i], b, coarse_now);
 
 			if (b->suspect) {
 				eject_step(d, &d->svcs[i], b, now);
@@ -114,6 +136,10 @@ static void confirm_suspect(struct daemon *d, const struct service *s, struct ba
 		log_warn("%s: backend %s ejected: %d connects in a row failed and so did its poll",
 			 s->vip_str, b->cfg.addr_str, STEER_FAIL_EJECT);
 }
+
+/* How much earlier than its send a good poll is dated for pushback: more than
+ * a tick of the coarse clock (4 ms at HZ=250, 10 ms at HZ=100). */
+#define POLL_OK_EARLY_NS (20 * NS_PER_MS)
 
 static void observe_duration(struct service *s, uint64_t ns)
 {
@@ -199,6 +225,13 @@ static void handle_result(struct daemon *d, const struct steer_loads_result *r)
 		b->source = r->source;
 	if (r->kind < STEER_POLL_KINDS)
 		b->polls[r->kind]++;
+	/* A good poll ends a capacity pushback answered before it was sent. The
+	 * kernel dates pushback on the coarse clock, which lags this one by up
+	 * to a tick: dated a little early, a pushback answered just after the
+	 * send is never taken as before it. */
+	if (r->kind == STEER_POLL_OK || r->kind == STEER_POLL_UNIMPLEMENTED)
+		b->poll_ok_sent_ns =
+			r->started_ns > POLL_OK_EARLY_NS ? r->started_ns - POLL_OK_EARLY_NS : 0;
 	observe_duration(s, r->duration_ns);
 	log_poll_change(s, b, r);
 	switch (r->kind) {

@@ -135,6 +135,9 @@ static void score_service(struct daemon *d, struct service *s, struct backend **
 			steer_policy_add_phase(&s->policy, &sc[k], random_unit(d));
 		b->score = sc[k];
 		b->in_table = true;
+		b->overload = steer_policy_overload_on(&s->policy)
+				      ? steer_policy_overloaded(&s->policy, &in[k])
+				      : STEER_OVERLOAD_NONE;
 		b->live_at_score = (uint32_t)in[k].live_conns;
 		costs[k].addr = b->cfg.addr;
 		/* The policy's saturated integers, as the kernel will see them. */
@@ -186,6 +189,59 @@ static void apply_drains(struct daemon *d, struct service *s)
 	}
 }
 
+/* Before the swap: each backend's overload by its poll; the new tables'
+ * trees are built with it. */
+static void apply_overload(struct daemon *d, struct service *s)
+{
+	size_t j;
+
+	for (j = 0; j < s->n; j++) {
+		struct backend *b = s->b[j];
+
+		if (!b->in_table)
+			b->overload = STEER_OVERLOAD_NONE;
+		if (b->slot == NO_SLOT)
+			continue;
+		steer_dp_set_overloaded(d->dp, b->slot, b->overload != STEER_OVERLOAD_NONE);
+		if (!steer_policy_overload_on(&s->policy)) {
+			struct steer_dp_pushback pb;
+
+			steer_dp_pushback(d->dp, b->slot, &pb);
+			if (pb.on) /* protection turned off by a reload */
+				steer_dp_pushback_end(d->dp, b->slot, pb.at_ns);
+		}
+	}
+}
+
+/* A service starts or stops refusing connects for overload: one line each
+ * way, at most one a minute of each (a service can flap every cycle). */
+static void log_refusals(struct daemon *d, struct service *s, uint64_t now)
+{
+	struct steer_svc_stats st = { 0 };
+	uint64_t refused, held = 0;
+	bool refusing;
+
+	if (steer_dp_service_stats(d->dp, &s->vip, &st) != 0)
+		return;
+	refused = st.overload_refused + st.wait_refused;
+	refusing = refused != s->refused_seen;
+	s->refused_seen = refused;
+	if (refusing == s->refusing)
+		return;
+	s->refusing = refusing;
+	if (!steer_log_limit_pass(&s->refusing_rl, now, 60 * NS_PER_S, 2, &held))
+		return;
+	if (refusing)
+		log_warn("%s: refusing connects: every backend is overloaded (%llu refused so far: "
+			 "%llu overloaded, %llu over the wait bound)",
+			 s->vip_str, (unsigned long long)refused,
+			 (unsigned long long)st.overload_refused,
+			 (unsigned long long)st.wait_refused);
+	else
+		log_info("%s: no longer refusing connects (%llu refused so far)", s->vip_str,
+			 (unsigned long long)refused);
+}
+
 static void write_bk_info(struct daemon *d, struct service *s, uint64_t now)
 {
 	size_t j;
@@ -204,6 +260,7 @@ static void write_bk_info(struct daemon *d, struct service *s, uint64_t now)
 		info->dp_ranks = b->has_snap ? b->snap.ranks : 0;
 		info->updated_ns = now;
 		info->mode = (__u8)(b->in_table ? b->score.mode : STEER_MODE_NONE);
+		info->overload = (__u8)b->overload;
 		if (!b->in_table)
 			continue;
 		info->queued_tokens = steer_policy_u64_sat(b->score.queued_tokens);
@@ -254,9 +311,13 @@ void publish(struct daemon *d)
 			.flags = (s->fail_open ? STEER_TBL_FAIL_OPEN : 0) |
 				 (s->policy.wire_step ? STEER_TBL_STEP : 0) |
 				 (d->cfg.peer_push ? STEER_TBL_PEER_PUSH : 0) | /* needs --peer */
-				 (d->cfg.wire_off ? STEER_TBL_WIRE_OFF : 0),
+				 (d->cfg.wire_off ? STEER_TBL_WIRE_OFF : 0) |
+				 (steer_policy_overload_on(&s->policy) ? STEER_TBL_OVERLOAD : 0) |
+				 (s->policy.overload_least ? STEER_TBL_OVERLOAD_LEAST : 0),
 			.peers = s->policy.peer_routers,
+			.wait_bound_ns = s->policy.overload_wait_ns,
 		};
+		apply_overload(d, s);
 	}
 	if (steer_dp_publish(d->dp, specs, d->n_svcs, err, sizeof(err)) != 0) {
 		log_error("publish failed, the previous tables stay until they expire: %s", err);
@@ -275,6 +336,7 @@ void publish(struct daemon *d)
 		d->svcs[i].publishes++;
 		apply_drains(d, &d->svcs[i]);
 		write_bk_info(d, &d->svcs[i], now);
+		log_refusals(d, &d->svcs[i], now);
 		log_debug("%s: published %zu of %zu backends", d->svcs[i].vip_str, bufs[i].n,
 			  d->svcs[i].n);
 	}
@@ -358,6 +420,14 @@ static void fill_metrics_backend(struct daemon *d, const struct service *s, cons
 		mb->step_left_s = (double)steer_dp_step_left_ns(d->dp, b->slot, now) / 1e9;
 		mb->peer_pending_tokens = steer_dp_peer_pending_tokens(d->dp, b->slot);
 	}
+	if (ctr) {
+		struct steer_dp_pushback pb;
+
+		steer_dp_pushback(d->dp, b->slot, &pb);
+		mb->overloaded = b->overload != STEER_OVERLOAD_NONE || pb.on;
+		mb->pushbacks_total = pb.pushbacks;
+		mb->server_errors_total = pb.server_errors;
+	}
 	if (b->in_table) {
 		mb->queued_pending_tokens = b->score.wire_subtracted;
 		/* As the kernel scores: credits, and the remaining busy time
@@ -414,6 +484,9 @@ void update_metrics(struct daemon *d)
 		if (steer_dp_service_stats(d->dp, &s->vip, &st) == 0) {
 			ms->fallback_connections_total = st.fallbacks;
 			ms->refused_connections_total = st.refused;
+			ms->overload_refused_total = st.overload_refused;
+			ms->wait_refused_total = st.wait_refused;
+			ms->overload_admitted_total = st.overload_admitted;
 		}
 		fill_metrics_xdp(d, s, ms);
 		for (j = 0; j < s->n; j++)

@@ -72,6 +72,22 @@ void dp_slot_apply_drain(struct steer_dp *dp, uint32_t s, bool drained)
 	dp_svc_touch(dp, __atomic_load_n(&dp->slots[s].svc_id, __ATOMIC_ACQUIRE));
 }
 
+void steer_dp_set_overloaded(struct steer_dp *dp, uint32_t slot, bool overloaded)
+{
+	__u32 was;
+
+	if (slot >= STEER_SLOT_IDS)
+		return;
+	if (overloaded)
+		was = __atomic_fetch_or(&dp->slots[slot].flags, STEER_SLOT_OVERLOADED,
+					__ATOMIC_RELEASE);
+	else
+		was = __atomic_fetch_and(&dp->slots[slot].flags, ~(__u32)STEER_SLOT_OVERLOADED,
+					 __ATOMIC_RELEASE);
+	if (!(was & STEER_SLOT_OVERLOADED) != !overloaded)
+		dp_svc_touch(dp, __atomic_load_n(&dp->slots[slot].svc_id, __ATOMIC_ACQUIRE));
+}
+
 int steer_dp_slot(const struct steer_dp *dp, const struct steer_addr *vip,
 		  const struct steer_addr *backend, uint32_t *slot)
 {
@@ -260,6 +276,7 @@ static int view_service(const struct steer_dp *dp, int cur, uint32_t id,
 		vs->credit_tokens = t->credit_tokens;
 		vs->bytes_per_token = steer_bytes_per_token(t->bytes_per_token);
 		vs->table_flags = t->flags;
+		vs->wait_bound_ns = t->wait_bound_ns;
 		vs->n_table = t->n;
 	}
 	for (s = 0; s < STEER_SLOT_IDS; s++)

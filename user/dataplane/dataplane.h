@@ -92,6 +92,7 @@ struct steer_dp_service {
 	uint32_t flags;		  /* STEER_TBL_* */
 	uint32_t peers;		  /* routers sharing the backends (busy-until drain factor);
 				   * 0: 1; at most 65535 */
+	uint64_t wait_bound_ns;	  /* --worker-overload-wait (with STEER_TBL_OVERLOAD); 0: none */
 };
 
 /*
@@ -170,6 +171,22 @@ uint64_t steer_dp_step_left_ns(const struct steer_dp *dp, uint32_t slot, uint64_
 /* The other routers' pending tokens at the slot (--peer): what their
  * daemons reported and steer_dp_peer_apply applied. */
 uint64_t steer_dp_peer_pending_tokens(const struct steer_dp *dp, uint32_t slot);
+/* Overload protection (STEER_TBL_OVERLOAD). The slot's capacity pushback:
+ * flagged now (STEER_SLOT_PUSHBACK), when the last began and when it ends
+ * (CLOCK_MONOTONIC_COARSE, steer_dp_clock_ns), and the answers counted
+ * (429/503, other 5xx). */
+struct steer_dp_pushback {
+	bool on;
+	uint64_t at_ns, until_ns;
+	uint64_t pushbacks, server_errors;
+};
+void steer_dp_pushback(const struct steer_dp *dp, uint32_t slot, struct steer_dp_pushback *out);
+/* End the pushback that began at at_ns (as read): the flag is cleared and the
+ * service's tree rebuilt; one that began since stays. Owner only. */
+void steer_dp_pushback_end(struct steer_dp *dp, uint32_t slot, uint64_t at_ns);
+/* The backend is over a bound its last poll showed (STEER_SLOT_OVERLOADED),
+ * or no longer; the service's tree is rebuilt when it changes. Owner only. */
+void steer_dp_set_overloaded(struct steer_dp *dp, uint32_t slot, bool overloaded);
 /* The slot's owner generation (steer_slot.gen), for steer_peer_delta. */
 uint32_t steer_dp_slot_gen(const struct steer_dp *dp, uint32_t slot);
 /* Apply other routers' changes to one service's slots (the kernel program
@@ -233,6 +250,7 @@ struct steer_view_service {
 	uint32_t credit_tokens;
 	uint32_t bytes_per_token; /* as resolved (0 in the table: the default); 0: unpublished */
 	uint32_t table_flags;
+	uint64_t wait_bound_ns; /* --worker-overload-wait as published; 0: none */
 	uint32_t n_table;
 	struct steer_svc_stats stats;
 	size_t n_backends; /* configured (registered) backends; table order first */

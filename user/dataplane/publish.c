@@ -342,6 +342,7 @@ static int plan_service(struct steer_dp *dp, struct plan *p, const struct steer_
 	t->published_ns = now;
 	t->flags = (__u16)s->flags;
 	t->bytes_per_token = (__u16)steer_bytes_per_token(s->bytes_per_token);
+	t->wait_bound_ns = s->wait_bound_ns;
 	t->generation = dp->generation + 1;
 	p->tables[id] = t;
 	return 0;

@@ -462,3 +462,26 @@ void steer_dp_kick_rearm(struct steer_dp *dp)
 	if (dp->kick)
 		__atomic_exchange_n(dp->kick, 0, __ATOMIC_SEQ_CST);
 }
+
+void steer_dp_pushback(const struct steer_dp *dp, uint32_t slot, struct steer_dp_pushback *out)
+{
+	const struct steer_slot *c = steer_dp_slot_counters(dp, slot);
+
+	out->on = c && (__atomic_load_n(&c->flags, __ATOMIC_ACQUIRE) & STEER_SLOT_PUSHBACK);
+	out->at_ns = wire_load(dp, slot, offsetof(struct steer_wire, pushback_at_ns));
+	out->until_ns = wire_load(dp, slot, offsetof(struct steer_wire, pushback_until_ns));
+	out->pushbacks = wire_load(dp, slot, offsetof(struct steer_wire, pushbacks));
+	out->server_errors = wire_load(dp, slot, offsetof(struct steer_wire, server_errors));
+}
+
+void steer_dp_pushback_end(struct steer_dp *dp, uint32_t slot, uint64_t at_ns)
+{
+	if (slot >= STEER_SLOT_IDS)
+		return;
+	__atomic_fetch_and(&dp->slots[slot].flags, ~(__u32)STEER_SLOT_PUSHBACK, __ATOMIC_ACQ_REL);
+	/* A 429 that came between the read and the clear has flagged it again
+	 * before the clear: its own pushback must stand. */
+	if (wire_load(dp, slot, offsetof(struct steer_wire, pushback_at_ns)) != at_ns)
+		__atomic_fetch_or(&dp->slots[slot].flags, STEER_SLOT_PUSHBACK, __ATOMIC_ACQ_REL);
+	dp_svc_touch(dp, __atomic_load_n(&dp->slots[slot].svc_id, __ATOMIC_ACQUIRE));
+}

@@ -114,6 +114,18 @@ static const struct backend_family backend_families[] = {
 	{ "smg_steer_backend_requests_total", "counter",
 	  "Requests sent to the backend on steered connections.", BK_FIELD(requests_total),
 	  VALUE_U64 },
+	{ "smg_steer_backend_overloaded", "gauge",
+	  "1 while the backend takes no new connection for overload: KV usage or waiting "
+	  "requests at their bound by its last poll, or a 429/503 answer not yet ended.",
+	  BK_FIELD(overloaded), VALUE_BOOL },
+	{ "smg_steer_backend_pushbacks_total", "counter",
+	  "Answers with HTTP status 429 or 503 on steered connections (read with overload "
+	  "protection on).",
+	  BK_FIELD(pushbacks_total), VALUE_U64 },
+	{ "smg_steer_backend_server_errors_total", "counter",
+	  "Answers with an HTTP status 5xx other than 503 on steered connections, each a failed "
+	  "connect for fast ejection (read with overload protection on).",
+	  BK_FIELD(server_errors_total), VALUE_U64 },
 };
 
 /* A family with one integer sample per service. */
@@ -135,6 +147,18 @@ static const struct service_family service_families[] = {
 	{ "smg_steer_refused_connections_total", "counter",
 	  "Connections refused because no backend of the service was eligible.",
 	  SVC_FIELD(refused_connections_total) },
+	{ "smg_steer_overload_refused_connections_total", "counter",
+	  "Connections refused at connect() because every backend was overloaded (KV usage or "
+	  "waiting requests at their bound, or pushing back with 429/503).",
+	  SVC_FIELD(overload_refused_total) },
+	{ "smg_steer_wait_refused_connections_total", "counter",
+	  "Connections refused at connect() because the least expected wait was over "
+	  "--worker-overload-wait.",
+	  SVC_FIELD(wait_refused_total) },
+	{ "smg_steer_overload_admitted_connections_total", "counter",
+	  "Connections given to the least bad backend while every one was overloaded "
+	  "(--when-all-overloaded least).",
+	  SVC_FIELD(overload_admitted_total) },
 	{ "smg_steer_bytes_per_token", "gauge",
 	  "Request bytes on the wire per token, by which the kernel converts pending bytes.",
 	  SVC_FIELD(bytes_per_token) },

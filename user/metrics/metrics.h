@@ -52,6 +52,10 @@ struct steer_metrics_backend {
 	uint64_t probe_requests_total; /* probe requests started */
 	uint64_t probe_failures_total; /* that failed */
 	uint64_t probe_steps_total;    /* stream packets seen: step ends */
+	/* Overload protection: over a bound by its poll, or pushing back. */
+	bool overloaded;
+	uint64_t pushbacks_total;     /* answers 429 or 503 on steered connections */
+	uint64_t server_errors_total; /* answers 5xx but 503 */
 };
 
 /* Another router (--peer): reports it sent here, and reports sent to it. */
@@ -76,6 +80,9 @@ struct steer_metrics_service {
 	uint64_t table_publishes_total;
 	uint64_t fallback_connections_total;
 	uint64_t refused_connections_total;
+	/* Overload protection's connects: refused with every backend
+	 * overloaded, refused over the wait bound, given to the least bad. */
+	uint64_t overload_refused_total, wait_refused_total, overload_admitted_total;
 	uint64_t bytes_per_token; /* request bytes per token, as published (a gauge) */
 	uint64_t poll_buckets[STEER_POLL_BUCKETS]; /* cumulative counts per bound */
 	uint64_t poll_count;

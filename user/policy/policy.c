@@ -34,6 +34,10 @@ int steer_policy_check(const struct steer_policy *p, char *why, size_t whylen)
 	else if (p->bytes_per_token > STEER_MAX_BYTES_PER_TOKEN)
 		msg = "bytes-per-token must be an integer from 1 to " STR(
 			STEER_MAX_BYTES_PER_TOKEN) " (0: the default)";
+	else if (!(p->overload_token_usage >= 0 && p->overload_token_usage <= 1))
+		msg = "worker-overload-token-usage must be a number > 0 and <= 1 (0: none)";
+	else if (p->overload_wait_ns >= STEER_OVERLOAD_NS)
+		msg = "worker-overload-wait must be under 2^62 ns";
 	if (!msg)
 		return 0;
 	if (why && whylen)
@@ -272,4 +276,44 @@ uint32_t steer_policy_credit(const struct steer_policy *p)
 double steer_policy_total_s(const struct steer_policy_score *s, double inflight_tokens)
 {
 	return s->base_wait_s + inflight_tokens / s->throughput;
+}
+
+bool steer_policy_overload_on(const struct steer_policy *p)
+{
+	return steer_policy_kv_bound(p) > 0 || p->overload_waiting || p->overload_wait_ns;
+}
+
+double steer_policy_kv_bound(const struct steer_policy *p)
+{
+	if (p->overload_token_usage > 0)
+		return p->overload_token_usage;
+	return p->overload_protection ? STEER_OVERLOAD_DEFAULT_TOKEN_USAGE : 0;
+}
+
+enum steer_overload_reason steer_policy_overloaded(const struct steer_policy *p,
+						   const struct steer_policy_input *in)
+{
+	double kv = steer_policy_kv_bound(p);
+
+	if (!in->has_snapshot)
+		return STEER_OVERLOAD_NONE;
+	if (kv > 0 && in->load.kv_usage >= kv)
+		return STEER_OVERLOAD_KV;
+	if (p->overload_waiting && in->load.waiting_reqs >= p->overload_waiting)
+		return STEER_OVERLOAD_WAITING;
+	return STEER_OVERLOAD_NONE;
+}
+
+const char *steer_overload_reason_name(enum steer_overload_reason r)
+{
+	switch (r) {
+	case STEER_OVERLOAD_KV:
+		return "kv";
+	case STEER_OVERLOAD_WAITING:
+		return "waiting";
+	case STEER_OVERLOAD_PUSHBACK:
+		return "pushback";
+	default:
+		return "";
+	}
 }

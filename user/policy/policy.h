@@ -44,6 +44,27 @@ struct steer_policy {
 	 * its engine step under way ends (STEER_TBL_STEP); nothing here changes,
 	 * the step is not queued work and is not in any snapshot. */
 	bool wire_step;
+	/* Overload protection (docs/operations.md, "Overload"), with smg's
+	 * names; every bound off by default. A backend over a bound its last
+	 * poll showed is overloaded (steer_policy_overloaded); the kernel adds
+	 * the wait bound and the answers' pushback. */
+	bool overload_protection;    /* --worker-overload-protection: KV usage bound 0.9 */
+	double overload_token_usage; /* KV usage bound in (0, 1]; 0: none of its own */
+	uint32_t overload_waiting;   /* waiting requests bound; 0: none */
+	uint64_t overload_wait_ns;   /* ns, expected wait bound (--worker-overload-wait); 0: none */
+	bool overload_least;	     /* --when-all-overloaded least; false: refuse */
+};
+
+/* --worker-overload-protection's KV usage bound, smg's. */
+#define STEER_OVERLOAD_DEFAULT_TOKEN_USAGE 0.9
+
+/* Why a backend is overloaded (steer_bk_info.overload). */
+enum steer_overload_reason {
+	STEER_OVERLOAD_NONE = 0,
+	STEER_OVERLOAD_KV = 1,	     /* KV usage at or over its bound */
+	STEER_OVERLOAD_WAITING = 2,  /* waiting requests at or over their bound */
+	STEER_OVERLOAD_PUSHBACK = 3, /* answered 429 or 503 (the kernel's, steer_pushback_on) */
+	STEER_OVERLOAD_REASONS = 4,
 };
 
 #define STEER_POLICY_DEFAULTS                                                                \
@@ -171,6 +192,17 @@ uint64_t steer_policy_wire_tokens(const struct steer_policy *p, uint64_t bytes);
  * what was taken off.
  */
 double steer_policy_wire_queue(double queued, uint64_t pending_at_poll, double *subtracted);
+
+/* Is any overload bound set (STEER_TBL_OVERLOAD)? */
+bool steer_policy_overload_on(const struct steer_policy *p);
+/* The KV usage bound in effect; 0: none. */
+double steer_policy_kv_bound(const struct steer_policy *p);
+/* Is the backend over a bound its snapshot shows (judged once per poll, as
+ * smg does)? Without a fresh snapshot: no. */
+enum steer_overload_reason steer_policy_overloaded(const struct steer_policy *p,
+						   const struct steer_policy_input *in);
+/* "kv", "waiting", "pushback"; "" for none. */
+const char *steer_overload_reason_name(enum steer_overload_reason r);
 
 /* Tokens the kernel credits per new connection: mean prefill x peer routers. */
 uint32_t steer_policy_credit(const struct steer_policy *p);

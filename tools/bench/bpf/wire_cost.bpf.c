@@ -48,10 +48,10 @@ static __always_inline struct steer_sock *cost_rx_record(struct __sk_buff *ctx, 
 {
 	struct sk_buff *kskb;
 	struct sock *sk;
-	__u32 seq = 0, len = 0;
+	__u32 seq = 0, len = 0, off = 0;
 
 	*cookie = skb_cookie(ctx, &kskb, &sk);
-	if (!*cookie || !tcp_payload(ctx, kskb, &seq, &len) || !len)
+	if (!*cookie || !tcp_payload(ctx, kskb, &seq, &len, &off) || !len)
 		return 0;
 	return sock_find_idx(*cookie, idx);
 }
