@@ -190,10 +190,32 @@ static __always_inline void steer_busy_cap(struct steer_wire *w, __u64 now)
 }
 
 /*
+ * A first response byte at now (this router's, or a peer's report of one).
+ * Without overload protection busy_until is only lowered to what the pending
+ * tokens take (steer_busy_cap). With it (resync, STEER_TBL_OVERLOAD) it is
+ * set to that: a worker that served slower than its published rate (waiting
+ * for KV memory, prefilling a preempted request again) still has every
+ * pending token to serve when it answers, and a wait bound must not admit on
+ * time the estimate lost. Raising a key keeps every cached key below it.
+ */
+static __always_inline void steer_busy_answered(struct steer_wire *w, __u64 now)
+{
+	__u32 bytes_per_token = steer_bytes_per_token(w->bytes_per_token);
+
+	if (!(w->cache_flags & STEER_TBL_OVERLOAD)) {
+		steer_busy_cap(w, now);
+		return;
+	}
+	w->busy_until_ns =
+		steer_sat_add(now, steer_sat_mul(steer_wire_pending_tokens(w, bytes_per_token),
+						 steer_busy_unit(w)));
+}
+
+/*
  * Another router reported (steer_peer_apply, under the service's lock) that
  * since its last report it sent sent tokens to this backend and saw answered
  * tokens answered. Its sends queue like this router's own (steer_busy_add),
- * its answers cap the busy time like this router's (steer_busy_cap): the
+ * its answers set the busy time like this router's (steer_busy_answered): the
  * fluid estimate of every router's requests, as one router would keep it
  * (docs/algorithm.md, "Several routers"). Pending tokens never go below 0.
  */
@@ -209,7 +231,7 @@ static __always_inline void steer_busy_peer(struct steer_wire *w, __u64 now, __u
 	if (answered) {
 		w->peer_pending_tokens -=
 			answered < w->peer_pending_tokens ? answered : w->peer_pending_tokens;
-		steer_busy_cap(w, now);
+		steer_busy_answered(w, now);
 	}
 }
 
