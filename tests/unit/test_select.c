@@ -754,9 +754,11 @@ static void test_overload_marks_sort_last(void)
 			continue;
 		CHECK(tr.pick_wait_ns == want.score, "round %d: pick_wait_ns %llu, score %llu",
 		      round, (unsigned long long)tr.pick_wait_ns, (unsigned long long)want.score);
-		CHECK(!!steer_overload_ns(&slots[t.e[got].slot]) == (marked == eligible),
+		CHECK(!!steer_overload_ns(&slots[t.e[got].slot], &wires[t.e[got].slot]) ==
+			      (marked == eligible),
 		      "round %d: pick marked %d, %u of %u eligible marked", round,
-		      !!steer_overload_ns(&slots[t.e[got].slot]), marked, eligible);
+		      !!steer_overload_ns(&slots[t.e[got].slot], &wires[t.e[got].slot]), marked,
+		      eligible);
 		/* A second pick at a later time, no rebuild: the same wait rule. */
 		now += rnd() % 2000000000ULL;
 		got = steer_tree_pick_at(&tr, &t, slot_at, NULL, wire_at, NULL, 1, now, &ck);
