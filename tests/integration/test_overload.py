@@ -177,6 +177,14 @@ try:
                         lambda s: s.get("wA", 0) == 20)
         t.check(status_json()["overload_admitted"] > 0, "no admission past the bound counted")
 
+    with t.case("--worker-overload-token-usage 0.5: a worker at 60 % KV is skipped"):
+        wA.set_state({"mode": "ok", "loads": [L.rank(0, 0.6, TP)]})
+        wB.set_state(idle())
+        reload(worker_overload_token_usage=0.5)
+        wait_spread("only wB", lambda s: s.get("wB", 0) == 20)
+        reload(worker_overload_token_usage=0.7)
+        wait_spread("both at 0.7", lambda s: s.get("wA", 0) > 0 and s.get("wB", 0) > 0, n=40)
+
     with t.case("--worker-overload-waiting-requests: 8 waiting skips the worker"):
         wA.set_state(idle())
         wB.set_state({"mode": "ok", "loads": [L.rank(0, 0.1, TP, waiting=8)]})
