@@ -65,6 +65,19 @@ static __always_inline enum conn_end conn_end(struct sock *sk)
 	return CONN_THROUGH;
 }
 
+/* A live socket of the slot is released: off its live count. Crossing below
+ * the slot's bound of live connections (--worker-overload-connections) drops
+ * its key: the service's tree is rebuilt at the next connect. */
+static __always_inline void live_released(struct steer_slot *s, __u32 slot, __u16 svc_id)
+{
+	struct steer_wire_array *wall = wire_all();
+	__s64 before = (__s64)((__u64)s->live - __sync_fetch_and_add(&s->closed, 1));
+	__u32 bound = wall ? wire_in(wall, slot)->max_live : 0;
+
+	if (bound && before == (__s64)bound)
+		svc_touch(svc_id);
+}
+
 /* One more failed connect of the slot: at STEER_FAIL_EJECT it is no longer
  * eligible, and its service's tree is rebuilt at the next connect. */
 static __always_inline void slot_failed(struct steer_slot *s, __u16 svc_id)
@@ -94,7 +107,7 @@ static __always_inline void sock_done(struct steer_sock *r, enum conn_end end)
 	if (s->gen != r->slot_gen)
 		return;
 	if (live)
-		__sync_fetch_and_add(&s->closed, 1);
+		live_released(s, r->slot, r->svc_id);
 	if (flags & STEER_SOCK_FAILED)
 		return; /* a 5xx answer counted it already, and it got nothing through */
 	if (end == CONN_FAILED) {

@@ -51,14 +51,16 @@ static __always_inline __u32 pick_least_wait(struct steer_table *t, struct steer
 /*
  * Under the lock, with overload protection on: may the connect take the pick?
  * The pick is the least key, so what holds for it holds for every backend:
- * it is overloaded (its poll, or pushing back) only when all are, and its
+ * it is overloaded (its poll, pushing back, or at its bound of live
+ * connections) only when all are, and its
  * wait is over the bound only when every wait is. Counts what was done;
  * false: refuse the connect.
  */
 static __always_inline bool overload_admits(const struct steer_table *t, const struct steer_slot *s,
-					    struct steer_svc_stats *st, __u64 wait)
+					    const struct steer_wire *w, struct steer_svc_stats *st,
+					    __u64 wait)
 {
-	__u64 all = steer_overload_ns(s) >> 62;
+	__u64 all = steer_overload_ns(s, w) >> 62;
 	__u64 over = all | steer_over_wait_bound(wait, t->wait_bound_ns);
 
 	if (!over)
@@ -110,13 +112,19 @@ static __always_inline enum choice choose(struct steer_table *t, struct steer_de
 	s = slot_in(all, e->slot);
 	w = wire_in(wall, e->slot);
 	if (!stale && (t->flags & STEER_TBL_OVERLOAD) &&
-	    !overload_admits(t, s, st, *(volatile __u64 *)&tr->pick_wait_ns)) {
+	    !overload_admits(t, s, w, st, *(volatile __u64 *)&tr->pick_wait_ns)) {
 		bpf_spin_unlock(&tr->lock);
 		return CHOICE_REFUSED;
 	}
 	dest->credited = !stale;
 	dest->status = t->flags & STEER_TBL_OVERLOAD;
 	dest->drain_seq = (__u32)w->drain_seq;
+	/* Live first: the leaf's new key sees the count (a bound of live
+	 * connections, --worker-overload-connections). */
+	if (tracked)
+		s->live++;
+	else
+		st->untracked++;
 	if (stale) {
 		s->fallbacks++;
 		st->fallbacks++;
@@ -127,10 +135,6 @@ static __always_inline enum choice choose(struct steer_table *t, struct steer_de
 		steer_tree_key_leaf(tr, pos, steer_entry_key(t, e, s, w, st->tree_clock.ref_ns),
 				    steer_wire_until(w, t->flags), &st->tree_clock);
 	}
-	if (tracked)
-		s->live++;
-	else
-		st->untracked++;
 	dest->slot_gen = s->gen;
 	bpf_spin_unlock(&tr->lock);
 	dest->ip6[0] = e->ip6[0];

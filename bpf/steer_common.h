@@ -340,10 +340,15 @@ struct steer_wire {
 	__u64 pushbacks;	 /* answers 429 or 503, cumulative (kernel, statistic) */
 	__u64 server_errors;	 /* answers 5xx but 503, cumulative: each a failed connect
 				  * for fast ejection (kernel, statistic) */
+	/* --worker-overload-connections: the backend is overloaded while this
+	 * node has at least this many live steered connections to it
+	 * (steer_slot_live); 0: no bound. Written at each publish (user). */
+	__u32 max_live;
+	__u32 reserved32; /* zero */
 };
 
 /* Every slot's accounting in one map value, reachable under a service lock:
- * 160 B a slot, 5 MiB. */
+ * 168 B a slot, 5.25 MiB. */
 struct steer_wire_array {
 	struct steer_wire w[STEER_SLOT_IDS];
 };

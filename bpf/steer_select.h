@@ -190,10 +190,32 @@ static __always_inline void steer_busy_cap(struct steer_wire *w, __u64 now)
 }
 
 /*
+ * A first response byte at now (this router's, or a peer's report of one).
+ * Without overload protection busy_until is only lowered to what the pending
+ * tokens take (steer_busy_cap). With it (resync, STEER_TBL_OVERLOAD) it is
+ * set to that: a worker that served slower than its published rate (waiting
+ * for KV memory, prefilling a preempted request again) still has every
+ * pending token to serve when it answers, and a wait bound must not admit on
+ * time the estimate lost. Raising a key keeps every cached key below it.
+ */
+static __always_inline void steer_busy_answered(struct steer_wire *w, __u64 now)
+{
+	__u32 bytes_per_token = steer_bytes_per_token(w->bytes_per_token);
+
+	if (!(w->cache_flags & STEER_TBL_OVERLOAD)) {
+		steer_busy_cap(w, now);
+		return;
+	}
+	w->busy_until_ns =
+		steer_sat_add(now, steer_sat_mul(steer_wire_pending_tokens(w, bytes_per_token),
+						 steer_busy_unit(w)));
+}
+
+/*
  * Another router reported (steer_peer_apply, under the service's lock) that
  * since its last report it sent sent tokens to this backend and saw answered
  * tokens answered. Its sends queue like this router's own (steer_busy_add),
- * its answers cap the busy time like this router's (steer_busy_cap): the
+ * its answers set the busy time like this router's (steer_busy_answered): the
  * fluid estimate of every router's requests, as one router would keep it
  * (docs/algorithm.md, "Several routers"). Pending tokens never go below 0.
  */
@@ -209,7 +231,7 @@ static __always_inline void steer_busy_peer(struct steer_wire *w, __u64 now, __u
 	if (answered) {
 		w->peer_pending_tokens -=
 			answered < w->peer_pending_tokens ? answered : w->peer_pending_tokens;
-		steer_busy_cap(w, now);
+		steer_busy_answered(w, now);
 	}
 }
 
@@ -294,16 +316,34 @@ static __always_inline __u64 steer_busy_left(const struct steer_wire *w, __u32 f
  */
 #define STEER_OVERLOAD_NS (1ULL << 62)
 
-/* What overload adds to the slot's key: STEER_OVERLOAD_NS when it is flagged
- * overloaded (by its poll, or pushing back), else 0. Without a branch: a tree
- * build runs this for every leaf, and each branch there would multiply the
- * verifier's states. Flags change only with an epoch bump, so every cached
- * key stays exact. */
-static __always_inline __u64 steer_overload_ns(const struct steer_slot *s)
+/*
+ * 1 when the slot's live connections are at its bound (w->max_live, 0: none),
+ * else 0. Live is signed (a release may count its close first) and small, so
+ * the sign of live - bound says it, without a branch.
+ */
+static __always_inline __u64 steer_at_max_live(const struct steer_slot *s,
+					       const struct steer_wire *w)
+{
+	__u64 bound = w ? w->max_live : 0;
+
+	return (((__u64)(steer_slot_live(s) - (__s64)bound) >> 63) ^ 1) & ((0 - bound) >> 63);
+}
+
+/*
+ * What overload adds to the slot's key: STEER_OVERLOAD_NS when it is flagged
+ * overloaded (by its poll, or pushing back) or at its bound of live
+ * connections, else 0. Without a branch: a tree build runs this for every
+ * leaf, and each branch there would multiply the verifier's states. Flags
+ * change with an epoch bump or a re-key, and so does a live count that
+ * crosses its bound (a connect re-keys its leaf, a release below the bound
+ * bumps the epoch), so every cached key stays at or under its key.
+ */
+static __always_inline __u64 steer_overload_ns(const struct steer_slot *s,
+					       const struct steer_wire *w)
 {
 	__u64 f = (s->flags / STEER_SLOT_OVERLOADED) & 3; /* OVERLOADED, PUSHBACK */
 
-	return ((f | (f >> 1)) & 1) << 62;
+	return ((f | (f >> 1) | steer_at_max_live(s, w)) & 1) << 62;
 }
 
 /*
@@ -327,7 +367,7 @@ static __always_inline __u64 steer_entry_key(const struct steer_table *t,
 {
 	return steer_sat_add(steer_key(e->base_wait_ns, e->ns_per_token, steer_slot_inflight(s), w,
 				       t->flags, now),
-			     steer_overload_ns(s));
+			     steer_overload_ns(s, w));
 }
 
 /* Entry e's expected wait at now, overload aside: what --worker-overload-wait
@@ -570,7 +610,7 @@ static __always_inline void steer_tree_rekey(struct steer_svc_tree *tr, const st
 		tr, pos,
 		steer_sat_add(steer_key(w->cache_base_ns, w->cache_npt, steer_slot_inflight(s), w,
 					w->cache_flags, ck->ref_ns),
-			      steer_overload_ns(s)),
+			      steer_overload_ns(s, w)),
 		steer_wire_until(w, w->cache_flags), ck);
 }
 
@@ -638,7 +678,7 @@ static __always_inline __u32 steer_tree_pick_at(struct steer_svc_tree *tr,
 		/* steer_entry_key, with its time-free part kept for the idle test */
 		work = steer_sat_add(
 			steer_score(e->base_wait_ns, steer_slot_inflight(s), e->ns_per_token),
-			steer_overload_ns(s));
+			steer_overload_ns(s, w));
 		key = steer_sat_add(work, steer_max_u64(busy, ck->ref_ns));
 		if (key != tr->score[pos & (STEER_MAX_BACKENDS - 1)]) {
 			steer_tree_key_leaf(tr, pos, key, busy, ck);

@@ -226,7 +226,7 @@ static __always_inline __u64 wire_answered(struct steer_sock *r, __u64 cookie,
 
 		ref.s->inflight_tokens += tokens;
 		ref.w->answered_tokens += tokens;
-		steer_busy_cap(ref.w, now);
+		steer_busy_answered(ref.w, now);
 		if (ref.w->cache_flags & STEER_TBL_STEP) {
 			ref.w->step_until_ns = steer_step_next(ref.w, 0, now);
 			at = clock;

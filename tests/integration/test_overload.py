@@ -15,6 +15,8 @@ on and off by a reload. Asserted, each against the connects' real outcome:
 - --worker-overload-wait fills both workers up to the bound under a burst of
   connects that hold their credit, and no further: each worker takes exactly
   the connects whose expected wait was within the bound;
+- --worker-overload-connections: each worker takes that many live
+  connections, then none until one closes;
 - a drained worker and an overloaded one: refused;
 - capacity pushback on the wire: an HTTP answer 429 or 503 makes the worker
   overloaded until its Retry-After; a 500 counts as a failed connect (fast
@@ -175,6 +177,14 @@ try:
                         lambda s: s.get("wA", 0) == 20)
         t.check(status_json()["overload_admitted"] > 0, "no admission past the bound counted")
 
+    with t.case("--worker-overload-token-usage 0.5: a worker at 60 % KV is skipped"):
+        wA.set_state({"mode": "ok", "loads": [L.rank(0, 0.6, TP)]})
+        wB.set_state(idle())
+        reload(worker_overload_token_usage=0.5)
+        wait_spread("only wB", lambda s: s.get("wB", 0) == 20)
+        reload(worker_overload_token_usage=0.7)
+        wait_spread("both at 0.7", lambda s: s.get("wA", 0) > 0 and s.get("wB", 0) > 0, n=40)
+
     with t.case("--worker-overload-waiting-requests: 8 waiting skips the worker"):
         wA.set_state(idle())
         wB.set_state({"mode": "ok", "loads": [L.rank(0, 0.1, TP, waiting=8)]})
@@ -209,6 +219,37 @@ try:
             s.close()
         t.check(outcomes == {"wA": 6, "wB": 6, "ECONNREFUSED": 8}, f"{outcomes}")
         t.check(status_json()["wait_refused"] == 8, f"{status_json()}")
+
+    def hold(n):
+        """n connects through the VIP, held open: (sockets by worker, outcomes)."""
+        held, outcomes = {}, {}
+        for _ in range(n):
+            fam, sa = L.parse_addr(VIP)
+            s = socket.socket(fam, socket.SOCK_STREAM)
+            s.settimeout(3)
+            try:
+                s.connect(sa)
+                name = s.recv(64).decode().strip()
+                held.setdefault(name, []).append(s)
+            except OSError as e:
+                name = "ECONNREFUSED" if e.errno == 111 else str(e)
+                s.close()
+            outcomes[name] = outcomes.get(name, 0) + 1
+        return held, outcomes
+
+    with t.case("--worker-overload-connections: 3 live each, then refused; a close admits"):
+        reload(interval="30s", worker_overload_connections=3)
+        held, outcomes = hold(8)
+        t.check(outcomes == {"wA": 3, "wB": 3, "ECONNREFUSED": 2}, f"{outcomes}")
+        t.check(backend_json(wA)["overload"] == "connections", f"{backend_json(wA)}")
+        held["wA"].pop().close()
+        L.wait_for(lambda: connect()[0] == "wA", 30, "wA admits again after a close")
+        for socks in held.values():
+            for s in socks:
+                s.close()
+        reload(interval="30s")  # off again
+        _, outcomes = hold(8)
+        t.check("ECONNREFUSED" not in outcomes, f"bound off: {outcomes}")
 
     with t.case("a drained worker and an overloaded one: refused"):
         reload(worker_overload_protection="true")

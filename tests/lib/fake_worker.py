@@ -119,8 +119,8 @@ class State:
 
     @staticmethod
     def default():
-        return {"mode": "ok", "traffic": "ok", "hang_seconds": 10.0,
-                "loads": [dict(IDLE_RANK)]}
+        return {"mode": "ok", "traffic": "ok", "hang_seconds": 10.0, "http_status": 200,
+                "retry_after": None, "loads": [dict(IDLE_RANK)]}
 
     def parse(self, text):
         raw = json.loads(text)

@@ -486,6 +486,23 @@ static void test_busy_until_rule(void)
 	CHECK(steer_key(7, 3, 2, &w, 0, t0 + 10000000) == 7 + 6 + t0 + 10002000, "key busy");
 	CHECK(steer_key(7, 3, 2, &w, 0, t0 + 20000000) == 7 + 6 + t0 + 20000000, "key idle");
 	CHECK(steer_key_wait(7 + 6 + t0 + 10002000, t0 + 10000000) == 7 + 6 + 2000, "wait");
+	/* An answer: capped without overload protection; with it (resync) set to
+	 * the pending tokens' time from now, also when the estimate ran out
+	 * before the backend served them. */
+	w.answered_bytes = 605;
+	w.sent_bytes = 1005; /* 100 tokens pending, sent long ago */
+	w.busy_until_ns = t0 + 20000000;
+	steer_busy_answered(&w, t0 + 30000000);
+	CHECK(w.busy_until_ns == t0 + 20000000, "no protection: capped only, %llu",
+	      (unsigned long long)(w.busy_until_ns - t0));
+	w.cache_flags = STEER_TBL_OVERLOAD;
+	steer_busy_answered(&w, t0 + 30000000);
+	CHECK(w.busy_until_ns == t0 + 30000000 + 200000, "resync: %llu",
+	      (unsigned long long)(w.busy_until_ns - t0));
+	w.busy_until_ns = t0 + 90000000; /* above: lowered as a cap */
+	steer_busy_answered(&w, t0 + 30000000);
+	CHECK(w.busy_until_ns == t0 + 30000000 + 200000, "resync lowers too: %llu",
+	      (unsigned long long)(w.busy_until_ns - t0));
 }
 
 /*
@@ -514,7 +531,8 @@ static void test_tree_with_busy_until_picks_what_steer_select_at_picks(void)
 		random_table(&t, n, round % 5 == 0);
 		/* Every other round with the step cadence: response packets then
 		 * move step_until, raised lazily, lowered with a re-key. */
-		t.flags = round % 2 ? STEER_TBL_STEP : 0;
+		t.flags = (round % 2 ? STEER_TBL_STEP : 0) |
+			  (round % 3 == 0 ? STEER_TBL_OVERLOAD : 0);
 		memset(sock_last, 0, sizeof(sock_last));
 		for (i = 0; i < n; i++) {
 			t.e[i].ns_per_token = rnd() % 16 ? 1 + rnd() % 20000 : edgy();
@@ -587,7 +605,10 @@ static void test_tree_with_busy_until_picks_what_steer_select_at_picks(void)
 				w->answered_bytes += x;
 				if (rnd() % 2)
 					sl->inflight_tokens += x / bytes_per_token;
-				steer_busy_cap(w, now);
+				if (rnd() % 2) /* an answer (resync with STEER_TBL_OVERLOAD) */
+					steer_busy_answered(w, now);
+				else /* abandoned */
+					steer_busy_cap(w, now);
 				steer_tree_rekey(&tr, sl, w, &ck);
 				break;
 			case 4: /* the daemon drains credits: bumps the epoch */
@@ -733,9 +754,11 @@ static void test_overload_marks_sort_last(void)
 			continue;
 		CHECK(tr.pick_wait_ns == want.score, "round %d: pick_wait_ns %llu, score %llu",
 		      round, (unsigned long long)tr.pick_wait_ns, (unsigned long long)want.score);
-		CHECK(!!steer_overload_ns(&slots[t.e[got].slot]) == (marked == eligible),
+		CHECK(!!steer_overload_ns(&slots[t.e[got].slot], &wires[t.e[got].slot]) ==
+			      (marked == eligible),
 		      "round %d: pick marked %d, %u of %u eligible marked", round,
-		      !!steer_overload_ns(&slots[t.e[got].slot]), marked, eligible);
+		      !!steer_overload_ns(&slots[t.e[got].slot], &wires[t.e[got].slot]), marked,
+		      eligible);
 		/* A second pick at a later time, no rebuild: the same wait rule. */
 		now += rnd() % 2000000000ULL;
 		got = steer_tree_pick_at(&tr, &t, slot_at, NULL, wire_at, NULL, 1, now, &ck);

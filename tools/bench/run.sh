@@ -606,7 +606,7 @@ stop_dataplane_paths() {
 # ---- dec: BPF time per connection ----------------------------------------------------------
 
 dec_part() {
-	log "BPF time per connection: 8, 64, 256 backends x passthrough/spread/equal/rebuild, $ROUNDS rounds"
+	log "BPF time per connection: 8, 64, 256 backends x passthrough/spread/equal/bound/rebuild, $ROUNDS rounds"
 	loadavg "decision cost start"
 	bg "$BIN/onebyte" --base 127.0.3.1 --port 9000 --count 256 >"$TMP/onebyte256.out" 2>&1
 	local ob=${PIDS[-1]}

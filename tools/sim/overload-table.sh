@@ -15,7 +15,6 @@ function wl(load, burst) {
 	return burst > 0 ? sprintf("b%g", burst) : sprintf("c%g", load)
 }
 function row(sc, pol) {
-	if (sc == "overload-resync") return pol ", resync"
 	if (sc == "overload-cap") return pol ", running cap"
 	if (sc ~ /^overload-why-/) return pol ", " substr(sc, 14)
 	return pol
@@ -66,14 +65,14 @@ function targets(e, w, r,   s, a, b, ok) {
 END {
 	split("b1.2 b1.5 c1.2 c1.5", ws, " ")
 	split("steer steer+bound steer+shed jsq+shed oracle+bound", rows, " ")
-	rows[6] = "steer+bound, resync"; rows[7] = "steer+bound, running cap"
+	rows[6] = "steer+bound, running cap"
 	split("fifo batch", es, " ")
 	for (i = 1; i <= 2; i++) {
 		e = es[i]
 		printf("%s engine, B = %g s, seed 1: admitted p50 / p99 wait (s), refused\n\n", e == "fifo" ? "FIFO" : "Batching", bound[e])
 		print "| policy | bursts 0.6 / 1.2 | bursts 0.6 / 1.5 | constant 1.2 | constant 1.5 |"
 		print "|---|---|---|---|---|"
-		for (j = 1; j <= 7; j++) {
+		for (j = 1; j <= 6; j++) {
 			line = "| " rows[j]
 			n = 0
 			for (m = 1; m <= 4; m++) {
@@ -92,7 +91,7 @@ END {
 	print "|---|---|---|---|---|"
 	for (i = 1; i <= 2; i++)
 		for (m = 1; m <= 4; m++)
-			for (j = 2; j <= 7; j++) {
+			for (j = 2; j <= 6; j++) {
 				if (j == 3 || j == 4 || j == 5) continue
 				if (!((es[i] "|" ws[m] "|1|" rows[j]) in p99)) continue
 				printf("| %s, %s %s", es[i], substr(ws[m], 1, 1) == "b" ? "bursts 0.6 /" : "constant", substr(ws[m], 2))

@@ -41,7 +41,6 @@ for e in fifo batch; do
 			a="--engine $e --requests $n --seed $s --wait-bound $b $load"
 			if [ "$s" = 1 ]; then pols=$main; else pols="steer+bound,oracle+bound"; fi
 			job "$e-$w-s$s-main" "--scenario overload $a --policies $pols"
-			job "$e-$w-s$s-resync" "--scenario overload-resync $a --busy-resync --policies steer+bound"
 			if [ $e = batch ]; then
 				job "$e-$w-s$s-cap" "--scenario overload-cap $a --running-cap $cap --policies steer+bound"
 			fi

@@ -84,7 +84,10 @@ struct sim_router *sim_router_new(const struct sim_config *c, uint32_t index)
 	r->jitter = c->steer_jitter;
 	r->est = c->estimator;
 	r->share = c->share_wire;
-	r->resync = c->busy_resync;
+	/* As the kernel: with overload protection on (STEER_TBL_OVERLOAD, any
+	 * admission here) an answer sets busy-until to the pending work
+	 * (steer_busy_answered); --busy-resync does it without. */
+	r->resync = c->busy_resync || c->admission != SIM_ADMIT_ALL;
 	r->running_cap = c->running_cap;
 	r->phase_tokens = c->phase_tokens;
 	r->guess_mean = c->peer_guess_mean;

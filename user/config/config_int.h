@@ -84,6 +84,7 @@ enum knob {
 	KNOB_OVERLOAD_TOKEN_USAGE,
 	KNOB_OVERLOAD_WAITING,
 	KNOB_OVERLOAD_WAIT,
+	KNOB_OVERLOAD_CONNECTIONS,
 	KNOB_OVERLOAD_LEAST,
 	N_KNOBS,
 };
@@ -168,7 +169,7 @@ struct cfg_option {
 	bool def_is_value; /* doc.def is the built-in default, parsed as a value */
 };
 
-#define CFG_N_OPTIONS 44
+#define CFG_N_OPTIONS 45
 extern const struct cfg_option cfg_options[CFG_N_OPTIONS];
 
 /* The option of a file key (service: a service's key, else a top-level

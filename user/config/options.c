@@ -329,6 +329,12 @@ const struct cfg_option cfg_options[CFG_N_OPTIONS] = {
 	  .min = NS_PER_MS,
 	  .max = 3600 * NS_PER_S,
 	  .what = "a duration from 1ms to 1h, like 500ms or 2s" },
+	{ .doc = { POLICY("worker-overload-connections"), .arg = "N", .bounds = "1..1000000",
+		   .help = "a backend with N or more of this node's live connections takes no new "
+			   "connection (the engine's running-request limit, shared among routers)",
+		   .section = SEC_OVERLOAD },
+	  KNOB(KNOB_OVERLOAD_CONNECTIONS, overload_connections, 1, 1000000,
+	       "an integer from 1 to 1000000 (live connections)") },
 	{ .doc = { POLICY("when-all-overloaded"), .arg = "refuse|least", .def = "refuse",
 		   .help = "when every backend is overloaded: refuse the connect at once "
 			   "(ECONNREFUSED, no SYN sent), or give it to the least bad",

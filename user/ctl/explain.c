@@ -278,6 +278,10 @@ static void explain_overload_text(const struct steer_view_service *s,
 									: "KV usage",
 		       info && info->overload == STEER_OVERLOAD_WAITING ? "waiting-requests"
 									: "token-usage");
+	else if (steer_at_max_live(&b->ctr, &b->wire))
+		printf("    overloaded:     yes, %lld live connections, at its bound "
+		       "(--worker-overload-connections %u)\n",
+		       (long long)b->ctr.live, b->wire.max_live);
 	else if (b->ctr.flags & STEER_SLOT_PUSHBACK)
 		printf("    overloaded:     yes, it answered 429 or 503 (%llu so far); until a "
 		       "good "

@@ -335,6 +335,7 @@ void health_text(const struct steer_view_backend *b, const struct steer_bk_info 
 {
 	const char *over = (b->ctr.flags & STEER_SLOT_OVERLOADED) ? ",overloaded"
 			   : (b->ctr.flags & STEER_SLOT_PUSHBACK) ? ",pushback"
+			   : steer_at_max_live(&b->ctr, &b->wire) ? ",full"
 								  : "";
 
 	snprintf(buf, len, "%s%s%s", b->drained ? "drained," : "", health_name(info->health), over);
@@ -579,6 +580,7 @@ struct json_object *json_backend_status(const struct steer_dp *dp,
 							      ? STEER_OVERLOAD_WAITING
 							      : STEER_OVERLOAD_KV)
 		 : (b->ctr.flags & STEER_SLOT_PUSHBACK) ? "pushback"
+		 : steer_at_max_live(&b->ctr, &b->wire) ? "connections"
 							: "none");
 	jadd_u64(o, "pushbacks", b->wire.pushbacks);
 	jadd_u64(o, "server_errors", b->wire.server_errors);

@@ -203,6 +203,7 @@ static void apply_overload(struct daemon *d, struct service *s)
 		if (b->slot == NO_SLOT)
 			continue;
 		steer_dp_set_overloaded(d->dp, b->slot, b->overload != STEER_OVERLOAD_NONE);
+		steer_dp_set_max_live(d->dp, b->slot, s->policy.overload_connections);
 		if (!steer_policy_overload_on(&s->policy)) {
 			struct steer_dp_pushback pb;
 
@@ -424,7 +425,9 @@ static void fill_metrics_backend(struct daemon *d, const struct service *s, cons
 		struct steer_dp_pushback pb;
 
 		steer_dp_pushback(d->dp, b->slot, &pb);
-		mb->overloaded = b->overload != STEER_OVERLOAD_NONE || pb.on;
+		mb->overloaded = b->overload != STEER_OVERLOAD_NONE || pb.on ||
+				 (s->policy.overload_connections &&
+				  mb->live_connections >= s->policy.overload_connections);
 		mb->pushbacks_total = pb.pushbacks;
 		mb->server_errors_total = pb.server_errors;
 	}

@@ -184,6 +184,9 @@ void steer_dp_pushback(const struct steer_dp *dp, uint32_t slot, struct steer_dp
 /* End the pushback that began at at_ns (as read): the flag is cleared and the
  * service's tree rebuilt; one that began since stays. Owner only. */
 void steer_dp_pushback_end(struct steer_dp *dp, uint32_t slot, uint64_t at_ns);
+/* --worker-overload-connections for the slot (0: none), before the publish
+ * of the table that has it. Owner only. */
+void steer_dp_set_max_live(struct steer_dp *dp, uint32_t slot, uint32_t max_live);
 /* The backend is over a bound its last poll showed (STEER_SLOT_OVERLOADED),
  * or no longer; the service's tree is rebuilt when it changes. Owner only. */
 void steer_dp_set_overloaded(struct steer_dp *dp, uint32_t slot, bool overloaded);

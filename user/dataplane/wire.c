@@ -485,3 +485,11 @@ void steer_dp_pushback_end(struct steer_dp *dp, uint32_t slot, uint64_t at_ns)
 		__atomic_fetch_or(&dp->slots[slot].flags, STEER_SLOT_PUSHBACK, __ATOMIC_ACQ_REL);
 	dp_svc_touch(dp, __atomic_load_n(&dp->slots[slot].svc_id, __ATOMIC_ACQUIRE));
 }
+
+void steer_dp_set_max_live(struct steer_dp *dp, uint32_t slot, uint32_t max_live)
+{
+	if (!dp->wire || slot >= STEER_SLOT_IDS)
+		return;
+	if (__atomic_exchange_n(&dp->wire[slot].max_live, max_live, __ATOMIC_ACQ_REL) != max_live)
+		dp_svc_touch(dp, __atomic_load_n(&dp->slots[slot].svc_id, __ATOMIC_ACQUIRE));
+}

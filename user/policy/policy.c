@@ -280,7 +280,8 @@ double steer_policy_total_s(const struct steer_policy_score *s, double inflight_
 
 bool steer_policy_overload_on(const struct steer_policy *p)
 {
-	return steer_policy_kv_bound(p) > 0 || p->overload_waiting || p->overload_wait_ns;
+	return steer_policy_kv_bound(p) > 0 || p->overload_waiting || p->overload_wait_ns ||
+	       p->overload_connections;
 }
 
 double steer_policy_kv_bound(const struct steer_policy *p)

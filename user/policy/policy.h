@@ -52,7 +52,8 @@ struct steer_policy {
 	double overload_token_usage; /* KV usage bound in (0, 1]; 0: none of its own */
 	uint32_t overload_waiting;   /* waiting requests bound; 0: none */
 	uint64_t overload_wait_ns;   /* ns, expected wait bound (--worker-overload-wait); 0: none */
-	bool overload_least;	     /* --when-all-overloaded least; false: refuse */
+	uint32_t overload_connections; /* this node's live connections bound; 0: none */
+	bool overload_least;	       /* --when-all-overloaded least; false: refuse */
 };
 
 /* --worker-overload-protection's KV usage bound, smg's. */
@@ -63,7 +64,7 @@ enum steer_overload_reason {
 	STEER_OVERLOAD_NONE = 0,
 	STEER_OVERLOAD_KV = 1,	     /* KV usage at or over its bound */
 	STEER_OVERLOAD_WAITING = 2,  /* waiting requests at or over their bound */
-	STEER_OVERLOAD_PUSHBACK = 3, /* answered 429 or 503 (the kernel's, steer_pushback_on) */
+	STEER_OVERLOAD_PUSHBACK = 3, /* answered 429 or 503 (the kernel's, STEER_SLOT_PUSHBACK) */
 	STEER_OVERLOAD_REASONS = 4,
 };
 
