@@ -174,8 +174,9 @@ struct steer_table {
  * slot's cache (cache_flags). */
 #define STEER_TBL_PEER_PUSH 0x10
 /* Overload protection (docs/operations.md, "Overload"): overloaded backends
- * (STEER_SLOT_OVERLOADED, a capacity pushback on the wire, a wait over
- * wait_bound_ns) take no new connection while another backend can; when
+ * (STEER_SLOT_OVERLOADED, a capacity pushback on the wire, live connections
+ * at steer_wire.max_live, a wait over wait_bound_ns) take no new connection
+ * while another backend can; when
  * none can, the connect is refused (ECONNREFUSED), or with
  * STEER_TBL_OVERLOAD_LEAST goes to the least bad. Answers' HTTP status is
  * read (steer_wire.bpf.c): 429 and 503 are pushback, other 5xx failed
@@ -462,7 +463,8 @@ struct steer_svc_stats {
 	 * selection; kernel, under the tree's lock). */
 	struct steer_tree_clock tree_clock;
 	/* Overload protection (STEER_TBL_OVERLOAD), connects: */
-	__u64 overload_refused;	 /* refused: every backend overloaded (a poll, a pushback) */
+	__u64 overload_refused;	 /* refused: every backend overloaded (a poll, a pushback,
+				  * its live connections) */
 	__u64 wait_refused;	 /* refused: the least expected wait was over the bound */
 	__u64 overload_admitted; /* given to the least bad all the same (STEER_TBL_OVERLOAD_LEAST) */
 	__u64 reserved[5];	 /* zero: two cache lines */

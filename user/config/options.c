@@ -321,9 +321,8 @@ const struct cfg_option cfg_options[CFG_N_OPTIONS] = {
 	  KNOB(KNOB_OVERLOAD_WAITING, overload_waiting, 1, 1000000,
 	       "an integer from 1 to 1000000 (waiting requests)") },
 	{ .doc = { POLICY("worker-overload-wait"), .arg = "DUR", .bounds = "1ms..1h",
-		   .help = "a backend whose expected wait, the kernel's in-flight work included, "
-			   "is "
-			   "over DUR takes no new connection",
+		   .help = "a backend whose expected wait, the kernel's in-flight work "
+			   "included, is over DUR takes no new connection",
 		   .section = SEC_OVERLOAD },
 	  KNOB_OF(KNOB_OVERLOAD_WAIT, overload_wait_ns, KNOB_DURATION),
 	  .min = NS_PER_MS,

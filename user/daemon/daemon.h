@@ -120,7 +120,7 @@ struct backend {
 	struct backend_eject ej;
 	/* Overload protection: over a bound by the snapshot last scored, and
 	 * when the last good poll was sent (a pushback answered before it
-	 * ends; CLOCK_MONOTONIC_COARSE, a little early: see polls.c). */
+	 * ends; CLOCK_MONOTONIC, dated a little early: see polls.c). */
 	enum steer_overload_reason overload;
 	uint64_t poll_ok_sent_ns;
 };
