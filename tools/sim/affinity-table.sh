@@ -185,7 +185,7 @@ function why_table(   i, n, p, ps, sc, scs, line, j) {
 	}
 	print ""
 }
-NR > 1 && $1 == "aff-st-keys" && $12 == 1 {
+NR > 1 && $1 ~ /^aff-st-keys/ && $12 == 1 {
 	kc[$23 "|" $44 "|" $2] = $28; kcm[$23 "|" $44 "|" $2] = $27
 }
 NR == 1 { keys = 64 }

@@ -60,7 +60,7 @@ for e in fifo batch; do
 	job "$e-stk-2rest" "--scenario aff-st-keys --engine $e --requests $st --keys $keys --policies $hrw,$var,$base"
 	# Fewer and more clients per key.
 	for k in 16 256; do
-		job "$e-stk$k" "--scenario aff-st-keys --engine $e --requests $st --keys $k --policies steer,steer@0.05,steer@0.1,steer@0.25,$var"
+		job "$e-stk$k" "--scenario aff-st-keys$k --engine $e --requests $st --keys $k --policies steer,steer@0.05,steer@0.1,steer@0.25,$var"
 	done
 	# Conversations above the headline load (of the prompts as sent): a
 	# fleet that prefills the cached tokens again saturates first.
