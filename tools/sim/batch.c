@@ -2,7 +2,8 @@
 /*
  * batch.c - the second worker model: a continuous-batching engine, step by
  * step, as smg's mock worker runs it (crates/mock_worker/src/engine.rs,
- * SchedulerState::step, without the prefix cache). Every step:
+ * SchedulerState::step; its prefix cache is session.c's, for conversations:
+ * a request prefills only its uncached tokens). Every step:
  *  1. admission: waiting requests join the running batch in arrival order
  *     while fewer than max_running run and the prompt's KV blocks fit (an
  *     empty engine admits anything);
@@ -70,16 +71,16 @@ static void admit(struct sim *s, struct worker *w)
 			break; /* waits for KV room */
 		sim_list_unlink(s, &w->q_head, &w->q_tail, i);
 		w->waiting--;
-		w->queued_tokens -= r->prompt;
+		w->queued_tokens -= r->uncached;
 		if (w->waiting == 0)
 			w->queued_tokens = 0;
 		sim_list_push_back(s, &w->run_head, &w->run_tail, i);
 		w->running++;
 		w->kv_used += need;
 		r->kv_held = need;
-		r->prefill_left = r->prompt;
+		r->prefill_left = r->uncached; /* the cached prefix is in KV already */
 		r->generated = 0;
-		w->prefill_left += r->prompt;
+		w->prefill_left += r->uncached;
 		if (w->pf == NONE)
 			w->pf = i;
 		if (w->running > w->max_running)
@@ -218,7 +219,7 @@ int batch_enqueue(struct sim *s, uint32_t wi, int32_t i, double t)
 	batch_advance(w, t);
 	sim_list_push_back(s, &w->q_head, &w->q_tail, i);
 	w->waiting++;
-	w->queued_tokens += s->reqs[i].prompt;
+	w->queued_tokens += s->reqs[i].uncached;
 	if (!w->stepping)
 		return begin_step(s, wi, t);
 	return 0;
@@ -272,18 +273,17 @@ static void replay_admit(struct sim *s, struct replay *p)
 {
 	while (p->n < p->c->batch.max_running && !p->mine_admitted) {
 		bool mine = p->next_waiting == NONE;
-		uint32_t prompt = mine ? p->prompt : s->reqs[p->next_waiting].prompt;
+		const struct req *q = mine ? NULL : &s->reqs[p->next_waiting];
+		uint32_t prompt = mine ? p->prompt : q->prompt;
 		uint32_t need = kv_blocks(p->c, prompt);
 
 		if (p->n > 0 && p->kv_used + need > p->c->batch.kv_tokens)
 			break;
-		p->run[p->n++] =
-			(struct replay_req){ .prompt = prompt,
-					     .output = mine ? UINT32_MAX
-							    : s->reqs[p->next_waiting].output,
-					     .prefill_left = prompt,
-					     .kv_held = need,
-					     .mine = mine };
+		p->run[p->n++] = (struct replay_req){ .prompt = prompt,
+						      .output = mine ? UINT32_MAX : q->output,
+						      .prefill_left = mine ? prompt : q->uncached,
+						      .kv_held = need,
+						      .mine = mine };
 		p->kv_used += need;
 		if (mine)
 			p->mine_admitted = true;
@@ -386,6 +386,13 @@ double sim_batch_capacity(const struct sim_config *c)
 	one.warmup = 4000;
 	one.drain = false;
 	one.keepalive = 1;
+	/* Conversations: their turns, prefill-heavier than single requests,
+	 * with no cache: the capacity in prompt tokens sent, as load counts
+	 * them. Overloaded, the queue holds more first turns than the mix
+	 * offers (later turns come only after an answer): a little less
+	 * prompt per turn than offered. */
+	one.cache_tokens = 0;
+	one.slack_s = -1;
 	if (sim_run(&one, &r, why, sizeof(why)) || r.window_s <= 0)
 		return c->batch.prefill_tps;
 	return r.w[0].served_window / r.window_s;

@@ -8,7 +8,8 @@
  * A client sends a request on an idle keep-alive connection of its router
  * when there is one (the most recently used, as HTTP client pools do), else
  * it opens a new connection, which the router steers. A connection carries
- * c->keepalive requests, one at a time, then closes.
+ * c->keepalive requests, one at a time, then closes. Conversations
+ * (session.c) bring their turns here one by one, each on a new connection.
  */
 #include <math.h>
 #include <stdio.h>
@@ -215,7 +216,7 @@ void sim_req_started(struct sim *s, int32_t i, double t)
 /* A request's tokens as the kernel counts them from its bytes. */
 static uint32_t wire_tokens(const struct sim *s, const struct req *r)
 {
-	double v = round(r->prompt * s->c->wire_scale);
+	double v = round((s->c->wire_uncached ? r->uncached : r->prompt) * s->c->wire_scale);
 
 	return v < 1 ? 1 : (uint32_t)v;
 }
@@ -376,10 +377,14 @@ void sim_req_done(struct sim *s, int32_t i, double t)
 
 	answer(s, r); /* a no-op when streaming */
 	sim_router_finished(s->routers[r->router], r->worker);
+	sim_router_key_done(s->routers[r->router], r->key, r->prompt + r->output);
 	if (!batching(s))
 		sim_router_rx(s->routers[r->router], r->worker, t);
 	s->finished++;
 	conn_release(s, r->conn);
+	/* A failed push or cache insert only ends the conversation early. */
+	if (r->conv != NONE)
+		(void)conv_turn_done(s, r, t);
 	req_free(s, i);
 }
 
@@ -457,6 +462,7 @@ static void open_window(struct sim *s, double t)
 	uint32_t i;
 
 	s->win_start = t;
+	s->finished_open = s->finished;
 	for (i = 0; i < s->n; i++) {
 		worker_advance(s, &s->w[i], t);
 		s->w[i].area_win_start = s->w[i].backlog_area;
@@ -471,6 +477,7 @@ static void close_window(struct sim *s, double t)
 	uint32_t i;
 
 	s->win_end = t;
+	s->finished_close = s->finished;
 	len = t - s->win_start;
 	for (i = 0; i < s->n; i++) {
 		struct worker *w = &s->w[i];
@@ -504,6 +511,7 @@ static uint32_t route(struct sim *s, uint32_t router, const struct req *r, doubl
 {
 	double tw[SIM_MAX_WORKERS], rate[SIM_MAX_WORKERS];
 	struct arrival a = { .s = s, .prompt = r->prompt, .t = t };
+	uint32_t i, uncached[SIM_MAX_WORKERS];
 	struct sim_observation obs = {
 		.snap = s->snap,
 		.true_wait_s = tw,
@@ -511,13 +519,20 @@ static uint32_t route(struct sim *s, uint32_t router, const struct req *r, doubl
 		.now = t,
 		.exact_wait = exact_wait,
 		.exact_ctx = &a,
+		.key = r->key,
+		.prompt = r->prompt,
+		.prefix = r->conv != NONE ? s->convs[r->conv].context : 0,
 	};
-	uint32_t i;
 
 	for (i = 0; i < s->n; i++) {
 		/* Computed for every policy, read by the oracle only. */
 		tw[i] = worker_true_wait(s, &s->w[i], t);
 		rate[i] = s->w[i].rate;
+	}
+	if (s->c->policy == SIM_POL_ORACLE_CACHE) {
+		for (i = 0; i < s->n; i++)
+			uncached[i] = cache_uncached(s, i, r);
+		obs.uncached = uncached;
 	}
 	return sim_router_pick(s->routers[router], &obs);
 }
@@ -571,6 +586,8 @@ static int dispatch(struct sim *s, int32_t i, int32_t ci, double t)
 
 	r->conn = ci;
 	r->worker = c->worker;
+	if (cache_dispatch(s, r))
+		return -1;
 	sim_router_sent(s->routers[r->router], r->worker, wire_tokens(s, r), c->requests == 0, t);
 	share(s, EV_PEER_SENT, r->router, r->worker, wire_tokens(s, r), t);
 	c->requests++;
@@ -603,7 +620,8 @@ static double next_arrival(struct sim *s, double t)
 	}
 }
 
-static int on_arrival(struct sim *s, double t)
+int sim_arrive(struct sim *s, double t, uint32_t prompt, uint32_t output, uint32_t router,
+	       uint64_t key, int32_t conv)
 {
 	uint64_t idx = s->arrived++;
 	int32_t i = req_alloc(s), ci;
@@ -614,9 +632,12 @@ static int on_arrival(struct sim *s, double t)
 		return -1;
 	r = &s->reqs[i];
 	r->arrival = t;
-	r->prompt = sim_draw_prompt(&s->workload, s->c->dist);
-	r->output = sim_draw_output(&s->workload, s->c->mean_output);
-	r->router = sim_rng_below(&s->workload, s->c->routers);
+	r->prompt = prompt;
+	r->output = output;
+	r->router = router;
+	r->key = key;
+	r->conv = conv;
+	r->uncached = r->prompt;
 	r->work = r->prompt;
 	r->out_left = r->output;
 	r->kv_held = 0;
@@ -632,10 +653,41 @@ static int on_arrival(struct sim *s, double t)
 		refuse(s, i);
 	else if (ci == NONE || dispatch(s, i, ci, t))
 		return -1;
-	if (s->arrived == s->total) {
+	if (s->arrived == s->total)
 		close_window(s, t);
-		return 0;
+	return refused ? 1 : 0;
+}
+
+/* A single request's key: one of --keys clients, or its own. Drawn from a
+ * stream of its own, so that the requests are those of every other run. */
+static uint64_t request_key(struct sim *s)
+{
+	if (s->c->keys)
+		return 1 + sim_rng_below(&s->keys, s->c->keys);
+	return s->arrived + 1;
+}
+
+/* A new single request, or a new conversation's first turn; then the next
+ * arrival, until the run has had them all. */
+static int on_arrival(struct sim *s, double t)
+{
+	int rc;
+
+	if (s->arrived >= s->total)
+		return 0; /* conversations' turns came first */
+	if (conversations(s)) {
+		rc = conv_start(s, t);
+	} else {
+		uint32_t prompt = sim_draw_prompt(&s->workload, s->c->dist);
+		uint32_t output = sim_draw_output(&s->workload, s->c->mean_output);
+		uint32_t router = sim_rng_below(&s->workload, s->c->routers);
+
+		rc = sim_arrive(s, t, prompt, output, router, request_key(s), NONE);
 	}
+	if (rc < 0)
+		return -1;
+	if (s->arrived >= s->total)
+		return 0;
 	return sim_push(s, next_arrival(s, t), EV_ARRIVAL, 0, 0);
 }
 
@@ -657,6 +709,8 @@ static int sim_init(struct sim *s, const struct sim_config *c)
 	s->lambda = sim_arrival_rate(c);
 	sim_rng_seed(&s->workload, c->seed, SIM_STREAM_WORKLOAD);
 	sim_rng_seed(&s->share, c->seed, SIM_STREAM_SHARE);
+	sim_rng_seed(&s->keys, c->seed, SIM_STREAM_KEYS);
+	s->conv_free = NONE;
 	sim_worker_speeds(c, speeds);
 	for (i = 0; i < s->n; i++) {
 		struct worker *w = &s->w[i];
@@ -668,6 +722,9 @@ static int sim_init(struct sim *s, const struct sim_config *c)
 		w->q_head = w->q_tail = w->cur = w->run_head = w->run_tail = NONE;
 		if (batching(s))
 			batch_init_worker(c, w);
+		if (conversations(s) && c->cache_tokens)
+			sim_lru_init(&w->cache, 0, (uint64_t)(c->cache_tokens * c->cache_high),
+				     (uint64_t)(c->cache_tokens * c->cache_low));
 	}
 	for (i = 0; i < c->routers; i++) {
 		s->routers[i] = sim_router_new(c, i);
@@ -700,6 +757,9 @@ static void sim_fini(struct sim *s)
 	free(s->waits);
 	free(s->ttfts);
 	free(s->replay);
+	for (i = 0; i < s->n; i++)
+		sim_lru_free(&s->w[i].cache);
+	conv_free_all(s);
 }
 
 static bool finished(const struct sim *s)
@@ -741,6 +801,9 @@ static int run_events(struct sim *s)
 			break;
 		case EV_POLL:
 			rc = on_poll(s, e.a, e.t);
+			break;
+		case EV_TURN:
+			rc = conv_next_turn(s, (int32_t)e.a, e.t);
 			break;
 		}
 		if (rc)
@@ -797,6 +860,7 @@ static void wait_stats(struct sim *s, struct sim_result *r)
 	for (sum = 0, i = 0; i < s->nttfts; i++)
 		sum += s->ttfts[i];
 	r->ttft_mean_s = sum / (double)s->nttfts;
+	r->ttft_p50_s = sim_quantile(s->ttfts, s->nttfts, 0.50);
 	r->ttft_p99_s = sim_quantile(s->ttfts, s->nttfts, 0.99);
 }
 
@@ -829,6 +893,11 @@ static void collect(struct sim *s, struct sim_result *r)
 	memset(r, 0, sizeof(*r));
 	wait_stats(s, r);
 	r->window_s = s->win_end - s->win_start;
+	if (r->window_s > 0)
+		r->tput_rps = (double)(s->finished_close - s->finished_open) / r->window_s;
+	r->prompt_tokens = s->prompt_measured;
+	r->cached_tokens = s->cached_measured;
+	r->lost_tokens = s->lost_measured;
 	r->end_s = s->now;
 	r->arrived_tokens = s->arrived_tokens;
 	r->recompute_tokens = s->recompute_tokens;
@@ -858,6 +927,7 @@ static void collect(struct sim *s, struct sim_result *r)
 		o->max_running = w->max_running;
 		o->max_kv_used = w->max_kv_used;
 		o->last_step_end = batching(s) ? w->last_step_end : -1;
+		o->cache_max = w->cache_max;
 		if (batching(s))
 			rx_check(s, i, r);
 		backlog[i] = w->backlog_win;
@@ -878,6 +948,8 @@ static void collect(struct sim *s, struct sim_result *r)
 		r->routers.sent_tokens += st.sent_tokens;
 		r->routers.answered_tokens += st.answered_tokens;
 		r->routers.pending_tokens += st.pending_tokens;
+		r->routers.aff_known += st.aff_known;
+		r->routers.aff_stayed += st.aff_stayed;
 	}
 }
 

@@ -98,6 +98,13 @@ static void make_room(struct sim *s, struct worker *w, uint32_t need, double t)
 		preempt_newest(s, w, t);
 }
 
+/* KV a prefill holds: its whole prompt, cached prefix included (attention
+ * reads it all), or on a recompute all it prefills again. */
+static uint32_t kv_need(const struct req *r)
+{
+	return r->work > r->prompt ? r->work : r->prompt;
+}
+
 /* Start the head's prefill if the worker is free and its prompt fits. */
 static int try_start_prefill(struct sim *s, uint32_t wi, double t)
 {
@@ -105,7 +112,7 @@ static int try_start_prefill(struct sim *s, uint32_t wi, double t)
 	int32_t i = w->q_head;
 	struct req *r;
 
-	if (w->cur != NONE || i == NONE || w->kv_used + s->reqs[i].work > w->kv_cap)
+	if (w->cur != NONE || i == NONE || w->kv_used + kv_need(&s->reqs[i]) > w->kv_cap)
 		return 0;
 	r = &s->reqs[i];
 	sim_list_unlink(s, &w->q_head, &w->q_tail, i);
@@ -114,8 +121,8 @@ static int try_start_prefill(struct sim *s, uint32_t wi, double t)
 	if (w->waiting == 0)
 		w->queued_tokens = 0; /* no drift from adding and removing doubles */
 	sim_req_started(s, i, t);
-	w->kv_used += r->work;
-	r->kv_held = r->work;
+	w->kv_used += kv_need(r);
+	r->kv_held = kv_need(r);
 	w->cur = i;
 	w->cur_end = t + r->work / w->rate;
 	return sim_push(s, w->cur_end, EV_PREFILL_DONE, wi, 0);

@@ -18,6 +18,7 @@ enum ev_type {
 	EV_PEER_SENT = 5,    /* --share-wire: a: worker | origin router << 16, b: tokens */
 	EV_PEER_ANSWERED = 6,
 	EV_PEER_STEP = 7, /* --share-steps: a: worker | owner router << 16 */
+	EV_TURN = 8,	  /* a conversation's next turn: a: the conversation */
 };
 
 #define ALL_WORKERS 0xffffffffu
@@ -39,7 +40,10 @@ struct req {
 	double arrival, decode_start;
 	int64_t measured_idx; /* index among measured requests, or -1 */
 	uint32_t prompt, output;
+	uint32_t uncached; /* prompt tokens the worker's prefix cache lacks (its first prefill) */
 	uint32_t work;	   /* FIFO: prefill work of the pending pass (+ generated on recompute) */
+	uint64_t key;	   /* who connects: its conversation, or its client */
+	int32_t conv;	   /* its conversation, or NONE */
 	uint32_t out_left; /* output tokens still to generate */
 	uint32_t kv_held;
 	uint32_t epoch; /* bumped by preemption and by freeing: cancels its decode event */
@@ -91,6 +95,21 @@ struct worker {
 	double area_win_start, served_win_start, served_win;
 	uint64_t preempt_win_start, preempt_win;
 	double backlog_win;
+	/* Conversations: its prefix cache, conversation key -> the tokens
+	 * of its context cached (from its start). */
+	struct sim_lru cache;
+	uint64_t cache_max; /* the most tokens it held after an insert */
+};
+
+/* A conversation between its turns and during one (session.c). */
+struct conv {
+	struct sim_rng rng; /* its own stream: the same turns whatever the policy */
+	uint64_t key;
+	uint32_t context;    /* tokens so far: the last turn's prompt and answer */
+	uint32_t turns_left; /* after the turn under way */
+	uint32_t router;     /* its first turn's */
+	double think_s;	     /* before the next turn, drawn with the turn under way */
+	int32_t next;	     /* free list */
 };
 
 /* batch.c's replay of a worker: one running or admitted request. */
@@ -128,6 +147,14 @@ struct sim {
 	uint64_t nwaits, nttfts;
 	double win_start, win_end;
 	double arrived_tokens, recompute_tokens, answered_tokens;
+	/* Conversations (session.c) and single requests' keys. */
+	struct conv *convs;
+	size_t nconvs, capconvs;
+	int32_t conv_free;
+	uint64_t conv_started;
+	struct sim_rng keys;
+	double prompt_measured, cached_measured, lost_measured;
+	uint64_t finished_open, finished_close; /* s->finished at the window's ends */
 };
 
 /* engine.c: events, lists, and what a worker model reports back. */
@@ -146,6 +173,25 @@ uint32_t sim_probe_owner(const struct sim *s, uint32_t w);
 void sim_probe_step_shared(struct sim *s, uint32_t w, double gap_s, double t);
 /* Its last output token at t: the request is complete and freed. */
 void sim_req_done(struct sim *s, int32_t i, double t);
+
+/* engine.c: a request of prompt tokens arrives at t (arrival order: the
+ * measurement window's) from router for key, of conversation conv or NONE.
+ * 0 when dispatched, 1 when refused, -1 when out of memory. */
+int sim_arrive(struct sim *s, double t, uint32_t prompt, uint32_t output, uint32_t router,
+	       uint64_t key, int32_t conv);
+
+/* session.c: conversations and the workers' prefix caches. */
+bool conversations(const struct sim *s);
+int conv_start(struct sim *s, double t);
+int conv_next_turn(struct sim *s, int32_t ci, double t);
+/* The request of a conversation is complete at t: its answer is cached
+ * where it ran, and its next turn is due after the think time. */
+int conv_turn_done(struct sim *s, const struct req *r, double t);
+void conv_free_all(struct sim *s);
+/* What worker wi would prefill of request r's prompt (all of it without a
+ * conversation); and the lookup at r's dispatch, which caches its prompt. */
+uint32_t cache_uncached(const struct sim *s, uint32_t wi, const struct req *r);
+int cache_dispatch(struct sim *s, struct req *r);
 
 /* fifo.c: one prefill at a time at a fixed rate, decode apart. */
 double fifo_head_remaining(const struct worker *w, double t);

@@ -12,7 +12,7 @@
 
 #include "sim.h"
 
-#define MAX_RUNS 16
+#define MAX_RUNS 32
 
 /* One policy to run: the steer policy twice, with its own peer count. */
 struct run_spec {
@@ -21,6 +21,9 @@ struct run_spec {
 	int estimator;	       /* -1: --estimator; else enum sim_estimator */
 	int cadence;	       /* -1: --step-cadence; else enum sim_step_cadence */
 	enum sim_admission admission;
+	double slack_s; /* affinity's slack, s (< 0: none) */
+	bool hrw;	/* affinity's first placement by rendezvous hash */
+	bool ctx;	/* affinity's slack grows by the key's context (--aff-ctx) */
 	char label[48];
 };
 
@@ -47,7 +50,13 @@ static void usage(FILE *f)
 		"                       suffix +bound (steer, steer-peers, oracle) refuses\n"
 		"                       a connection whose pick waits over --wait-bound,\n"
 		"                       +shed (steer, steer-peers, jsq) leaves out the\n"
-		"                       workers smg's overload protection calls overloaded\n"
+		"                       workers smg's overload protection calls overloaded;\n"
+		"                       a suffix @S (before +) gives steer affinity with a\n"
+		"                       slack of S seconds (or inf), @hrwS the same with a\n"
+		"                       new key's first worker by rendezvous hash, @ctxS\n"
+		"                       a slack of S plus the prefill of the key's last\n"
+		"                       connection's tokens (both: @hrwctxS);\n"
+		"                       cache-aware, chbl and oracle-cache read the key\n"
 		"  --workers N          workers, 1..32 (default 16)\n"
 		"  --load X             offered load, fraction of fleet prefill capacity (0.8)\n"
 		"  --poll S             snapshot interval, seconds (1)\n"
@@ -83,6 +92,18 @@ static void usage(FILE *f)
 		"                       seconds, then --load for --burst-off seconds (off)\n"
 		"  --burst-on S         length of a burst, seconds (20)\n"
 		"  --burst-off S        length of the time between bursts, seconds (20)\n"
+		"  --turns T            conversations of T turns on average (geometric), each\n"
+		"                       turn a new connection; 0: single requests (0)\n"
+		"  --think S            mean think time between turns, seconds (10)\n"
+		"  --turn-router-any    each turn through a random router (default: the\n"
+		"                       conversation's first)\n"
+		"  --keys N             single requests: affinity keys drawn from N clients\n"
+		"                       (0: one key per request) (0)\n"
+		"  --cache-tokens N     prefix cache per worker, tokens (524288: smg's mock\n"
+		"                       worker's KV; 0: none)\n"
+		"  --aff-keys N         keys in each router's affinity table (65536)\n"
+		"  --wire-uncached      ablation: the kernel counts only the prompt tokens\n"
+		"                       the worker prefills (its cache's misses)\n"
 		"  --step-cadence C     what fluid adds for the engine's step under way, from\n"
 		"                       the response packets (docs/simulator.md): off, max\n"
 		"                       (busy until the predicted step end), sum, periodic\n"
@@ -246,7 +267,7 @@ static int parse_admission(char *spec, struct run_spec *r)
 	if (sim_admission_parse(plus + 1, &r->admission) || r->admission == SIM_ADMIT_ALL)
 		return -1;
 	*plus = 0;
-	len = strcspn(spec, "=:");
+	len = strcspn(spec, "=:@");
 	bound_ok = base_is(spec, len, "steer") || base_is(spec, len, "steer-peers") ||
 		   base_is(spec, len, "oracle");
 	shed_ok = base_is(spec, len, "steer") || base_is(spec, len, "steer-peers") ||
@@ -256,11 +277,40 @@ static int parse_admission(char *spec, struct run_spec *r)
 	return 0;
 }
 
-/* NAME[=EST][:CAD][+ADM]: EST and CAD for steer and steer-peers only. */
+/* The affinity suffix of a policy spec, @S (S seconds or inf) with hrw
+ * and ctx before S for those variants, cut off spec; -1 when it is not one.
+ * The label keeps it. */
+static int parse_affinity(char *spec, struct run_spec *r)
+{
+	char *at = strchr(spec, '@');
+	const char *v;
+
+	r->slack_s = -1;
+	r->hrw = r->ctx = false;
+	if (!at)
+		return 0;
+	*at = 0;
+	for (v = at + 1;; v += 3) {
+		if (strncmp(v, "hrw", 3) == 0)
+			r->hrw = true;
+		else if (strncmp(v, "ctx", 3) == 0)
+			r->ctx = true;
+		else
+			break;
+	}
+	if (strcmp(v, "inf") == 0) {
+		r->slack_s = INFINITY;
+		return 0;
+	}
+	return parse_double(v, &r->slack_s) || r->slack_s < 0 ? -1 : 0;
+}
+
+/* NAME[=EST][:CAD][@AFF][+ADM]: EST, CAD and AFF for steer and steer-peers
+ * only. */
 static int add_run(struct options *o, const char *spec)
 {
 	struct run_spec r = { .estimator = -1, .cadence = -1 };
-	char base[32], buf[64], *colon;
+	char base[32], buf[64], aff[24] = "", *colon, *at;
 	const char *name = buf, *eq;
 	enum sim_estimator est;
 	enum sim_step_cadence cad;
@@ -269,6 +319,11 @@ static int add_run(struct options *o, const char *spec)
 		return -1;
 	snprintf(buf, sizeof(buf), "%s", spec);
 	if (parse_admission(buf, &r))
+		return -1;
+	at = strchr(buf, '@');
+	if (at)
+		snprintf(aff, sizeof(aff), "%s", at);
+	if (parse_affinity(buf, &r))
 		return -1;
 	colon = strchr(buf, ':');
 	if (colon) {
@@ -279,7 +334,7 @@ static int add_run(struct options *o, const char *spec)
 	}
 	eq = strchr(name, '=');
 	snprintf(base, sizeof(base), "%.*s", eq ? (int)(eq - name) : (int)strlen(name), name);
-	if ((eq || colon) && strcmp(base, "steer") != 0 && strcmp(base, "steer-peers") != 0)
+	if ((eq || colon || at) && strcmp(base, "steer") != 0 && strcmp(base, "steer-peers") != 0)
 		return -1;
 	if (eq) {
 		if (sim_estimator_parse(eq + 1, &est))
@@ -293,7 +348,7 @@ static int add_run(struct options *o, const char *spec)
 	} else if (sim_policy_parse(name, &r.policy)) {
 		return -1;
 	}
-	snprintf(r.label, sizeof(r.label), "%s%s%s", base, r.admission ? "+" : "",
+	snprintf(r.label, sizeof(r.label), "%s%s%s%s", base, aff, r.admission ? "+" : "",
 		 r.admission ? sim_admission_name(r.admission) : "");
 	o->runs[o->nruns++] = r;
 	return 0;
@@ -376,6 +431,13 @@ enum {
 	OPT_BUSY_RESYNC,
 	OPT_RUNNING_CAP,
 	OPT_KV_TOKENS,
+	OPT_TURNS,
+	OPT_THINK,
+	OPT_TURN_ROUTER_ANY,
+	OPT_KEYS,
+	OPT_CACHE_TOKENS,
+	OPT_AFF_KEYS,
+	OPT_WIRE_UNCACHED,
 };
 
 static const struct option long_opts[] = {
@@ -431,6 +493,13 @@ static const struct option long_opts[] = {
 	{ "busy-resync", no_argument, 0, OPT_BUSY_RESYNC },
 	{ "running-cap", required_argument, 0, OPT_RUNNING_CAP },
 	{ "kv-tokens", required_argument, 0, OPT_KV_TOKENS },
+	{ "turns", required_argument, 0, OPT_TURNS },
+	{ "think", required_argument, 0, OPT_THINK },
+	{ "turn-router-any", no_argument, 0, OPT_TURN_ROUTER_ANY },
+	{ "keys", required_argument, 0, OPT_KEYS },
+	{ "cache-tokens", required_argument, 0, OPT_CACHE_TOKENS },
+	{ "aff-keys", required_argument, 0, OPT_AFF_KEYS },
+	{ "wire-uncached", no_argument, 0, OPT_WIRE_UNCACHED },
 	{ 0, 0, 0, 0 },
 };
 
@@ -471,6 +540,32 @@ static int apply_overload_option(struct sim_config *c, int opt, const char *arg)
 		return parse_u32(arg, &c->kv_tokens);
 	default:
 		return -1;
+	}
+}
+
+/* Conversations, keys and the prefix cache (docs/simulator.md, "Cache
+ * affinity"); -1 when the value is invalid. */
+static int apply_affinity_option(struct sim_config *c, int opt, const char *arg)
+{
+	switch (opt) {
+	case OPT_TURNS:
+		return parse_double(arg, &c->turns);
+	case OPT_THINK:
+		return parse_double(arg, &c->think_s);
+	case OPT_TURN_ROUTER_ANY:
+		c->turn_router_any = true;
+		return 0;
+	case OPT_KEYS:
+		return parse_u32(arg, &c->keys);
+	case OPT_CACHE_TOKENS:
+		return parse_u32(arg, &c->cache_tokens);
+	case OPT_AFF_KEYS:
+		return parse_u32(arg, &c->aff_keys);
+	case OPT_WIRE_UNCACHED:
+		c->wire_uncached = true;
+		return 0;
+	default:
+		return apply_overload_option(c, opt, arg);
 	}
 }
 
@@ -586,7 +681,7 @@ static int apply_option(struct options *o, int opt, const char *arg)
 		c->share_steps = c->share_steps_backdated = true;
 		return 0;
 	default:
-		return apply_overload_option(c, opt, arg);
+		return apply_affinity_option(c, opt, arg);
 	}
 }
 
@@ -641,7 +736,7 @@ static int run_one(const struct options *o, const struct run_spec *run)
 {
 	struct sim_config c = o->c;
 	struct sim_result r;
-	char why[160], row[512];
+	char why[160], row[1024];
 
 	c.policy = run->policy;
 	c.admission = run->admission;
@@ -651,6 +746,9 @@ static int run_one(const struct options *o, const struct run_spec *run)
 		c.estimator = (enum sim_estimator)run->estimator;
 	if (run->cadence >= 0)
 		c.step_cadence = (enum sim_step_cadence)run->cadence;
+	c.slack_s = run->slack_s;
+	c.aff_hrw = run->hrw;
+	c.aff_ctx = run->ctx;
 	if (sim_run(&c, &r, why, sizeof(why))) {
 		fprintf(stderr, "steer-sim: %s\n", why);
 		return -1;

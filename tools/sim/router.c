@@ -7,64 +7,7 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "sim.h"
-
-struct sim_router {
-	enum sim_policy policy;
-	enum sim_admission admission;
-	double bound_s;	   /* SIM_ADMIT_BOUND: B */
-	uint64_t bound_ns; /* B in the kernel's units */
-	double shed_kv;	   /* SIM_ADMIT_SHED: smg's overload test */
-	uint32_t shed_waiting;
-	uint32_t n;
-	struct steer_policy knobs;
-	bool jitter;
-	enum sim_estimator est;
-	bool share;	      /* sees the other routers' wire counters: no peer scaling */
-	bool resync;	      /* --busy-resync: E set to the pending work at every answer */
-	uint32_t running_cap; /* --running-cap: live connections that fill a backend */
-	int64_t phase_tokens;
-	bool guess_mean;
-	/* --peer-fill: predicted tokens of the other routers' sends per
-	 * backend, as of fill_t; this router's own first send and base waits. */
-	bool peer_fill;
-	double others[SIM_MAX_WORKERS], fill_t, first_sent;
-	uint64_t base_ns[SIM_MAX_WORKERS];
-	struct sim_rng rng;
-	uint64_t rr_next;
-	uint32_t live[SIM_MAX_WORKERS];	      /* own requests not yet finished */
-	uint32_t conns[SIM_MAX_WORKERS];      /* own connections open (busy or idle) */
-	uint32_t since_snap[SIM_MAX_WORKERS]; /* own requests sent since w's snapshot */
-	/* smg-steer's per-backend counters, tokens (sim.h, enum sim_estimator). */
-	uint64_t credited[SIM_MAX_WORKERS];	/* credits since the poll: flat or real x peers */
-	uint64_t unsent[SIM_MAX_WORKERS];	/* flat credits of connections that sent nothing */
-	uint64_t pending[SIM_MAX_WORKERS];	/* P: sent and not answered */
-	uint64_t pending_poll[SIM_MAX_WORKERS]; /* P_poll: P when the snapshot was taken */
-	uint64_t sent_poll[SIM_MAX_WORKERS];	/* C: real tokens sent since the snapshot */
-	/* E, the fluid estimate: fluid[w] tokens at time fluid_t[w], served
-	 * since at 1e9 / npt[w] tokens/s (the published throughput). */
-	double fluid[SIM_MAX_WORKERS], fluid_t[SIM_MAX_WORKERS], fluid_poll[SIM_MAX_WORKERS];
-	uint64_t npt[SIM_MAX_WORKERS];
-	/* The step cadence, per backend, from this router's own response
-	 * packets (the kernel's per-slot last_rx_ns and step estimate). */
-	enum sim_step_cadence cadence;
-	bool step_sparse;		   /* L also from gaps that may span many steps */
-	double step_ewma;		   /* weight of a one-step gap in L (1: the last gap) */
-	bool probe;			   /* --step-probe: a streaming request always decoding */
-	double tick;			   /* the cadence's clock tick, s (0: exact) */
-	double last_rx[SIM_MAX_WORKERS];   /* last response packet, s (-1: none yet) */
-	double step_s[SIM_MAX_WORKERS];	   /* L: estimated step length, s (0: unknown) */
-	uint32_t streams[SIM_MAX_WORKERS]; /* own requests answered and not complete */
-	bool one_step[SIM_MAX_WORKERS];	   /* streams > 0 at the last packet: the
-					     * next packet ends the very next step */
-	double now;
-	/* smg-steer: the table this router's daemon published and the
-	 * kernel's per-backend counters, one slot per worker. */
-	struct steer_table *table;
-	struct steer_slot slots[SIM_MAX_WORKERS];
-	bool table_stale; /* a snapshot changed since the table was built */
-	struct sim_router_stats stats;
-};
+#include "router.h"
 
 /* Its own stream for every router: the choices of one never shift another's. */
 struct sim_router *sim_router_new(const struct sim_config *c, uint32_t index)
@@ -112,6 +55,10 @@ struct sim_router *sim_router_new(const struct sim_config *c, uint32_t index)
 		}
 		r->table_stale = true; /* built at the first pick: no snapshot yet */
 	}
+	if (router_keys_init(r, c)) {
+		sim_router_free(r);
+		return NULL;
+	}
 	return r;
 }
 
@@ -119,6 +66,7 @@ void sim_router_free(struct sim_router *r)
 {
 	if (!r)
 		return;
+	router_keys_free(r);
 	free(r->table);
 	free(r);
 }
@@ -547,7 +495,7 @@ static uint32_t pick_oracle(struct sim_router *r, const struct sim_observation *
  * its engine runs requests at once is skipped, as a drained one is: a new
  * request there would wait for a running one to finish, which no wait
  * estimate of prefill work sees. */
-static struct steer_slot *sim_slot_at(void *ctx, __u32 slot)
+struct steer_slot *sim_slot_at(void *ctx, __u32 slot)
 {
 	struct sim_router *r = ctx;
 
@@ -720,6 +668,7 @@ static void peer_fill_advance(struct sim_router *r)
 static uint32_t pick_steer(struct sim_router *r, const struct sim_observation *obs)
 {
 	struct steer_pick p;
+	uint32_t slot;
 
 	r->now = obs->now;
 	if (r->table_stale)
@@ -738,14 +687,15 @@ static uint32_t pick_steer(struct sim_router *r, const struct sim_observation *o
 	 * connection never happens. */
 	if (!p.found || (r->admission == SIM_ADMIT_BOUND && p.score > r->bound_ns))
 		return SIM_REFUSED;
+	slot = r->aff ? affinity_choose(r, obs, &p) : p.slot;
 	/* The kernel credits every new connection; the wire estimators
 	 * replace that credit by the request's real size at its first send. */
 	if (r->est == SIM_EST_FLAT)
-		r->credited[p.slot] += r->table->credit_tokens;
+		r->credited[slot] += r->table->credit_tokens;
 	else
-		r->unsent[p.slot] += r->table->credit_tokens;
-	update_slot(r, p.slot);
-	return p.slot;
+		r->unsent[slot] += r->table->credit_tokens;
+	update_slot(r, slot);
+	return slot;
 }
 
 static uint32_t pick_policy(struct sim_router *r, const struct sim_observation *obs)
@@ -763,6 +713,12 @@ static uint32_t pick_policy(struct sim_router *r, const struct sim_observation *
 		return pick_reqcount(r, obs);
 	case SIM_POL_STEER:
 		return pick_steer(r, obs);
+	case SIM_POL_CACHE_AWARE:
+		return pick_cache_aware(r, obs);
+	case SIM_POL_CHBL:
+		return pick_chbl(r, obs);
+	case SIM_POL_ORACLE_CACHE:
+		return pick_oracle_cache(r, obs);
 	case SIM_POL_ORACLE:
 	default:
 		return pick_oracle(r, obs);

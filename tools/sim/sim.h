@@ -40,6 +40,41 @@ uint32_t sim_rng_below(struct sim_rng *r, uint32_t n); /* [0, n), n >= 1 */
 double sim_rng_exp(struct sim_rng *r, double mean);
 double sim_rng_normal(struct sim_rng *r);
 
+/* ---- Bounded LRU map (lru.c) --------------------------------------------- */
+
+struct sim_lru_ent {
+	uint64_t key, value, weight;
+	int32_t prev, next; /* recency list, most recent first; next: free list too */
+	int32_t hnext;	    /* hash chain */
+};
+
+/*
+ * Key -> (value, weight), least recently put first to go: beyond
+ * max_entries entries (0: no bound), and once the weights' sum is above
+ * high (0: no bound) down to low, the last entry to go trimmed rather than
+ * removed (a prefix cache loses the end of a context first).
+ */
+struct sim_lru {
+	struct sim_lru_ent *e;
+	int32_t *bucket;
+	uint32_t nbucket, alloc, used; /* buckets; entries allocated, ever used */
+	uint32_t n;		       /* entries in the map */
+	int32_t head, tail, free;
+	uint32_t max_entries;
+	uint64_t high, low, weight;
+	uint64_t evicted, trimmed; /* entries removed and trimmed by the bounds */
+};
+
+void sim_lru_init(struct sim_lru *l, uint32_t max_entries, uint64_t high, uint64_t low);
+void sim_lru_free(struct sim_lru *l);
+/* The entry of key, without making it more recent. */
+bool sim_lru_peek(const struct sim_lru *l, uint64_t key, uint64_t *value, uint64_t *weight);
+/* Insert or replace key's entry as the most recent, then apply the bounds
+ * (never to this entry). 0, or -1 when out of memory. */
+int sim_lru_put(struct sim_lru *l, uint64_t key, uint64_t value, uint64_t weight);
+/* A well-mixed hash of a pair: rendezvous weights and ring points. */
+uint64_t sim_hash2(uint64_t a, uint64_t b);
+
 /* ---- Workload ------------------------------------------------------------ */
 
 enum sim_dist {
@@ -52,6 +87,11 @@ enum sim_dist {
 #define SIM_PROMPT_CAP 24576u /* longest prompt, tokens (lognormal cap) */
 #define SIM_KV_TOKENS 49152u  /* the FIFO engine's KV per worker (workload.c) */
 #define SIM_OUTPUT_CAP 4096u  /* longest output, tokens */
+/* smg's mock worker's KV (crates/mock_worker/src/engine.rs, EngineParams),
+ * which holds its prefix cache: LRU eviction from 92 % down to 85 %. */
+#define SIM_CACHE_TOKENS 524288u
+#define SIM_AFF_KEYS 65536u /* a router's affinity table, keys */
+#define SIM_TURNS_MAX 64u   /* turns of one conversation, at most */
 
 const char *sim_dist_name(enum sim_dist d);
 int sim_dist_parse(const char *s, enum sim_dist *out);
@@ -71,6 +111,10 @@ enum sim_policy {
 	SIM_POL_REQCOUNT = 4, /* smg before PR #1647: own in-flight requests + KV barrier */
 	SIM_POL_STEER = 5,    /* smg-steer: policy.c scores + steer_select water-fill */
 	SIM_POL_ORACLE = 6,   /* true remaining queued work / true rate, at the arrival instant */
+	/* Cache affinity (docs/simulator.md, "Cache affinity"). */
+	SIM_POL_CACHE_AWARE = 7,  /* smg's cache_aware-like: the key's last worker, spill on load */
+	SIM_POL_CHBL = 8,	  /* consistent hashing with bounded loads */
+	SIM_POL_ORACLE_CACHE = 9, /* least true wait + prefill of the uncached prompt there */
 	SIM_POL_COUNT
 };
 
@@ -283,6 +327,37 @@ struct sim_config {
 	uint32_t keepalive; /* requests per connection before the client closes it, >= 1 */
 	enum sim_response response;
 
+	/* Conversations and cache affinity (docs/simulator.md, "Cache
+	 * affinity"). turns 0: single requests, as ever. Otherwise
+	 * conversations arrive (Poisson), each of geometric turns of mean
+	 * turns: a turn's prompt is the context so far (the earlier prompts
+	 * and answers) plus new user tokens drawn from dist; the next turn
+	 * comes think_s (exponential mean) after the last token of the
+	 * answer. One conversation is one key; keepalive must be 1. */
+	double turns;
+	double think_s;
+	bool turn_router_any; /* each turn through a random router, not the conversation's */
+	uint32_t keys;	      /* single requests: keys drawn from this many (0: one each) */
+	/* Every worker's prefix cache, tokens (0: none); LRU eviction above
+	 * cache_high x cache_tokens down to cache_low x cache_tokens. */
+	uint32_t cache_tokens;
+	double cache_high, cache_low;
+	/* smg-steer's affinity: a key's next connection goes to the worker of
+	 * its last while that one is admitted and its expected wait is at
+	 * most the best plus slack_s (< 0: no affinity; INFINITY allowed).
+	 * aff_hrw: a key not in the table starts at its rendezvous-hash worker
+	 * under the same rule. aff_keys: the table's bound, keys. */
+	double slack_s;
+	bool aff_hrw;
+	uint32_t aff_keys;
+	/* Variant: the slack grows by the prefill a leave forfeits, the key's
+	 * last connection's tokens (sent and answered, as the kernel counts
+	 * them) at the best worker's published rate. */
+	bool aff_ctx;
+	/* Ablation: the kernel counts only the tokens the worker prefills,
+	 * not the whole prompt it sends. */
+	bool wire_uncached;
+
 	/* Model, fixed from first principles (docs/simulator.md). */
 	double base_rate;   /* prefill tokens/s of a 1x worker */
 	double speed_min;   /* slowest worker, x base */
@@ -297,15 +372,20 @@ struct sim_config {
 void sim_config_defaults(struct sim_config *c);
 /* 0 when valid; otherwise -1 and a reason in why. */
 int sim_config_check(const struct sim_config *c, char *why, size_t whylen);
-/* Arrival rate, requests/s, that offers c->load of the fleet's prefill
- * capacity (batching engine: of its sustainable capacity, measured). */
+/* Arrival rate, requests/s (conversations/s with turns), that offers c->load
+ * of the fleet's prefill capacity in prompt tokens sent (batching engine: of
+ * its sustainable capacity, measured). */
 double sim_arrival_rate(const struct sim_config *c);
 /* Batching engine: prompt tokens/s one 1x worker serves when it always has
  * work waiting (the configured capacity_tps, or measured by running one
- * overloaded worker on the same workload; deterministic). */
+ * overloaded worker on the same workload, conversations without their
+ * cache; deterministic). */
 double sim_batch_capacity(const struct sim_config *c);
 /* Speed factor of worker i (a fixed permutation of an even spread, from the seed). */
 void sim_worker_speeds(const struct sim_config *c, double *speeds);
+/* Mean prompt tokens of one conversation, summed over its turns (drawn from
+ * a fixed sample of conversations: the same for every seed). */
+double sim_conversation_mean_tokens(const struct sim_config *c);
 
 /* ---- Routers ------------------------------------------------------------- */
 
@@ -335,7 +415,19 @@ struct sim_observation {
 	 * above limit when it is above limit. NULL: true_wait_s. */
 	double (*exact_wait)(void *ctx, uint32_t w, double limit);
 	void *exact_ctx;
+	/* Who connects: the key (a conversation, or a client's cgroup). The
+	 * L7 policy (cache-aware) sees the prompt too, and how much of it
+	 * repeats the key's earlier prompts and answers (a conversation's
+	 * context; 0 for single requests); the cache oracle sees what each
+	 * worker would prefill of it ([workers], or NULL). */
+	uint64_t key;
+	uint32_t prompt, prefix;
+	const uint32_t *uncached;
 };
+
+/* smg-steer's affinity rule: a key stays at its worker, whose expected
+ * wait is wait_ns, while it is at most best_ns + slack_ns (saturating). */
+bool sim_affinity_stays(uint64_t wait_ns, uint64_t best_ns, uint64_t slack_ns);
 
 struct sim_router_stats {
 	uint64_t picks;
@@ -347,6 +439,9 @@ struct sim_router_stats {
 	uint64_t sent_tokens;	  /* sent, keep-alive reuses included */
 	uint64_t answered_tokens; /* answered (first response byte) */
 	uint64_t pending_tokens;  /* pending now, summed over backends */
+	/* Affinity: picks of a key in the table (or with a rendezvous
+	 * worker), and of those the picks that went there. */
+	uint64_t aff_known, aff_stayed;
 };
 
 struct sim_router;
@@ -357,7 +452,9 @@ struct sim_router;
 #define SIM_STREAM_POLL 2
 #define SIM_STREAM_WORKLOAD 3
 #define SIM_STREAM_SHARE 4
-#define SIM_STREAM_ROUTER 16 /* + router index */
+#define SIM_STREAM_KEYS 5	     /* single requests' keys (--keys) */
+#define SIM_STREAM_CONV (1ull << 32) /* + conversation index: its turns */
+#define SIM_STREAM_ROUTER 16	     /* + router index */
 
 /* Router number index of c->routers: policy from c->policy, knobs from c->knobs,
  * randomness from stream SIM_STREAM_ROUTER + index of c->seed. */
@@ -385,6 +482,8 @@ void sim_router_rx(struct sim_router *r, uint32_t w, double t);
  * it as a step that ended at at and lasts gap_s. */
 void sim_router_rx_step(struct sim_router *r, uint32_t w, double at, double now, double gap_s);
 void sim_router_closed(struct sim_router *r, uint32_t w);
+/* The connection of key completed its request, tokens sent and answered. */
+void sim_router_key_done(struct sim_router *r, uint64_t key, uint32_t tokens);
 /* Another router sent, or had answered, a request on w (--share-wire). */
 void sim_router_peer_sent(struct sim_router *r, uint32_t w, uint32_t tokens, double t);
 void sim_router_peer_answered(struct sim_router *r, uint32_t w, uint32_t tokens, double t);
@@ -420,6 +519,7 @@ struct sim_worker_result {
 	uint32_t max_running;	  /* batching: most requests running at once */
 	uint32_t max_kv_used;	  /* batching: most KV tokens held at an admission */
 	double last_step_end;	  /* batching: end of its last step, s (-1: none) */
+	uint64_t cache_max;	  /* conversations: most tokens its prefix cache held */
 };
 
 struct sim_result {
@@ -429,9 +529,12 @@ struct sim_result {
 	double refused_tokens;			    /* prompt tokens of every refused arrival */
 	double over_bound;			    /* fraction of the waits above wait_bound_s */
 	double mean_s, p50_s, p99_s, p999_s, max_s; /* queueing wait (admitted requests) */
-	double ttft_mean_s, ttft_p99_s;		    /* time to first token */
-	uint64_t preemptions;			    /* in the window, all workers */
-	double cov_backlog;			    /* CoV across workers of backlog_s */
+	double ttft_mean_s, ttft_p50_s, ttft_p99_s; /* time to first token */
+	double tput_rps;			    /* requests finished per second, window */
+	double prompt_tokens, cached_tokens;	    /* of the measured requests */
+	double lost_tokens;	 /* of those, cached at some worker but prefilled where they went */
+	uint64_t preemptions;	 /* in the window, all workers */
+	double cov_backlog;	 /* CoV across workers of backlog_s */
 	double window_s;	 /* from the first measured arrival to the last arrival */
 	double end_s;		 /* simulated time at the end */
 	double arrived_tokens;	 /* prompt tokens of every arrival */

@@ -45,7 +45,8 @@ const char *sim_csv_header(void)
 	       "seed,requests,mean_s,p50_s,p99_s,p999_s,max_s,preemptions,cov_backlog,window_s,"
 	       "steer_scanned_per_pick,engine,response,keepalive,estimator,ttft_mean_s,ttft_p99_s,"
 	       "admission,wait_bound_s,shed_kv,shed_waiting,burst_load,burst_on_s,burst_off_s,"
-	       "refused,refused_frac,over_bound_frac";
+	       "refused,refused_frac,over_bound_frac,ttft_p50_s,tput_rps,cached_frac,turns,think_s,"
+	       "keys,cache_tokens,slack_s,aff_first,aff_known_frac,aff_stay_frac,lost_frac";
 }
 
 /* The ablations and proposed fixes in effect, "base" for none. */
@@ -79,6 +80,18 @@ static void variant_name(const struct sim_config *c, char *buf, size_t len)
 		snprintf(buf + n, len - n, "+kv%u", c->kv_tokens);
 		n = strlen(buf);
 	}
+	if (c->turns > 0 && c->cache_tokens != SIM_CACHE_TOKENS) {
+		snprintf(buf + n, len - n, "+cache%u", c->cache_tokens);
+		n = strlen(buf);
+	}
+	if (c->wire_uncached) {
+		snprintf(buf + n, len - n, "+wireuncached");
+		n = strlen(buf);
+	}
+	if (c->turns > 0 && c->turn_router_any) {
+		snprintf(buf + n, len - n, "+anyrouter");
+		n = strlen(buf);
+	}
 	if (c->running_cap) {
 		snprintf(buf + n, len - n, "+cap%u", c->running_cap);
 		n = strlen(buf);
@@ -108,6 +121,31 @@ static void variant_name(const struct sim_config *c, char *buf, size_t len)
 	memmove(buf, buf + 1, strlen(buf)); /* drop the leading '+' */
 }
 
+/* Conversations and affinity: the TTFT median, the throughput, the share
+ * of the prompts' tokens cached, the workload and the affinity's rule, and
+ * how often a key had a worker and stayed there. */
+static int affinity_columns(char *buf, size_t len, const struct sim_config *c,
+			    const struct sim_result *r)
+{
+	uint64_t picks = r->routers.picks, known = r->routers.aff_known;
+	char slack[24] = "-";
+
+	if (c->slack_s >= 0)
+		snprintf(slack, sizeof(slack), isinf(c->slack_s) ? "inf" : "%g", c->slack_s);
+	double prompt = r->prompt_tokens > 0 ? r->prompt_tokens : 1;
+
+	return snprintf(buf, len, "%.6f,%.3f,%.6f,%g,%g,%u,%u,%s,%s%s,%.6f,%.6f,%.6f",
+			r->ttft_p50_s, r->tput_rps, r->cached_tokens / prompt, c->turns, c->think_s,
+			c->keys, c->cache_tokens, slack,
+			c->slack_s < 0 ? "-"
+			: c->aff_hrw   ? "hrw"
+				       : "lw",
+			c->slack_s >= 0 && c->aff_ctx ? "+ctx" : "",
+			picks ? (double)known / (double)picks : 0,
+			known ? (double)r->routers.aff_stayed / (double)known : 0,
+			r->lost_tokens / prompt);
+}
+
 int sim_csv_row(char *buf, size_t len, const char *scenario, const char *label,
 		const struct sim_config *c, const struct sim_result *r)
 {
@@ -116,7 +154,7 @@ int sim_csv_row(char *buf, size_t len, const char *scenario, const char *label,
 						  : 0;
 	double offered = (double)(r->measured + r->refused);
 	char variant[128];
-	int n;
+	int n, m;
 
 	variant_name(c, variant, sizeof(variant));
 	n = snprintf(buf, len,
@@ -135,9 +173,11 @@ int sim_csv_row(char *buf, size_t len, const char *scenario, const char *label,
 		return n;
 	/* Admission and bursts: what was refused, and how far the admitted
 	 * waits went past the bound. */
-	return n + snprintf(buf + n, len - (size_t)n, "%s,%g,%g,%u,%g,%g,%g,%llu,%.6f,%.6f",
-			    sim_admission_name(c->admission), c->wait_bound_s, c->shed_kv,
-			    c->shed_waiting, c->burst_load, c->burst_on_s, c->burst_off_s,
-			    (unsigned long long)r->refused,
-			    offered > 0 ? (double)r->refused / offered : 0, r->over_bound);
+	m = snprintf(buf + n, len - (size_t)n, "%s,%g,%g,%u,%g,%g,%g,%llu,%.6f,%.6f,",
+		     sim_admission_name(c->admission), c->wait_bound_s, c->shed_kv, c->shed_waiting,
+		     c->burst_load, c->burst_on_s, c->burst_off_s, (unsigned long long)r->refused,
+		     offered > 0 ? (double)r->refused / offered : 0, r->over_bound);
+	if (m < 0 || (size_t)(n + m) >= len)
+		return m < 0 ? m : n + m;
+	return n + m + affinity_columns(buf + n + m, len - (size_t)(n + m), c, r);
 }

@@ -172,7 +172,8 @@ double sim_dist_mean(enum sim_dist d)
 /* ---- Configuration -------------------------------------------------------- */
 
 static const char *const policy_names[SIM_POL_COUNT] = {
-	"rr", "random", "jsq", "p2c", "reqcount", "steer", "oracle",
+	"rr",	 "random", "jsq",	  "p2c",  "reqcount",
+	"steer", "oracle", "cache-aware", "chbl", "oracle-cache",
 };
 
 const char *sim_policy_name(enum sim_policy p)
@@ -315,6 +316,14 @@ void sim_config_defaults(struct sim_config *c)
 		.shed_waiting = 8,
 		.burst_on_s = 20,
 		.burst_off_s = 20,
+		/* Conversations: off (single requests). A person reads the
+		 * answer as it streams, then takes 10 s to write the next. */
+		.think_s = 10,
+		.cache_tokens = SIM_CACHE_TOKENS,
+		.cache_high = 0.92,
+		.cache_low = 0.85,
+		.slack_s = -1,
+		.aff_keys = SIM_AFF_KEYS,
 		/* A 1x worker prefills at smg's default throughput, so the
 		 * policy's fallback is right for the average worker. */
 		.base_rate = STEER_DEFAULT_THROUGHPUT,
@@ -369,6 +378,32 @@ static int admission_check(const struct sim_config *c, char *why, size_t whylen)
 	return 0;
 }
 
+/* Conversations need one request per connection (every turn connects
+ * anew); affinity is smg-steer's, and not combined with the wait bound. */
+static int affinity_check(const struct sim_config *c, char *why, size_t whylen)
+{
+	if (!(c->turns == 0 || (c->turns >= 1 && c->turns <= SIM_TURNS_MAX)))
+		return fail(why, whylen, "turns must be 0 (single requests) or in [1, 64]");
+	if (!(c->think_s >= 0 && c->think_s <= 3600))
+		return fail(why, whylen, "think time must be in [0, 3600] seconds");
+	if (c->turns > 0 && c->keepalive != 1)
+		return fail(why, whylen, "conversations need --keepalive 1");
+	if (c->keys > 1000000000)
+		return fail(why, whylen, "keys must be 0..1e9");
+	if (!(c->cache_high > 0 && c->cache_high <= 1 && c->cache_low > 0 &&
+	      c->cache_low <= c->cache_high))
+		return fail(why, whylen, "cache marks must be 0 < low <= high <= 1");
+	if (c->aff_keys < 1)
+		return fail(why, whylen, "the affinity table needs at least one key");
+	if (isnan(c->slack_s))
+		return fail(why, whylen, "slack must be a number of seconds or inf");
+	if (c->slack_s >= 0 && c->policy != SIM_POL_STEER)
+		return fail(why, whylen, "affinity needs steer");
+	if (c->slack_s >= 0 && c->admission == SIM_ADMIT_BOUND)
+		return fail(why, whylen, "affinity is not combined with a wait bound");
+	return 0;
+}
+
 static int burst_check(const struct sim_config *c, char *why, size_t whylen)
 {
 	if (!(c->burst_load >= 0 && c->burst_load <= 2))
@@ -419,7 +454,8 @@ int sim_config_check(const struct sim_config *c, char *why, size_t whylen)
 		return fail(why, whylen, "share delay samples need --share-wire");
 	if (c->share_steps && !(c->share_wire && c->step_probe_one))
 		return fail(why, whylen, "--share-steps needs --share-wire and --step-probe-one");
-	if (admission_check(c, why, whylen) || burst_check(c, why, whylen))
+	if (admission_check(c, why, whylen) || burst_check(c, why, whylen) ||
+	    affinity_check(c, why, whylen))
 		return -1;
 	if (c->keepalive < 1 || c->keepalive > 1000000)
 		return fail(why, whylen, "keepalive must be 1..1000000 requests per connection");
@@ -451,6 +487,9 @@ double sim_arrival_rate(const struct sim_config *c)
 	for (i = 0; i < c->workers; i++)
 		capacity += speeds[i];
 	capacity *= c->engine == SIM_ENGINE_BATCH ? sim_batch_capacity(c) : c->base_rate;
+	/* Conversations: their rate, each offering all its turns' prompts. */
+	if (c->turns > 0)
+		return c->load * capacity / sim_conversation_mean_tokens(c);
 	return c->load * capacity / sim_dist_mean(c->dist);
 }
 
