@@ -24,7 +24,7 @@ struct run_spec {
 	double slack_s; /* affinity's slack, s (< 0: none) */
 	bool hrw;	/* affinity's first placement by rendezvous hash */
 	bool ctx;	/* affinity's slack grows by the key's context (--aff-ctx) */
-	char label[48];
+	char label[64];
 };
 
 struct options {
