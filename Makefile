@@ -195,7 +195,7 @@ PROGRAMS := $(O)/smg-steerd $(O)/smg-steerctl
 # the objects the test uses.
 
 TEST_CFLAGS := -Itests/lib -Itools/sim
-UNIT_TESTS := $(patsubst tests/unit/%.c,$(O)/tests/unit/%,$(filter-out tests/unit/test_sim.c,$(wildcard tests/unit/test_*.c)))
+UNIT_TESTS := $(patsubst tests/unit/%.c,$(O)/tests/unit/%,$(filter-out tests/unit/test_sim%.c,$(wildcard tests/unit/test_*.c)))
 INTEGRATION_TESTS := $(patsubst tests/integration/%.c,$(O)/tests/integration/%,$(wildcard tests/integration/test_*.c))
 # The unit tests of the pure modules: no BPF object, no skeleton.
 UNIT_MODS := config loads policy common
@@ -212,11 +212,12 @@ $(O)/tests/unit/%: tests/unit/%.c $(wildcard tests/lib/*.h) $(call libs_of,$(UNI
 # The simulator's test links the simulator (all but its main) and the policy.
 SIM_SRCS := $(wildcard tools/sim/*.c)
 SIM_LIB_SRCS := $(filter-out tools/sim/main.c,$(SIM_SRCS))
-$(O)/tests/unit/test_sim: tests/unit/test_sim.c tests/lib/tap.h $(SIM_LIB_SRCS) $(wildcard tools/sim/*.h) $(call libs_of,policy) $(USER_HDRS)
+SIM_TESTS := $(patsubst tests/unit/%.c,$(O)/tests/unit/%,$(wildcard tests/unit/test_sim*.c))
+$(SIM_TESTS): $(O)/tests/unit/%: tests/unit/%.c tests/lib/tap.h tests/lib/sim_testlib.h $(SIM_LIB_SRCS) $(wildcard tools/sim/*.h) $(call libs_of,policy) $(USER_HDRS)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS_ALL) $(TEST_CFLAGS) $< $(SIM_LIB_SRCS) $(call libs_of,policy) -o $@ $(LDFLAGS_SAN) -lm
 
-UNIT_TESTS += $(O)/tests/unit/test_sim
+UNIT_TESTS += $(SIM_TESTS)
 
 # The options' test compares the man page with what tools/man writes.
 MAN_LIB_SRCS := $(filter-out tools/man/gen_options.c,$(wildcard tools/man/*.c))

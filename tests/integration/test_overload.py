@@ -194,32 +194,6 @@ try:
         wait_spread("both again", lambda s: s.get("wA", 0) > 0 and s.get("wB", 0) > 0, n=40)
         wB.set_state(idle())
 
-    with t.case("--worker-overload-wait fills both workers to the bound, no further"):
-        # Polls 30 s apart: the held connections keep their credit through the
-        # burst. Each worker takes the connects that see a wait within 0.55 s:
-        # 0, 0.1, ..., 0.5 s, six each; the rest are refused.
-        reload(interval="30s", worker_overload_wait="550ms")
-        L.wait_for(lambda: all(
-            d.metric("smg_steer_backend_inflight_tokens", vip=VIP, backend=w.traffic) == 0
-            for w in (wA, wB)), 40, "no credit left from before")
-        held, outcomes = [], {}
-        for _ in range(20):
-            fam, sa = L.parse_addr(VIP)
-            s = socket.socket(fam, socket.SOCK_STREAM)
-            s.settimeout(3)
-            try:
-                s.connect(sa)
-                name = s.recv(64).decode().strip()
-                held.append(s)
-            except OSError as e:
-                name = "ECONNREFUSED" if e.errno == 111 else str(e)
-                s.close()
-            outcomes[name] = outcomes.get(name, 0) + 1
-        for s in held:
-            s.close()
-        t.check(outcomes == {"wA": 6, "wB": 6, "ECONNREFUSED": 8}, f"{outcomes}")
-        t.check(status_json()["wait_refused"] == 8, f"{status_json()}")
-
     def hold(n):
         """n connects through the VIP, held open: (sockets by worker, outcomes)."""
         held, outcomes = {}, {}
@@ -236,6 +210,21 @@ try:
                 s.close()
             outcomes[name] = outcomes.get(name, 0) + 1
         return held, outcomes
+
+    with t.case("--worker-overload-wait fills both workers to the bound, no further"):
+        # Polls 30 s apart: the held connections keep their credit through the
+        # burst. Each worker takes the connects that see a wait within 0.55 s:
+        # 0, 0.1, ..., 0.5 s, six each; the rest are refused.
+        reload(interval="30s", worker_overload_wait="550ms")
+        L.wait_for(lambda: all(
+            d.metric("smg_steer_backend_inflight_tokens", vip=VIP, backend=w.traffic) == 0
+            for w in (wA, wB)), 40, "no credit left from before")
+        held, outcomes = hold(20)
+        for socks in held.values():
+            for s in socks:
+                s.close()
+        t.check(outcomes == {"wA": 6, "wB": 6, "ECONNREFUSED": 8}, f"{outcomes}")
+        t.check(status_json()["wait_refused"] == 8, f"{status_json()}")
 
     with t.case("--worker-overload-connections: 3 live each, then refused; a close admits"):
         reload(interval="30s", worker_overload_connections=3)
