@@ -74,15 +74,135 @@ static __always_inline bool overload_admits(const struct steer_table *t, const s
 	return false;
 }
 
+/* ---- cache affinity ------------------------------------------------------------
+ *
+ * What a connect's client may do, judged before the service's lock from what
+ * the pick cannot change (affinity_probe), and settled after the pick without
+ * a branch (affinity_stays). The probe and the record of where the client
+ * went (affinity_remember) are global functions: the verifier checks each
+ * once, on its own, and the connect sees only what they return and write.
+ * Their many ways never multiply the ways through the pick, which is what a
+ * connect's verification is made of.
+ */
+
+/* The probe's answer, in the connect's stack. */
+struct aff_probe {
+	__u32 state;   /* STEER_AFF_HAS_KEY, STEER_AFF_KNOWN */
+	__u32 verdict; /* enum steer_aff_verdict with the least wait aside: STAY for a candidate */
+	__u32 pos;     /* the client's backend's table position */
+	__u32 pad;
+	__u64 wait_ns; /* ns: its expected wait at the probe */
+};
+
+/* The table position of slot in t, as the publish wrote it (table_pos);
+ * STEER_NO_PICK: not in t. */
+static __always_inline __u32 affinity_find(const struct steer_table *t, const struct steer_wire *w,
+					   __u32 slot)
+{
+	__u32 tp = w->table_pos, pos = tp & (STEER_MAX_BACKENDS - 1);
+
+	if ((tp >> 16) == (t->generation & 0xffff) && pos < t->n && t->e[pos].slot == slot)
+		return pos;
+	return STEER_NO_PICK;
+}
+
+/*
+ * Before the lock: the client ak's remembered backend (ak->kind 0: no key),
+ * judged at clock by steer_affinity_judge with the least wait yet unknown:
+ * gone, overloaded, or a candidate with its position and wait. Read without
+ * the lock, a moment before the pick: what it misses is a connect of another
+ * CPU in between. Always 0.
+ */
+__noinline int affinity_probe(const struct steer_table *t, const struct steer_aff_key *ak,
+			      __u64 clock, struct aff_probe *out)
+{
+	struct steer_slot_array *all = slots_all();
+	struct steer_wire_array *wall = wire_all();
+	const struct steer_entry *e = 0;
+	struct steer_aff *av;
+	struct steer_slot *s;
+	struct steer_wire *w;
+	__u32 pos;
+
+	if (!t || !ak || !out || !all || !wall || !ak->kind)
+		return 0;
+	out->state = STEER_AFF_HAS_KEY;
+	av = bpf_map_lookup_elem(&steer_affin, ak);
+	if (!av || clock - av->last_ns > t->affinity_idle_ns)
+		return 0; /* new, or idle too long: forgotten */
+	out->state |= STEER_AFF_KNOWN;
+	s = slot_in(all, av->slot);
+	w = wire_in(wall, av->slot);
+	pos = affinity_find(t, w, av->slot);
+	if (pos < STEER_MAX_BACKENDS && s->gen == av->slot_gen)
+		e = &t->e[pos];
+	out->verdict = steer_affinity_judge(t, e, s, w, STEER_U64_MAX, clock, &out->wait_ns);
+	out->pos = pos;
+	return 0;
+}
+
+/*
+ * Under the lock, after the pick at pos with its wait in tr->pick_wait_ns:
+ * the position the connect goes to, its verdict counted. Without a branch
+ * on a wait: a candidate stays when its wait is within the pick's plus the
+ * slack (to a nanosecond).
+ */
+static __always_inline __u32 affinity_stays(const struct steer_table *t,
+					    struct steer_svc_stats *st, struct steer_svc_tree *tr,
+					    const struct aff_probe *ap, __u32 pos)
+{
+	__u64 known = (ap->state / STEER_AFF_KNOWN) & 1, has = ap->state & STEER_AFF_HAS_KEY;
+	__u64 v = ap->verdict & 7;
+	__u64 cand = ((v ^ STEER_AFF_STAY) - 1) >> 63; /* v == STAY: 1 */
+	__u64 pick = *(volatile __u64 *)&tr->pick_wait_ns, slack = t->affinity_slack_ns;
+	__u64 sum = pick + slack;
+	/* saturated without a branch: the carry out of bit 63 */
+	__u64 best = sum | (0 - (((pick & slack) | ((pick | slack) & ~sum)) >> 63));
+	__u64 over = steer_over_wait_bound(ap->wait_ns, best | 1);
+	__u64 stay = known & cand & (over ^ 1);
+
+	/* NEW unless known; a candidate over the slack leaves for the slack */
+	v = (v + (cand & over)) & (0 - known);
+	st->affinity[STEER_AFF_NEW] += has & (((v ^ STEER_AFF_NEW) - 1) >> 63);
+	st->affinity[STEER_AFF_STAY] += has & (((v ^ STEER_AFF_STAY) - 1) >> 63);
+	st->affinity[STEER_AFF_LEFT_SLACK] += has & (((v ^ STEER_AFF_LEFT_SLACK) - 1) >> 63);
+	st->affinity[STEER_AFF_LEFT_GONE] += has & (((v ^ STEER_AFF_LEFT_GONE) - 1) >> 63);
+	st->affinity[STEER_AFF_LEFT_OVERLOAD] += has & (((v ^ STEER_AFF_LEFT_OVERLOAD) - 1) >> 63);
+	return pos ^ ((pos ^ ap->pos) & (__u32)(0 - stay));
+}
+
+/* After the lock: remember where the client ak's connect went, in place, or
+ * as a new entry, the least recently used of the node making room. Always 0. */
+__noinline int affinity_remember(const struct steer_aff_key *ak, __u32 slot, __u32 slot_gen,
+				 __u64 clock)
+{
+	struct steer_aff a = { .slot = slot, .slot_gen = slot_gen, .last_ns = clock };
+	struct steer_aff *av;
+
+	if (!ak || !ak->kind)
+		return 0;
+	av = bpf_map_lookup_elem(&steer_affin, ak);
+	if (!av) {
+		bpf_map_update_elem(&steer_affin, ak, &a, BPF_ANY);
+		return 0;
+	}
+	av->slot = slot;
+	av->slot_gen = slot_gen;
+	av->last_ns = clock;
+	return 0;
+}
+
 /*
  * Choose a backend for a connect to the service of table t and account for
  * it: everything a connect writes is written here, under the service's lock,
  * so that the lock is the one atomic a steered connect pays on a shared line.
  * tracked: the socket has a record, so its release will be seen and it may
- * count as live.
+ * count as live. ak: the client, with cache affinity on (kind 0: off, or a
+ * connect without a key).
+ *
  */
 static __always_inline enum choice choose(struct steer_table *t, struct steer_dest *dest,
-					  bool tracked)
+					  bool tracked, const struct steer_aff_key *ak)
 {
 	__u32 svc_id = t->svc_id & (STEER_SVC_IDS - 1), pos;
 	/* The coarse read of CLOCK_MONOTONIC (one tick of resolution) costs a
@@ -97,9 +217,12 @@ static __always_inline enum choice choose(struct steer_table *t, struct steer_de
 	const struct steer_entry *e;
 	struct steer_slot *s;
 	struct steer_wire *w;
+	struct aff_probe ap = {};
 
 	if (!all || !wall || !st || !tr)
 		return CHOICE_REFUSED;
+	if (!stale)
+		affinity_probe(t, ak, clock, &ap);
 	bpf_spin_lock(&tr->lock);
 	now = key_clock(st, clock);
 	pos = stale ? pick_round_robin(t, all, st) : pick_least_wait(t, all, wall, st, tr, now);
@@ -116,6 +239,10 @@ static __always_inline enum choice choose(struct steer_table *t, struct steer_de
 		bpf_spin_unlock(&tr->lock);
 		return CHOICE_REFUSED;
 	}
+	pos = affinity_stays(t, st, tr, &ap, pos) & (STEER_MAX_BACKENDS - 1);
+	e = &t->e[pos];
+	s = slot_in(all, e->slot);
+	w = wire_in(wall, e->slot);
 	dest->credited = !stale;
 	dest->status = t->flags & STEER_TBL_OVERLOAD;
 	dest->drain_seq = (__u32)w->drain_seq;
@@ -144,6 +271,8 @@ static __always_inline enum choice choose(struct steer_table *t, struct steer_de
 	dest->port = e->port;
 	dest->slot = e->slot;
 	dest->svc_id = (__u16)svc_id;
+	if (!stale)
+		affinity_remember(ak, dest->slot, dest->slot_gen, clock);
 	return CHOICE_STEERED;
 }
 

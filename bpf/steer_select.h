@@ -383,6 +383,34 @@ static __always_inline __u64 steer_entry_wait(const struct steer_table *t,
 }
 
 /*
+ * Cache affinity (steer_table.affinity): may a client's connect stay on the
+ * backend of its last connect? e is that backend's entry in table t (NULL:
+ * it is no longer in the table, or its slot has changed owner), s its slot, w
+ * its accounting (or NULL); pick_wait is the least expected wait at now (the
+ * pick's, overload included). It stays while it is admitted (not drained,
+ * ejected or overloaded, its wait within --worker-overload-wait) and its
+ * expected wait, in-flight work included, is at most pick_wait plus the
+ * slack. *wait is its expected wait at now (0 when gone). Returns an enum
+ * steer_aff_verdict: STEER_AFF_STAY or the reason it leaves.
+ */
+static __always_inline __u32 steer_affinity_judge(const struct steer_table *t,
+						  const struct steer_entry *e,
+						  const struct steer_slot *s,
+						  const struct steer_wire *w, __u64 pick_wait,
+						  __u64 now, __u64 *wait)
+{
+	*wait = 0;
+	if (!e || !s || !steer_slot_eligible(s))
+		return STEER_AFF_LEFT_GONE;
+	*wait = steer_entry_wait(t, e, s, w, now);
+	if (steer_overload_ns(s, w) || steer_over_wait_bound(*wait, t->wait_bound_ns))
+		return STEER_AFF_LEFT_OVERLOAD;
+	if (*wait > steer_sat_add(pick_wait, t->affinity_slack_ns))
+		return STEER_AFF_LEFT_SLACK;
+	return STEER_AFF_STAY;
+}
+
+/*
  * The exact reference of the kernel's pick at time now: argmin of steer_key
  * over the eligible entries, ties to the earlier position. Every key is at
  * least base_wait_ns + now, so once that reaches the best

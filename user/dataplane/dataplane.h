@@ -93,6 +93,9 @@ struct steer_dp_service {
 	uint32_t peers;		  /* routers sharing the backends (busy-until drain factor);
 				   * 0: 1; at most 65535 */
 	uint64_t wait_bound_ns;	  /* --worker-overload-wait (with STEER_TBL_OVERLOAD); 0: none */
+	uint32_t affinity;	  /* enum steer_affinity (--affinity); 0: off */
+	uint64_t affinity_slack_ns; /* ns, --affinity-slack */
+	uint64_t affinity_idle_ns;  /* ns, --affinity-timeout */
 };
 
 /*
