@@ -147,9 +147,9 @@ __noinline int affinity_probe(const struct steer_table *t, const struct steer_af
  * on a wait: a candidate stays when its wait is within the pick's plus the
  * slack (to a nanosecond).
  */
-static __always_inline __u32 affinity_stays(const struct steer_table *t,
-					    struct steer_svc_stats *st, struct steer_svc_tree *tr,
-					    const struct aff_probe *ap, __u32 pos)
+static __always_inline __u32 affinity_stays(const struct steer_table *t, struct steer_svc_stats *st,
+					    struct steer_svc_tree *tr, const struct aff_probe *ap,
+					    __u32 pos)
 {
 	__u64 known = (ap->state / STEER_AFF_KNOWN) & 1, has = ap->state & STEER_AFF_HAS_KEY;
 	__u64 v = ap->verdict & 7;

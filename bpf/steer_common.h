@@ -84,7 +84,8 @@
 #define STEER_LINK_WIRE_OUT "steer_lnk_wout" /* cgroup_skb egress: request bytes */
 #define STEER_LINK_WIRE_IN "steer_lnk_win"   /* cgroup_skb ingress: first response byte */
 #define STEER_LINK_SOCKOPS "steer_lnk_sops"  /* cgroup sockops: resets soon after the handshake */
-#define STEER_LINK_SETSOCKOPT "steer_lnk_sso" /* cgroup setsockopt: the application's affinity key */
+#define STEER_LINK_SETSOCKOPT \
+	"steer_lnk_sso" /* cgroup setsockopt: the application's affinity key */
 
 /* ---- Keys ------------------------------------------------------------ */
 
@@ -251,11 +252,11 @@ struct steer_aff {
 
 /* What a connect of a client with a key did (steer_svc_stats.affinity). */
 enum steer_aff_verdict {
-	STEER_AFF_NEW = 0,	   /* no backend remembered (first, forgotten, idle too long):
+	STEER_AFF_NEW = 0,	     /* no backend remembered (first, forgotten, idle too long):
 				    * placed by least wait */
-	STEER_AFF_STAY = 1,	   /* stayed on its backend: within the slack */
-	STEER_AFF_LEFT_SLACK = 2,  /* moved: its backend's wait over the least plus the slack */
-	STEER_AFF_LEFT_GONE = 3,   /* moved: its backend drained, ejected, or out of the table */
+	STEER_AFF_STAY = 1,	     /* stayed on its backend: within the slack */
+	STEER_AFF_LEFT_SLACK = 2,    /* moved: its backend's wait over the least plus the slack */
+	STEER_AFF_LEFT_GONE = 3,     /* moved: its backend drained, ejected, or out of the table */
 	STEER_AFF_LEFT_OVERLOAD = 4, /* moved: its backend overloaded (STEER_TBL_OVERLOAD) */
 	STEER_AFF_VERDICTS = 5,
 };
