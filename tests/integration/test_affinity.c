@@ -38,9 +38,14 @@
 
 #include <bpf/bpf.h>
 
+#include "../../include/smg_steer_affinity.h"
 #include "dataplane/dataplane.h"
 #include "tap.h"
 #include "testenv.h"
+
+/* The applications' copy of the numbers is the contract's. */
+_Static_assert(SMG_STEER_SOL_AFFINITY == STEER_SOL_AFFINITY, "level");
+_Static_assert(SMG_STEER_SO_AFFINITY_KEY == STEER_SO_AFFINITY_KEY, "name");
 
 #define TTL_LONG (600ULL * 1000000000ULL)
 #define NS_PER_MS 1000000ULL
@@ -112,7 +117,7 @@ static char connect_key(uint64_t key)
 	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return '?';
-	if (key && setsockopt(fd, STEER_SOL_AFFINITY, STEER_SO_AFFINITY_KEY, &key, 8) != 0) {
+	if (key && smg_steer_set_affinity_key(fd, key) != 0) {
 		close(fd);
 		return 'k';
 	}
@@ -265,7 +270,7 @@ static void unprivileged_client(int out)
 	connects(0, 6, none);
 	fd = socket(AF_INET, SOCK_STREAM, 0);
 	e1 = setsockopt(fd, STEER_SOL_AFFINITY, STEER_SO_AFFINITY_KEY, &shortkey, 4) == 0 ? 0
-											      : errno;
+											  : errno;
 	close(fd);
 	(void)key;
 	snprintf(line, sizeof(line), "%s %s %s %d", k1, k2, none, e1);
@@ -281,8 +286,8 @@ static void test_sockopt_unprivileged(void)
 	uint64_t key = 7;
 	pid_t pid;
 
-	CHECK(publish_aff(STEER_AFF_SOCKOPT, 3600ULL * 1000 * NS_PER_MS,
-			  600ULL * 1000 * NS_PER_MS, 0) == 0,
+	CHECK(publish_aff(STEER_AFF_SOCKOPT, 3600ULL * 1000 * NS_PER_MS, 600ULL * 1000 * NS_PER_MS,
+			  0) == 0,
 	      "publish: %s", err);
 	drain_all();
 	CHECK(pipe(p) == 0, "pipe");
@@ -302,6 +307,22 @@ static void test_sockopt_unprivileged(void)
 	      "key 1001: %s, key 1002: %s", k1, k2);
 	CHECK(strchr(none, 'A') && strchr(none, 'B'), "no key: %s", none);
 	CHECK(e1 == EINVAL, "a 4-byte key: errno %d, not EINVAL", e1);
+
+	/* The Python example: one conversation's connects keep to a backend. */
+	{
+		char a[128] = "", b[128] = "";
+		FILE *f;
+
+		f = popen("/usr/bin/python3 \"${STEER_TOP:-.}\"/examples/affinity_key.py "
+			  "127.0.0.100:8000 conv-1 "
+			  "&& /usr/bin/python3 \"${STEER_TOP:-.}\"/examples/affinity_key.py "
+			  "127.0.0.100:8000 conv-1",
+			  "r");
+		CHECK(f && fgets(a, sizeof(a), f) && fgets(b, sizeof(b), f), "python example");
+		pclose(f);
+		CHECK(strstr(a, " set; the server said: ") && strcmp(a, b) == 0,
+		      "python example: %s / %s", a, b);
+	}
 
 	/* Outside the cgroup the program does not run: the kernel's answer. */
 	CHECK(testenv_leave_cgroup() == 0, "leave the cgroup");
@@ -374,8 +395,8 @@ static void test_leaves_drained(void)
 	char first, next;
 	uint64_t gone;
 
-	CHECK(publish_aff(STEER_AFF_SOCKOPT, 3600ULL * 1000 * NS_PER_MS,
-			  600ULL * 1000 * NS_PER_MS, 0) == 0,
+	CHECK(publish_aff(STEER_AFF_SOCKOPT, 3600ULL * 1000 * NS_PER_MS, 600ULL * 1000 * NS_PER_MS,
+			  0) == 0,
 	      "publish: %s", err);
 	drain_all();
 	first = connect_key(77);
@@ -398,8 +419,8 @@ static void test_leaves_overloaded(void)
 	uint32_t slot;
 	uint64_t over;
 
-	CHECK(publish_aff(STEER_AFF_SOCKOPT, 3600ULL * 1000 * NS_PER_MS,
-			  600ULL * 1000 * NS_PER_MS, STEER_TBL_OVERLOAD) == 0,
+	CHECK(publish_aff(STEER_AFF_SOCKOPT, 3600ULL * 1000 * NS_PER_MS, 600ULL * 1000 * NS_PER_MS,
+			  STEER_TBL_OVERLOAD) == 0,
 	      "publish: %s", err);
 	drain_all();
 	first = connect_key(78);
@@ -422,8 +443,8 @@ static void test_leaves_ejected(void)
 	uint64_t gone;
 	int i;
 
-	CHECK(publish_aff(STEER_AFF_SOCKOPT, 3600ULL * 1000 * NS_PER_MS,
-			  600ULL * 1000 * NS_PER_MS, 0) == 0,
+	CHECK(publish_aff(STEER_AFF_SOCKOPT, 3600ULL * 1000 * NS_PER_MS, 600ULL * 1000 * NS_PER_MS,
+			  0) == 0,
 	      "publish: %s", err);
 	drain_all();
 	first = connect_key(79);
@@ -468,8 +489,8 @@ static void test_publish_off_and_on(void)
 	char got[11];
 	struct steer_svc_stats s0, s1;
 
-	CHECK(publish_aff(STEER_AFF_SOCKOPT, 3600ULL * 1000 * NS_PER_MS,
-			  600ULL * 1000 * NS_PER_MS, 0) == 0,
+	CHECK(publish_aff(STEER_AFF_SOCKOPT, 3600ULL * 1000 * NS_PER_MS, 600ULL * 1000 * NS_PER_MS,
+			  0) == 0,
 	      "publish: %s", err);
 	drain_all();
 	connects(90, 10, got);
@@ -481,8 +502,8 @@ static void test_publish_off_and_on(void)
 	s1 = stats();
 	CHECK(strchr(got, 'A') && strchr(got, 'B'), "off: %s", got);
 	CHECK(memcmp(s0.affinity, s1.affinity, sizeof(s0.affinity)) == 0, "off counted");
-	CHECK(publish_aff(STEER_AFF_SOCKOPT, 3600ULL * 1000 * NS_PER_MS,
-			  600ULL * 1000 * NS_PER_MS, 0) == 0,
+	CHECK(publish_aff(STEER_AFF_SOCKOPT, 3600ULL * 1000 * NS_PER_MS, 600ULL * 1000 * NS_PER_MS,
+			  0) == 0,
 	      "publish: %s", err);
 	drain_all();
 	connects(90, 10, got);
@@ -549,8 +570,8 @@ static void test_lru_bound(void)
 	bool has_last;
 	int fd, entries;
 
-	CHECK(publish_aff(STEER_AFF_SOCKOPT, 3600ULL * 1000 * NS_PER_MS,
-			  600ULL * 1000 * NS_PER_MS, 0) == 0,
+	CHECK(publish_aff(STEER_AFF_SOCKOPT, 3600ULL * 1000 * NS_PER_MS, 600ULL * 1000 * NS_PER_MS,
+			  0) == 0,
 	      "publish: %s", err);
 	t0 = mono();
 	for (i = 0; i < n; i++)
