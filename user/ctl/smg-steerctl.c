@@ -29,6 +29,7 @@
 #include "common/common.h"
 #include "dataplane/dataplane.h"
 #include "loads/loads.h"
+#include "policy/policy.h"
 #include "privs/privs.h"
 #include "steer_common.h"
 #include "xdp/xdp.h"
@@ -453,6 +454,59 @@ static void print_backends_text(const struct steer_dp *dp, const struct steer_vi
 	free(cells);
 }
 
+/* A duration as the options write it: the largest unit that divides it
+ * ("500ms", "10m"); "0" for none. */
+static const char *fmt_duration(uint64_t ns, char *buf, size_t len)
+{
+	static const struct {
+		const char *unit;
+		uint64_t ns;
+	} units[] = { { "h", 3600000000000ULL },
+		      { "m", 60000000000ULL },
+		      { "s", 1000000000ULL },
+		      { "ms", 1000000ULL },
+		      { "us", 1000ULL } };
+	size_t i;
+
+	for (i = 0; ns && i < sizeof(units) / sizeof(units[0]); i++) {
+		if (ns % units[i].ns == 0) {
+			snprintf(buf, len, "%llu%s", (unsigned long long)(ns / units[i].ns),
+				 units[i].unit);
+			return buf;
+		}
+	}
+	snprintf(buf, len, ns ? "%lluns" : "0", (unsigned long long)ns);
+	return buf;
+}
+
+/* Cache affinity, when on: the mode, its slack and timeout, then what
+ * connects of clients with a key did; the counts go on a line of their own
+ * when the whole would pass STATUS_COLUMNS. */
+static void print_affinity_text(const struct steer_view_service *s)
+{
+	const __u64 *a = s->stats.affinity;
+	char slack[32], idle[32], head[128], counts[256];
+
+	if (s->affinity == STEER_AFF_OFF)
+		return;
+	snprintf(head, sizeof(head), "  affinity: %s, slack %s, timeout %s;",
+		 steer_affinity_name(s->affinity),
+		 fmt_duration(s->affinity_slack_ns, slack, sizeof(slack)),
+		 fmt_duration(s->affinity_idle_ns, idle, sizeof(idle)));
+	snprintf(counts, sizeof(counts),
+		 "stayed %llu, new %llu, left %llu (slack %llu, gone %llu, overload %llu)",
+		 (unsigned long long)a[STEER_AFF_STAY], (unsigned long long)a[STEER_AFF_NEW],
+		 (unsigned long long)(a[STEER_AFF_LEFT_SLACK] + a[STEER_AFF_LEFT_GONE] +
+				      a[STEER_AFF_LEFT_OVERLOAD]),
+		 (unsigned long long)a[STEER_AFF_LEFT_SLACK],
+		 (unsigned long long)a[STEER_AFF_LEFT_GONE],
+		 (unsigned long long)a[STEER_AFF_LEFT_OVERLOAD]);
+	if (strlen(head) + 1 + strlen(counts) > STATUS_COLUMNS)
+		printf("%s\n    %s\n", head, counts);
+	else
+		printf("%s %s\n", head, counts);
+}
+
 static void print_service_text(const struct steer_dp *dp, const struct steer_view *v,
 			       const struct steer_view_service *s)
 {
@@ -470,6 +524,7 @@ static void print_service_text(const struct steer_dp *dp, const struct steer_vie
 		       (unsigned long long)s->stats.overload_refused,
 		       (unsigned long long)s->stats.wait_refused, (double)s->wait_bound_ns / 1e9,
 		       (unsigned long long)s->stats.overload_admitted);
+	print_affinity_text(s);
 	printf("\n");
 	if (s->n_backends == 0) {
 		printf("  (no configured backends)\n");
@@ -609,6 +664,21 @@ struct json_object *json_backend_status(const struct steer_dp *dp,
 	return o;
 }
 
+/* Cache affinity as published ("off" and zeros while off) and its
+ * connects by verdict, each under its metrics label. */
+static struct json_object *json_affinity(const struct steer_view_service *s)
+{
+	struct json_object *o = json_object_new_object();
+	uint32_t k;
+
+	jadd_str(o, "mode", steer_affinity_name(s->affinity));
+	jadd_u64(o, "slack_ns", s->affinity_slack_ns);
+	jadd_u64(o, "timeout_ns", s->affinity_idle_ns);
+	for (k = 0; k < STEER_AFF_VERDICTS; k++)
+		jadd_u64(o, steer_aff_verdict_name(k), s->stats.affinity[k]);
+	return o;
+}
+
 static struct json_object *json_service_status(const struct steer_dp *dp,
 					       const struct steer_view *v,
 					       const struct steer_view_service *s)
@@ -626,6 +696,7 @@ static struct json_object *json_service_status(const struct steer_dp *dp,
 	jadd_u64(o, "wait_refused", s->stats.wait_refused);
 	jadd_u64(o, "overload_admitted", s->stats.overload_admitted);
 	jadd_u64(o, "rr_cursor", s->stats.rr_cursor);
+	jadd(o, "affinity", json_affinity(s));
 	for (i = 0; i < s->n_backends; i++)
 		json_object_array_add(bks, json_backend_status(dp, s, &s->backends[i]));
 	jadd(o, "backends", bks);

@@ -257,6 +257,10 @@ struct steer_view_service {
 	uint32_t bytes_per_token; /* as resolved (0 in the table: the default); 0: unpublished */
 	uint32_t table_flags;
 	uint64_t wait_bound_ns; /* --worker-overload-wait as published; 0: none */
+	/* Cache affinity as published: enum steer_affinity (0: off), the slack
+	 * and the idle timeout, ns; stats.affinity counts its verdicts. */
+	uint32_t affinity;
+	uint64_t affinity_slack_ns, affinity_idle_ns;
 	uint32_t n_table;
 	struct steer_svc_stats stats;
 	size_t n_backends; /* configured (registered) backends; table order first */
