@@ -111,7 +111,7 @@ static __always_inline __u32 affinity_find(const struct steer_table *t, const st
  * judged at clock by steer_affinity_judge with the least wait yet unknown:
  * gone, overloaded, or a candidate with its position and wait. Read without
  * the lock, a moment before the pick: what it misses is a connect of another
- * CPU in between. Always 0.
+ * CPU in between. A known client's entry is renewed here. Always 0.
  */
 __noinline int affinity_probe(const struct steer_table *t, const struct steer_aff_key *ak,
 			      __u64 clock, struct aff_probe *out)
@@ -128,9 +128,15 @@ __noinline int affinity_probe(const struct steer_table *t, const struct steer_af
 		return 0;
 	out->state = STEER_AFF_HAS_KEY;
 	av = bpf_map_lookup_elem(&steer_affin, ak);
-	if (!av || clock - av->last_ns > t->affinity_idle_ns)
-		return 0; /* new, or idle too long: forgotten */
+	if (!av)
+		return 0; /* new */
+	out->state |= STEER_AFF_FOUND;
+	if (clock - av->last_ns > t->affinity_idle_ns)
+		return 0; /* idle too long: forgotten */
 	out->state |= STEER_AFF_KNOWN;
+	/* Renewed now: a connect that stays then writes nothing more (one
+	 * lookup in all); one that leaves rewrites the entry after the lock. */
+	av->last_ns = clock;
 	s = slot_in(all, av->slot);
 	w = wire_in(wall, av->slot);
 	pos = affinity_find(t, w, av->slot);
@@ -145,10 +151,10 @@ __noinline int affinity_probe(const struct steer_table *t, const struct steer_af
  * Under the lock, after the pick at pos with its wait in tr->pick_wait_ns:
  * the position the connect goes to, its verdict counted. Without a branch
  * on a wait: a candidate stays when its wait is within the pick's plus the
- * slack (to a nanosecond).
+ * slack (to a nanosecond); STEER_AFF_STAYED in ap->state says so.
  */
 static __always_inline __u32 affinity_stays(const struct steer_table *t, struct steer_svc_stats *st,
-					    struct steer_svc_tree *tr, const struct aff_probe *ap,
+					    struct steer_svc_tree *tr, struct aff_probe *ap,
 					    __u32 pos)
 {
 	__u64 known = (ap->state / STEER_AFF_KNOWN) & 1, has = ap->state & STEER_AFF_HAS_KEY;
@@ -168,20 +174,23 @@ static __always_inline __u32 affinity_stays(const struct steer_table *t, struct 
 	st->affinity[STEER_AFF_LEFT_SLACK] += has & (((v ^ STEER_AFF_LEFT_SLACK) - 1) >> 63);
 	st->affinity[STEER_AFF_LEFT_GONE] += has & (((v ^ STEER_AFF_LEFT_GONE) - 1) >> 63);
 	st->affinity[STEER_AFF_LEFT_OVERLOAD] += has & (((v ^ STEER_AFF_LEFT_OVERLOAD) - 1) >> 63);
+	ap->state |= (__u32)stay * STEER_AFF_STAYED;
 	return pos ^ ((pos ^ ap->pos) & (__u32)(0 - stay));
 }
 
-/* After the lock: remember where the client ak's connect went, in place, or
- * as a new entry, the least recently used of the node making room. Always 0. */
+/* After the lock, when the connect did not stay: remember where the client
+ * ak's connect went, in its entry (found: the probe saw one) or in a new
+ * one, the least recently used of the node making room. Always 0. */
 __noinline int affinity_remember(const struct steer_aff_key *ak, __u32 slot, __u32 slot_gen,
-				 __u64 clock)
+				 __u64 clock, __u32 found)
 {
 	struct steer_aff a = { .slot = slot, .slot_gen = slot_gen, .last_ns = clock };
-	struct steer_aff *av;
+	struct steer_aff *av = 0;
 
 	if (!ak || !ak->kind)
 		return 0;
-	av = bpf_map_lookup_elem(&steer_affin, ak);
+	if (found)
+		av = bpf_map_lookup_elem(&steer_affin, ak);
 	if (!av) {
 		bpf_map_update_elem(&steer_affin, ak, &a, BPF_ANY);
 		return 0;
@@ -271,8 +280,9 @@ static __always_inline enum choice choose(struct steer_table *t, struct steer_de
 	dest->port = e->port;
 	dest->slot = e->slot;
 	dest->svc_id = (__u16)svc_id;
-	if (!stale)
-		affinity_remember(ak, dest->slot, dest->slot_gen, clock);
+	if (!stale && !(ap.state & STEER_AFF_STAYED))
+		affinity_remember(ak, dest->slot, dest->slot_gen, clock,
+				  ap.state & STEER_AFF_FOUND);
 	return CHOICE_STEERED;
 }
 

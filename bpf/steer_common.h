@@ -249,6 +249,8 @@ struct steer_aff {
  * its backend is remembered and it was not idle past the timeout. */
 #define STEER_AFF_HAS_KEY 0x1
 #define STEER_AFF_KNOWN 0x2
+#define STEER_AFF_FOUND 0x4  /* an entry, known or idle past the timeout */
+#define STEER_AFF_STAYED 0x8 /* the connect stayed: the probe renewed its entry */
 
 /* What a connect of a client with a key did (steer_svc_stats.affinity). */
 enum steer_aff_verdict {
