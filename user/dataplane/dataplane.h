@@ -256,7 +256,10 @@ struct steer_view_service {
 	uint32_t credit_tokens;
 	uint32_t bytes_per_token; /* as resolved (0 in the table: the default); 0: unpublished */
 	uint32_t table_flags;
-	uint64_t wait_bound_ns; /* --worker-overload-wait as published; 0: none */
+	uint64_t wait_bound_ns;	    /* --worker-overload-wait as published; 0: none */
+	uint32_t affinity;	    /* enum steer_affinity as published; 0: off */
+	uint64_t affinity_slack_ns; /* ns, as published */
+	uint64_t affinity_idle_ns;  /* ns, as published */
 	uint32_t n_table;
 	struct steer_svc_stats stats;
 	size_t n_backends; /* configured (registered) backends; table order first */
