@@ -151,24 +151,17 @@ __noinline int affinity_probe(const struct steer_table *t, const struct steer_af
  * Under the lock, after the pick at pos with its wait in tr->pick_wait_ns:
  * the position the connect goes to, its verdict counted. Without a branch
  * on a wait: a candidate stays when its wait is within the pick's plus the
- * slack (to a nanosecond); STEER_AFF_STAYED in ap->state says so.
+ * slack (steer_affinity_settle); STEER_AFF_STAYED in ap->state says so.
  */
 static __always_inline __u32 affinity_stays(const struct steer_table *t, struct steer_svc_stats *st,
 					    struct steer_svc_tree *tr, struct aff_probe *ap,
 					    __u32 pos)
 {
-	__u64 known = (ap->state / STEER_AFF_KNOWN) & 1, has = ap->state & STEER_AFF_HAS_KEY;
-	__u64 v = ap->verdict & 7;
-	__u64 cand = ((v ^ STEER_AFF_STAY) - 1) >> 63; /* v == STAY: 1 */
-	__u64 pick = *(volatile __u64 *)&tr->pick_wait_ns, slack = t->affinity_slack_ns;
-	__u64 sum = pick + slack;
-	/* saturated without a branch: the carry out of bit 63 */
-	__u64 best = sum | (0 - (((pick & slack) | ((pick | slack) & ~sum)) >> 63));
-	__u64 over = steer_over_wait_bound(ap->wait_ns, best | 1);
-	__u64 stay = known & cand & (over ^ 1);
+	__u64 has = ap->state & STEER_AFF_HAS_KEY, v;
+	__u64 stay =
+		steer_affinity_settle(*(volatile __u64 *)&tr->pick_wait_ns, t->affinity_slack_ns,
+				      ap->state, ap->verdict, ap->wait_ns, &v);
 
-	/* NEW unless known; a candidate over the slack leaves for the slack */
-	v = (v + (cand & over)) & (0 - known);
 	st->affinity[STEER_AFF_NEW] += has & (((v ^ STEER_AFF_NEW) - 1) >> 63);
 	st->affinity[STEER_AFF_STAY] += has & (((v ^ STEER_AFF_STAY) - 1) >> 63);
 	st->affinity[STEER_AFF_LEFT_SLACK] += has & (((v ^ STEER_AFF_LEFT_SLACK) - 1) >> 63);

@@ -42,7 +42,7 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"Usage: %s [--pin-path DIR] [-o text|json] status\n"
-		"       %s [--pin-path DIR] [-o text|json] explain VIP\n"
+		"       %s [--pin-path DIR] [-o text|json] explain VIP [--client KEY]\n"
 		"       %s [--pin-path DIR] drain ADDR:PORT\n"
 		"       %s [--pin-path DIR] undrain ADDR:PORT\n"
 		"       %s [--pin-path DIR] uninstall\n"
@@ -58,6 +58,12 @@ static void usage(FILE *f)
 		"  explain VIP      every term of every backend's score, and where the next\n"
 		"                   connection to VIP (127.0.0.100:8000 or [::1]:8000) goes and "
 		"why\n"
+		"                   --client KEY: and whether that client's next connection\n"
+		"                   stays on the backend of its last (cache affinity), and why;\n"
+		"                   KEY: cgroup:PATH (a cgroup v2 directory), netns:PATH\n"
+		"                   (/proc/PID/ns/net, /run/netns/NAME), key:N (the\n"
+		"                   application's key, decimal or 0x hex) or source:ADDR (XDP\n"
+		"                   ingress: the client's address)\n"
 		"  drain ADDR:PORT  stop sending new connections to a backend (persists)\n"
 		"  undrain ADDR:PORT\n"
 		"                   make a drained backend eligible again\n"
@@ -70,6 +76,7 @@ static void usage(FILE *f)
 		"Options:\n"
 		"  -p, --pin-path DIR   pin directory of the data plane (default %s)\n"
 		"  -o, --output FMT     text (default) or json, for status and explain\n"
+		"  --client KEY         explain: a client of cache affinity (see explain)\n"
 		"  -h, --help           this help\n"
 		"  -V, --version        print the version\n"
 		"  --pin-dir DIR        decap attach/detach: pin the decap under DIR (default: "
@@ -144,8 +151,10 @@ static int parse_args(struct ctl *c, int argc, char *const argv[])
 		{ "output", required_argument, NULL, 'o' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
+		{ "client", required_argument, NULL, 'C' },
 		{ NULL, 0, NULL, 0 },
 	};
+	char err[256];
 	int opt, rc;
 
 	opterr = 0; /* our own messages, with the usage hint */
@@ -162,6 +171,10 @@ static int parse_args(struct ctl *c, int argc, char *const argv[])
 			else
 				return usage_error("-o: expected text or json, got '%s'", optarg);
 			break;
+		case 'C':
+			if (ctl_client_parse(optarg, &c->client, err, sizeof(err)) != 0)
+				return usage_error("%s", err);
+			break;
 		case 'h':
 			usage(stdout);
 			return EXIT_OK;
@@ -177,6 +190,8 @@ static int parse_args(struct ctl *c, int argc, char *const argv[])
 		}
 	}
 	rc = parse_command(c, argc - optind, argv + optind);
+	if (rc == EXIT_OK && c->client.arg && c->cmd != CMD_EXPLAIN)
+		return usage_error("--client is an option of explain");
 	return rc == EXIT_OK ? -1 : rc;
 }
 
@@ -861,6 +876,7 @@ int main(int argc, char *argv[])
 {
 	struct ctl c = { .pin_dir = STEER_DEFAULT_PIN_DIR, .output = OUTPUT_TEXT };
 	struct steer_dp *dp = NULL;
+	char err[512];
 	int rc;
 
 	/* The backends' decap has arguments of its own and needs no data plane. */
@@ -876,6 +892,12 @@ int main(int argc, char *argv[])
 		return cmd_uninstall(&c) == EXIT_OK && fflush(stdout) == 0 ? EXIT_OK : EXIT_ERROR;
 	if (open_dataplane(&c, &dp) != 0)
 		return EXIT_ERROR;
+	/* explain --client netns:PATH enters the namespace (CAP_SYS_ADMIN). */
+	if (c.client.arg && ctl_client_resolve(&c.client, err, sizeof(err)) != 0) {
+		fprintf(stderr, "%s: %s\n", prog, err);
+		steer_dp_close(dp);
+		return EXIT_ERROR;
+	}
 	/* The maps are open: nothing below needs more than CAP_BPF. */
 	if (drop_privileges() != 0) {
 		steer_dp_close(dp);
