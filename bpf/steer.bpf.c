@@ -287,7 +287,8 @@ static __always_inline int steer_connect(struct bpf_sock_addr *ctx, const struct
 		return 0; /* not a virtual address: untouched */
 	cookie = connect_cookie(ctx, &fresh, &sk);
 	rec = sock_claim(cookie, fresh, sk);
-	affinity_client(ctx, t, &ak);
+	if (t->affinity)
+		affinity_client(ctx, t, &ak);
 	if (choose(t, dest, rec != 0, &ak) != CHOICE_STEERED) {
 		if (rec)
 			rec->cookie = 0;

@@ -223,7 +223,7 @@ static __always_inline enum choice choose(struct steer_table *t, struct steer_de
 
 	if (!all || !wall || !st || !tr)
 		return CHOICE_REFUSED;
-	if (!stale)
+	if (ak->kind && !stale)
 		affinity_probe(t, ak, clock, &ap);
 	bpf_spin_lock(&tr->lock);
 	now = key_clock(st, clock);
@@ -273,7 +273,7 @@ static __always_inline enum choice choose(struct steer_table *t, struct steer_de
 	dest->port = e->port;
 	dest->slot = e->slot;
 	dest->svc_id = (__u16)svc_id;
-	if (!stale && !(ap.state & STEER_AFF_STAYED))
+	if ((ap.state & (STEER_AFF_HAS_KEY | STEER_AFF_STAYED)) == STEER_AFF_HAS_KEY)
 		affinity_remember(ak, dest->slot, dest->slot_gen, clock,
 				  ap.state & STEER_AFF_FOUND);
 	return CHOICE_STEERED;

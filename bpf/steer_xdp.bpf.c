@@ -425,7 +425,8 @@ static __always_inline int new_flow(struct xdp_md *ctx, struct pkt *p, struct st
 
 	/* The configuration keeps a service's backends in its VIP's family
 	 * (cfg_backend_check_family), so the outer header is of that family. */
-	flow_client(t, &p->key, &ak);
+	if (t->affinity)
+		flow_client(t, &p->key, &ak);
 	if (choose(t, &d, true, &ak) != CHOICE_STEERED) {
 		if (vc)
 			vc->refused++;
