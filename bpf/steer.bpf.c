@@ -190,6 +190,85 @@ static __always_inline int refuse(void)
 	return 0;
 }
 
+/* ---- cache affinity: who connects ------------------------------------------- */
+
+/* The key an application set on its socket (STEER_SOL_AFFINITY), kept with
+ * the socket and gone with it. */
+struct {
+	__uint(type, BPF_MAP_TYPE_SK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, __u64);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} steer_affkey SEC(".maps");
+
+/*
+ * The client of a connect under the service's affinity (steer_table.affinity)
+ * in *ak; kind stays 0 when affinity is off, or the socket has no key of its
+ * own (STEER_AFF_SOCKOPT): it is then placed by least wait, and not
+ * remembered. A global function, verified once on its own (steer_choose.bpf.h,
+ * "cache affinity"). Always 0.
+ */
+__noinline int affinity_client(struct bpf_sock_addr *ctx, const struct steer_table *t,
+			       struct steer_aff_key *ak)
+{
+	__u32 kind;
+	__u64 *key;
+
+	if (!t || !ak)
+		return 0;
+	kind = t->affinity;
+	ak->svc_id = t->svc_id;
+	if (kind == STEER_AFF_OFF)
+		return 0;
+	if (kind == STEER_AFF_CGROUP) {
+		ak->client = bpf_get_current_cgroup_id();
+	} else if (kind == STEER_AFF_NETNS) {
+		ak->client = bpf_get_netns_cookie(ctx);
+	} else {
+		key = ctx->sk ? bpf_sk_storage_get(&steer_affkey, ctx->sk, 0, 0) : 0;
+		if (!key || !*key)
+			return 0;
+		ak->client = *key;
+	}
+	ak->kind = kind;
+	return 0;
+}
+
+#define EINVAL 22
+
+/*
+ * setsockopt(fd, STEER_SOL_AFFINITY, STEER_SO_AFFINITY_KEY, &key, 8) from any
+ * process of the cgroup, with no privilege: the key is kept with the socket
+ * for its next connect, and the call ends here (the kernel would answer
+ * ENOPROTOOPT). Every other option goes on to the kernel untouched; one
+ * longer than a page only if optlen is set to 0 (the kernel's rule).
+ */
+SEC("cgroup/setsockopt")
+int steer_setsockopt(struct bpf_sockopt *ctx)
+{
+	__u8 *val = ctx->optval, *end = ctx->optval_end;
+	__u64 *stored;
+
+	if (ctx->level != STEER_SOL_AFFINITY || ctx->optname != STEER_SO_AFFINITY_KEY) {
+		if (ctx->optlen > 4096)
+			ctx->optlen = 0;
+		return 1;
+	}
+	if (ctx->optlen != 8 || val + 8 > end || !ctx->sk) {
+		bpf_set_retval(-EINVAL);
+		return 0;
+	}
+	stored = bpf_sk_storage_get(&steer_affkey, ctx->sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
+	if (!stored) {
+		bpf_set_retval(-EINVAL);
+		return 0;
+	}
+	__builtin_memcpy(stored, val, 8);
+	ctx->optlen = -1; /* handled: the kernel does not see it */
+	return 1;
+}
+
 /*
  * The common part of connect4 and connect6: 1 when the connect goes to dest,
  * 0 when it is not steered, -1 when it must be refused.
@@ -198,6 +277,7 @@ static __always_inline int steer_connect(struct bpf_sock_addr *ctx, const struct
 					 struct steer_dest *dest)
 {
 	struct steer_table *t = table_lookup(vip);
+	struct steer_aff_key ak = {};
 	struct steer_sock *rec;
 	struct sock *sk;
 	__u64 cookie;
@@ -207,7 +287,9 @@ static __always_inline int steer_connect(struct bpf_sock_addr *ctx, const struct
 		return 0; /* not a virtual address: untouched */
 	cookie = connect_cookie(ctx, &fresh, &sk);
 	rec = sock_claim(cookie, fresh, sk);
-	if (choose(t, dest, rec != 0) != CHOICE_STEERED) {
+	if (t->affinity)
+		affinity_client(ctx, t, &ak);
+	if (choose(t, dest, rec != 0, &ak) != CHOICE_STEERED) {
 		if (rec)
 			rec->cookie = 0;
 		return -1;

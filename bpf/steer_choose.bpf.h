@@ -74,15 +74,137 @@ static __always_inline bool overload_admits(const struct steer_table *t, const s
 	return false;
 }
 
+/* ---- cache affinity ------------------------------------------------------------
+ *
+ * What a connect's client may do, judged before the service's lock from what
+ * the pick cannot change (affinity_probe), and settled after the pick without
+ * a branch (affinity_stays). The probe and the record of where the client
+ * went (affinity_remember) are global functions: the verifier checks each
+ * once, on its own, and the connect sees only what they return and write.
+ * Their many ways never multiply the ways through the pick, which is what a
+ * connect's verification is made of.
+ */
+
+/* The probe's answer, in the connect's stack. */
+struct aff_probe {
+	__u32 state;   /* STEER_AFF_HAS_KEY, STEER_AFF_KNOWN */
+	__u32 verdict; /* enum steer_aff_verdict with the least wait aside: STAY for a candidate */
+	__u32 pos;     /* the client's backend's table position */
+	__u32 pad;
+	__u64 wait_ns; /* ns: its expected wait at the probe */
+};
+
+/* The table position of slot in t, as the publish wrote it (table_pos);
+ * STEER_NO_PICK: not in t. */
+static __always_inline __u32 affinity_find(const struct steer_table *t, const struct steer_wire *w,
+					   __u32 slot)
+{
+	__u32 tp = w->table_pos, pos = tp & (STEER_MAX_BACKENDS - 1);
+
+	if ((tp >> 16) == (t->generation & 0xffff) && pos < t->n && t->e[pos].slot == slot)
+		return pos;
+	return STEER_NO_PICK;
+}
+
+/*
+ * Before the lock: the client ak's remembered backend (ak->kind 0: no key),
+ * judged at clock by steer_affinity_judge with the least wait yet unknown:
+ * gone, overloaded, or a candidate with its position and wait. Read without
+ * the lock, a moment before the pick: what it misses is a connect of another
+ * CPU in between. A known client's entry is renewed here. Always 0.
+ */
+__noinline int affinity_probe(const struct steer_table *t, const struct steer_aff_key *ak,
+			      __u64 clock, struct aff_probe *out)
+{
+	struct steer_slot_array *all = slots_all();
+	struct steer_wire_array *wall = wire_all();
+	const struct steer_entry *e = 0;
+	struct steer_aff *av;
+	struct steer_slot *s;
+	struct steer_wire *w;
+	__u32 pos;
+
+	if (!t || !ak || !out || !all || !wall || !ak->kind)
+		return 0;
+	out->state = STEER_AFF_HAS_KEY;
+	av = bpf_map_lookup_elem(&steer_affin, ak);
+	if (!av)
+		return 0; /* new */
+	out->state |= STEER_AFF_FOUND;
+	if (clock - av->last_ns > t->affinity_idle_ns)
+		return 0; /* idle too long: forgotten */
+	out->state |= STEER_AFF_KNOWN;
+	/* Renewed now: a connect that stays then writes nothing more (one
+	 * lookup in all); one that leaves rewrites the entry after the lock. */
+	av->last_ns = clock;
+	s = slot_in(all, av->slot);
+	w = wire_in(wall, av->slot);
+	pos = affinity_find(t, w, av->slot);
+	if (pos < STEER_MAX_BACKENDS && s->gen == av->slot_gen)
+		e = &t->e[pos];
+	out->verdict = steer_affinity_judge(t, e, s, w, STEER_U64_MAX, clock, &out->wait_ns);
+	out->pos = pos;
+	return 0;
+}
+
+/*
+ * Under the lock, after the pick at pos with its wait in tr->pick_wait_ns:
+ * the position the connect goes to, its verdict counted. Without a branch
+ * on a wait: a candidate stays when its wait is within the pick's plus the
+ * slack (steer_affinity_settle); STEER_AFF_STAYED in ap->state says so.
+ */
+static __always_inline __u32 affinity_stays(const struct steer_table *t, struct steer_svc_stats *st,
+					    struct steer_svc_tree *tr, struct aff_probe *ap,
+					    __u32 pos)
+{
+	__u64 has = ap->state & STEER_AFF_HAS_KEY, v;
+	__u64 stay =
+		steer_affinity_settle(*(volatile __u64 *)&tr->pick_wait_ns, t->affinity_slack_ns,
+				      ap->state, ap->verdict, ap->wait_ns, &v);
+
+	st->affinity[STEER_AFF_NEW] += has & (((v ^ STEER_AFF_NEW) - 1) >> 63);
+	st->affinity[STEER_AFF_STAY] += has & (((v ^ STEER_AFF_STAY) - 1) >> 63);
+	st->affinity[STEER_AFF_LEFT_SLACK] += has & (((v ^ STEER_AFF_LEFT_SLACK) - 1) >> 63);
+	st->affinity[STEER_AFF_LEFT_GONE] += has & (((v ^ STEER_AFF_LEFT_GONE) - 1) >> 63);
+	st->affinity[STEER_AFF_LEFT_OVERLOAD] += has & (((v ^ STEER_AFF_LEFT_OVERLOAD) - 1) >> 63);
+	ap->state |= (__u32)stay * STEER_AFF_STAYED;
+	return pos ^ ((pos ^ ap->pos) & (__u32)(0 - stay));
+}
+
+/* After the lock, when the connect did not stay: remember where the client
+ * ak's connect went, in its entry (found: the probe saw one) or in a new
+ * one, the least recently used of the node making room. Always 0. */
+__noinline int affinity_remember(const struct steer_aff_key *ak, __u32 slot, __u32 slot_gen,
+				 __u64 clock, __u32 found)
+{
+	struct steer_aff a = { .slot = slot, .slot_gen = slot_gen, .last_ns = clock };
+	struct steer_aff *av = 0;
+
+	if (!ak || !ak->kind)
+		return 0;
+	if (found)
+		av = bpf_map_lookup_elem(&steer_affin, ak);
+	if (!av) {
+		bpf_map_update_elem(&steer_affin, ak, &a, BPF_ANY);
+		return 0;
+	}
+	av->slot = slot;
+	av->slot_gen = slot_gen;
+	av->last_ns = clock;
+	return 0;
+}
+
 /*
  * Choose a backend for a connect to the service of table t and account for
  * it: everything a connect writes is written here, under the service's lock,
  * so that the lock is the one atomic a steered connect pays on a shared line.
  * tracked: the socket has a record, so its release will be seen and it may
- * count as live.
+ * count as live. ak: the client, with cache affinity on (kind 0: off, or a
+ * connect without a key).
+ *
  */
 static __always_inline enum choice choose(struct steer_table *t, struct steer_dest *dest,
-					  bool tracked)
+					  bool tracked, const struct steer_aff_key *ak)
 {
 	__u32 svc_id = t->svc_id & (STEER_SVC_IDS - 1), pos;
 	/* The coarse read of CLOCK_MONOTONIC (one tick of resolution) costs a
@@ -97,9 +219,12 @@ static __always_inline enum choice choose(struct steer_table *t, struct steer_de
 	const struct steer_entry *e;
 	struct steer_slot *s;
 	struct steer_wire *w;
+	struct aff_probe ap = {};
 
 	if (!all || !wall || !st || !tr)
 		return CHOICE_REFUSED;
+	if (ak->kind && !stale)
+		affinity_probe(t, ak, clock, &ap);
 	bpf_spin_lock(&tr->lock);
 	now = key_clock(st, clock);
 	pos = stale ? pick_round_robin(t, all, st) : pick_least_wait(t, all, wall, st, tr, now);
@@ -116,6 +241,10 @@ static __always_inline enum choice choose(struct steer_table *t, struct steer_de
 		bpf_spin_unlock(&tr->lock);
 		return CHOICE_REFUSED;
 	}
+	pos = affinity_stays(t, st, tr, &ap, pos) & (STEER_MAX_BACKENDS - 1);
+	e = &t->e[pos];
+	s = slot_in(all, e->slot);
+	w = wire_in(wall, e->slot);
 	dest->credited = !stale;
 	dest->status = t->flags & STEER_TBL_OVERLOAD;
 	dest->drain_seq = (__u32)w->drain_seq;
@@ -144,6 +273,9 @@ static __always_inline enum choice choose(struct steer_table *t, struct steer_de
 	dest->port = e->port;
 	dest->slot = e->slot;
 	dest->svc_id = (__u16)svc_id;
+	if ((ap.state & (STEER_AFF_HAS_KEY | STEER_AFF_STAYED)) == STEER_AFF_HAS_KEY)
+		affinity_remember(ak, dest->slot, dest->slot_gen, clock,
+				  ap.state & STEER_AFF_FOUND);
 	return CHOICE_STEERED;
 }
 

@@ -84,6 +84,8 @@
 #define STEER_LINK_WIRE_OUT "steer_lnk_wout" /* cgroup_skb egress: request bytes */
 #define STEER_LINK_WIRE_IN "steer_lnk_win"   /* cgroup_skb ingress: first response byte */
 #define STEER_LINK_SOCKOPS "steer_lnk_sops"  /* cgroup sockops: resets soon after the handshake */
+#define STEER_LINK_SETSOCKOPT \
+	"steer_lnk_sso" /* cgroup setsockopt: the application's affinity key */
 
 /* ---- Keys ------------------------------------------------------------ */
 
@@ -154,6 +156,13 @@ struct steer_table {
 	 * least expected wait (in-flight work included) is over it finds every
 	 * backend overloaded; 0: no bound. */
 	__u64 wait_bound_ns;
+	/* Cache affinity (--affinity, steer_affinity_judge): a client's next
+	 * connect stays on the backend of its last while that backend's wait
+	 * is at most the least wait plus affinity_slack_ns. */
+	__u64 affinity_slack_ns; /* ns; 0 with affinity on: stay only on a tie */
+	__u64 affinity_idle_ns;	 /* ns (--affinity-timeout): a key idle this long is forgotten */
+	__u32 affinity;		 /* enum steer_affinity: what identifies a client; 0: off */
+	__u32 reserved32;	 /* zero */
 	struct steer_entry e[STEER_MAX_BACKENDS]; /* sorted by base_wait_ns ascending */
 };
 
@@ -184,6 +193,75 @@ struct steer_table {
  * connect, and from the slot's cache (cache_flags) on the wire. */
 #define STEER_TBL_OVERLOAD 0x20
 #define STEER_TBL_OVERLOAD_LEAST 0x40
+
+/* ---- Cache affinity (--affinity) ---------------------------------------- */
+
+/*
+ * A client's connections return to the backend that served its last one,
+ * which holds its prefix (KV) cache, while that backend is admitted and its
+ * expected wait is at most the least wait plus the service's slack
+ * (steer_affinity_judge). What identifies a client is the service's choice
+ * (steer_table.affinity); the XDP ingress always keys by source address.
+ */
+enum steer_affinity {
+	STEER_AFF_OFF = 0,
+	STEER_AFF_CGROUP = 1,  /* the connecting task's cgroup v2 id: a container */
+	STEER_AFF_NETNS = 2,   /* its network namespace cookie: a pod */
+	STEER_AFF_SOCKOPT = 3, /* the key the application set on the socket */
+	STEER_AFF_SOURCE = 4,  /* XDP ingress: the client's source address */
+};
+
+/*
+ * The application's key, with no privilege: before connect(),
+ *     __u64 key = ...;  setsockopt(fd, STEER_SOL_AFFINITY, STEER_SO_AFFINITY_KEY, &key, 8)
+ * A cgroup/setsockopt program takes the call, keeps the key with the socket
+ * (steer_affkey) and hides it from the kernel, which would answer
+ * ENOPROTOOPT: on a host without smg-steer the call fails with that, which
+ * the application may ignore. Key 0 clears it; any length but 8 is EINVAL.
+ * include/smg_steer_affinity.h is the applications' copy of these numbers.
+ */
+#define STEER_SOL_AFFINITY 0x534d47 /* "SMG": a level no protocol of the kernel has */
+#define STEER_SO_AFFINITY_KEY 1
+
+#define STEER_MAP_AFFKEY "steer_affkey" /* SK_STORAGE: a socket's key (__u64), set by setsockopt */
+#define STEER_MAP_AFFIN "steer_affin"	/* LRU_HASH steer_aff_key -> steer_aff */
+
+/* Clients remembered at once per node (steer_affin), all services together;
+ * the least recently used is forgotten first. About 100 bytes each. */
+#define STEER_AFFINITY_KEYS (1u << 18)
+
+/* A client of one service: 16 bytes, no padding. */
+struct steer_aff_key {
+	__u64 client; /* cgroup id, netns cookie, the application's key, or the
+		       * source address folded (IPv4 as is, IPv6 words xored) */
+	__u32 svc_id; /* the service's id (steer_table.svc_id) */
+	__u32 kind;   /* enum steer_affinity: keys of two kinds never meet */
+};
+
+/* Where a client's last connect went. 16 bytes. */
+struct steer_aff {
+	__u32 slot;	/* backend slot */
+	__u32 slot_gen; /* steer_slot.gen then: another owner is another backend */
+	__u64 last_ns;	/* ns, CLOCK_MONOTONIC coarse: the client's last connect */
+};
+
+/* A connect's client (steer_choose.bpf.h, struct aff_probe): it has a key;
+ * its backend is remembered and it was not idle past the timeout. */
+#define STEER_AFF_HAS_KEY 0x1
+#define STEER_AFF_KNOWN 0x2
+#define STEER_AFF_FOUND 0x4  /* an entry, known or idle past the timeout */
+#define STEER_AFF_STAYED 0x8 /* the connect stayed: the probe renewed its entry */
+
+/* What a connect of a client with a key did (steer_svc_stats.affinity). */
+enum steer_aff_verdict {
+	STEER_AFF_NEW = 0,	     /* no backend remembered (first, forgotten, idle too long):
+				    * placed by least wait */
+	STEER_AFF_STAY = 1,	     /* stayed on its backend: within the slack */
+	STEER_AFF_LEFT_SLACK = 2,    /* moved: its backend's wait over the least plus the slack */
+	STEER_AFF_LEFT_GONE = 3,     /* moved: its backend drained, ejected, or out of the table */
+	STEER_AFF_LEFT_OVERLOAD = 4, /* moved: its backend overloaded (STEER_TBL_OVERLOAD) */
+	STEER_AFF_VERDICTS = 5,
+};
 
 /* ---- Per-backend counters (steer_slots) --------------------------------- */
 
@@ -345,7 +423,11 @@ struct steer_wire {
 	 * node has at least this many live steered connections to it
 	 * (steer_slot_live); 0: no bound. Written at each publish (user). */
 	__u32 max_live;
-	__u32 reserved32; /* zero */
+	/* Where the slot is in its service's table (cache affinity): the
+	 * position, with the low 16 bits of that table's generation above it:
+	 * (generation & 0xffff) << 16 | position. Written at each publish,
+	 * before the swap (user). */
+	__u32 table_pos;
 };
 
 /* Every slot's accounting in one map value, reachable under a service lock:
@@ -467,7 +549,9 @@ struct steer_svc_stats {
 				  * its live connections) */
 	__u64 wait_refused;	 /* refused: the least expected wait was over the bound */
 	__u64 overload_admitted; /* given to the least bad all the same (STEER_TBL_OVERLOAD_LEAST) */
-	__u64 reserved[5];	 /* zero: two cache lines */
+	/* Cache affinity (steer_table.affinity), connects of a client with a
+	 * key, by enum steer_aff_verdict: placed new, stayed, or moved and why. */
+	__u64 affinity[STEER_AFF_VERDICTS];
 };
 
 /* How the daemon scored a backend (steer_bk_info.mode). */

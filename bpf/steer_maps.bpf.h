@@ -135,6 +135,17 @@ struct {
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } steer_wire SEC(".maps");
 
+/* Cache affinity: where each client's last connect went (steer_common.h,
+ * "Cache affinity"). One LRU list for every CPU, so that the least recently
+ * used client of the node is the one forgotten. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, STEER_AFFINITY_KEYS);
+	__type(key, struct steer_aff_key);
+	__type(value, struct steer_aff);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} steer_affin SEC(".maps");
+
 /* ---- helpers ----------------------------------------------------------------- */
 
 /* The slot accessor of steer_common.h over the one value holding them all:

@@ -383,6 +383,62 @@ static __always_inline __u64 steer_entry_wait(const struct steer_table *t,
 }
 
 /*
+ * Cache affinity (steer_table.affinity): may a client's connect stay on the
+ * backend of its last connect? e is that backend's entry in table t (NULL:
+ * it is no longer in the table, or its slot has changed owner), s its slot, w
+ * its accounting (or NULL); pick_wait is the least expected wait at now (the
+ * pick's, overload included). It stays while it is admitted (not drained,
+ * ejected or overloaded, its wait within --worker-overload-wait) and its
+ * expected wait, in-flight work included, is at most pick_wait plus the
+ * slack. *wait is its expected wait at now (0 when gone). Returns an enum
+ * steer_aff_verdict: STEER_AFF_STAY or the reason it leaves.
+ */
+static __always_inline __u32 steer_affinity_judge(const struct steer_table *t,
+						  const struct steer_entry *e,
+						  const struct steer_slot *s,
+						  const struct steer_wire *w, __u64 pick_wait,
+						  __u64 now, __u64 *wait)
+{
+	*wait = 0;
+	if (!e || !s || !steer_slot_eligible(s))
+		return STEER_AFF_LEFT_GONE;
+	*wait = steer_entry_wait(t, e, s, w, now);
+	if (steer_overload_ns(s, w) || steer_over_wait_bound(*wait, t->wait_bound_ns))
+		return STEER_AFF_LEFT_OVERLOAD;
+	if (*wait > steer_sat_add(pick_wait, t->affinity_slack_ns))
+		return STEER_AFF_LEFT_SLACK;
+	return STEER_AFF_STAY;
+}
+
+/*
+ * Cache affinity settled after the pick, without a branch on a wait (the
+ * kernel's affinity_stays, steer_choose.bpf.h). state (STEER_AFF_HAS_KEY,
+ * STEER_AFF_KNOWN), verdict and wait are the probe's: steer_affinity_judge of
+ * the client's backend with the least wait aside (pick_wait STEER_U64_MAX),
+ * so STEER_AFF_STAY there means a candidate. pick_wait is the pick's wait,
+ * slack the table's. Returns 1 when the connect stays on the candidate, else
+ * 0; *final is the verdict to count: STEER_AFF_NEW unless the client is
+ * known, a candidate whose wait is over pick_wait + slack (saturated)
+ * STEER_AFF_LEFT_SLACK, else the probe's. Exactly steer_affinity_judge's
+ * comparison, to the nanosecond: wait > best is the borrow out of best - wait.
+ */
+static __always_inline __u64 steer_affinity_settle(__u64 pick_wait, __u64 slack, __u32 state,
+						   __u32 verdict, __u64 wait, __u64 *final)
+{
+	__u64 known = (state / STEER_AFF_KNOWN) & 1;
+	__u64 v = verdict & 7;
+	__u64 cand = ((v ^ STEER_AFF_STAY) - 1) >> 63; /* v == STAY: 1 */
+	__u64 sum = pick_wait + slack;
+	/* saturated: the carry out of bit 63 sets every bit */
+	__u64 best = sum | (0 - (((pick_wait & slack) | ((pick_wait | slack) & ~sum)) >> 63));
+	__u64 over = ((~best & wait) | (~(best ^ wait) & (best - wait))) >> 63;
+
+	/* NEW unless known; a candidate over the slack leaves for the slack */
+	*final = (v + (cand & over)) & (0 - known);
+	return known & cand & (over ^ 1);
+}
+
+/*
  * The exact reference of the kernel's pick at time now: argmin of steer_key
  * over the eligible entries, ties to the earlier position. Every key is at
  * least base_wait_ns + now, so once that reaches the best

@@ -396,18 +396,38 @@ static __always_inline void flow_end(struct steer_xflow *f)
 		bc->ended++;
 }
 
+/* With cache affinity on, the client of a SYN is its source address
+ * (STEER_AFF_SOURCE, whatever the service keys its connects by), in *ak;
+ * kind 0: off. A global function, verified once on its own
+ * (steer_choose.bpf.h, "cache affinity"). Always 0. */
+__noinline int flow_client(const struct steer_table *t, const struct steer_xflow_key *k,
+			   struct steer_aff_key *ak)
+{
+	if (!t || !k || !ak)
+		return 0;
+	ak->svc_id = t->svc_id;
+	if (t->affinity != STEER_AFF_OFF) {
+		ak->client = ((__u64)(k->src[0] ^ k->src[2]) << 32) ^ k->src[1] ^ k->src[3];
+		ak->kind = STEER_AFF_SOURCE;
+	}
+	return 0;
+}
+
 /* A SYN to a VIP: choose and credit like a connect, remember the flow.
  * replace: the flow's old entry (a 4-tuple reused) is to be overwritten. */
 static __always_inline int new_flow(struct xdp_md *ctx, struct pkt *p, struct steer_table *t,
 				    bool replace)
 {
 	struct steer_xflow f = {}, *stored;
+	struct steer_aff_key ak = {};
 	struct steer_dest d = {};
 	struct steer_xdp_ctr *vc = vip_ctr(t->svc_id), *bc;
 
 	/* The configuration keeps a service's backends in its VIP's family
 	 * (cfg_backend_check_family), so the outer header is of that family. */
-	if (choose(t, &d, true) != CHOICE_STEERED) {
+	if (t->affinity)
+		flow_client(t, &p->key, &ak);
+	if (choose(t, &d, true, &ak) != CHOICE_STEERED) {
 		if (vc)
 			vc->refused++;
 		return XDP_DROP; /* a connect would be refused; the client retries its SYN */

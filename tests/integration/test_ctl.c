@@ -30,6 +30,8 @@
 #define VIP_C "127.0.0.102:8000" /* empty table */
 #define VIP_D "127.0.0.103:8000" /* b6 b7, drained in one test */
 #define VIP_6 "[::1]:8000"	 /* IPv6: v6a v6b */
+#define VIP_E "127.0.0.104:8000" /* cache affinity by cgroup: b4 b5 */
+#define VIP_F "127.0.0.105:8000" /* cache affinity by netns: b6 */
 #define TTL_LONG (600ULL * 1000000000ULL)
 #define OUT_MAX (256 * 1024)
 
@@ -822,6 +824,139 @@ static int setup(void)
 	return 0;
 }
 
+/* A service of b4 and b5 (base waits in ms) with cache affinity. */
+static int publish_affinity(const char *vip_str, uint32_t kind, double base4_ms, double base5_ms)
+{
+	struct steer_addr vip, configured[2] = { addr4[4], addr4[5] };
+	struct steer_dp_cost cost[2] = {
+		{ .addr = addr4[4], .base_wait_ns = base4_ms * 1e6, .ns_per_token = 1000 },
+		{ .addr = addr4[5], .base_wait_ns = base5_ms * 1e6, .ns_per_token = 1000 }
+	};
+	struct steer_dp_service s = { .configured = configured,
+				      .n_configured = 2,
+				      .table = cost,
+				      .n_table = 2,
+				      .ttl_ns = TTL_LONG,
+				      .affinity = kind,
+				      .affinity_slack_ns = 500 * 1000000ULL,
+				      .affinity_idle_ns = 600 * 1000000000ULL };
+
+	if (steer_addr_parse(vip_str, &vip, err, sizeof(err)) != 0)
+		return -1;
+	s.vip = vip;
+	return steer_dp_publish_one(dp, &s, err, sizeof(err));
+}
+
+/* `explain -o json VIP --client KEY`: the affinity object's verdict and the
+ * backend this client's next connection goes to. */
+static int explain_client(const char *vip, const char *key, char *verdict, size_t vlen, char *next,
+			  size_t nlen)
+{
+	struct json_object *root, *a;
+	int rc = ctl_run(false, "explain -o json '%s' --client '%s'", vip, key);
+
+	CHECK_RC(rc == 0, "explain %s --client %s exited %d: %s", vip, key, rc, out);
+	root = json_tokener_parse(out);
+	CHECK_RC(root, "explain output is not JSON: %s", out);
+	a = jget(root, "affinity");
+	CHECK_RC(a, "no affinity object: %s", out);
+	snprintf(verdict, vlen, "%s", jstr(a, "verdict"));
+	snprintf(next, nlen, "%s", jstr(a, "next_backend"));
+	json_object_put(root);
+	return 0;
+}
+
+/* Explain --client says where this client's next connect goes, and the kernel
+ * agrees: remembered, kept within the slack, moved past it or off a drained
+ * backend. */
+static void test_explain_affinity(void)
+{
+	char key[4200], verdict[32], next[64];
+	const char *got;
+
+	snprintf(key, sizeof(key), "cgroup:%s", testenv_cgroup());
+	CHECK(publish_affinity(VIP_E, STEER_AFF_CGROUP, 10, 20) == 0, "publish: %s", err);
+	CHECK(explain_client(VIP_E, key, verdict, sizeof(verdict), next, sizeof(next)) == 0,
+	      "explain");
+	CHECK(strcmp(verdict, "new") == 0 && strcmp(next, be[4].addr) == 0, "first: %s %s", verdict,
+	      next);
+	CHECK(ctl_run(false, "explain %s --client '%s'", VIP_E, key) == 0 &&
+		      strstr(out, "affinity (cgroup): client ") &&
+		      strstr(out, ": not remembered: placed by least wait, "),
+	      "text:\n%s", out);
+	got = connect_via(VIP_E, NULL);
+	CHECK(got && strcmp(got, be[4].addr) == 0, "first connect went to %s", got);
+	/* Remembered on b4, which is the least anyway. */
+	CHECK(explain_client(VIP_E, key, verdict, sizeof(verdict), next, sizeof(next)) == 0,
+	      "explain");
+	CHECK(strcmp(verdict, "stay") == 0 && strcmp(next, be[4].addr) == 0, "again: %s %s",
+	      verdict, next);
+	/* b4 300 ms, b5 10 ms: within 10 ms + 500 ms, it stays on b4. */
+	CHECK(publish_affinity(VIP_E, STEER_AFF_CGROUP, 300, 10) == 0, "publish: %s", err);
+	CHECK(explain_client(VIP_E, key, verdict, sizeof(verdict), next, sizeof(next)) == 0,
+	      "explain");
+	CHECK(strcmp(verdict, "stay") == 0 && strcmp(next, be[4].addr) == 0, "slack: %s %s",
+	      verdict, next);
+	CHECK(ctl_run(false, "explain %s --client '%s'", VIP_E, key) == 0 &&
+		      strstr(out, "of 10m; wait 30") && strstr(out, " + slack 500ms: stays\n"),
+	      "text:\n%s", out);
+	got = connect_via(VIP_E, NULL);
+	CHECK(got && strcmp(got, be[4].addr) == 0, "within the slack, the kernel went to %s", got);
+	/* b4 600 ms: over the slack, it leaves for b5. */
+	CHECK(publish_affinity(VIP_E, STEER_AFF_CGROUP, 600, 10) == 0, "publish: %s", err);
+	CHECK(explain_client(VIP_E, key, verdict, sizeof(verdict), next, sizeof(next)) == 0,
+	      "explain");
+	CHECK(strcmp(verdict, "left_slack") == 0 && strcmp(next, be[5].addr) == 0,
+	      "over the slack: %s %s", verdict, next);
+	CHECK(ctl_run(false, "explain %s --client '%s'", VIP_E, key) == 0 &&
+		      strstr(out, ": leaves (over the slack) for "),
+	      "text:\n%s", out);
+	got = connect_via(VIP_E, NULL);
+	CHECK(got && strcmp(got, be[5].addr) == 0, "over the slack, the kernel went to %s", got);
+	/* Remembered on b5, drained: it leaves for b4. */
+	CHECK(steer_dp_set_drained(dp, &addr4[5], true, err, sizeof(err)) == 0, "drain: %s", err);
+	CHECK(explain_client(VIP_E, key, verdict, sizeof(verdict), next, sizeof(next)) == 0,
+	      "explain");
+	CHECK(strcmp(verdict, "left_gone") == 0 && strcmp(next, be[4].addr) == 0, "drained: %s %s",
+	      verdict, next);
+	CHECK(ctl_run(false, "explain %s --client '%s'", VIP_E, key) == 0 &&
+		      strstr(out, ": leaves (drained) for "),
+	      "text:\n%s", out);
+	CHECK(steer_dp_set_drained(dp, &addr4[5], false, err, sizeof(err)) == 0, "undrain: %s",
+	      err);
+	/* Another kind than the service's: said, and an error. */
+	CHECK(ctl_run(false, "explain %s --client key:42", VIP_E) == 1 &&
+		      strstr(out, "keys its clients by cgroup, not key"),
+	      "mismatch:\n%s", out);
+	/* The XDP ingress's source address is always a client. */
+	CHECK(explain_client(VIP_E, "source:10.1.2.3", verdict, sizeof(verdict), next,
+			     sizeof(next)) == 0,
+	      "explain");
+	CHECK(strcmp(verdict, "new") == 0, "source: %s", verdict);
+	/* A service without affinity. */
+	CHECK(ctl_run(false, "explain %s --client '%s'", VIP_A, key) == 0 &&
+		      strstr(out, "affinity (cgroup): affinity off"),
+	      "off:\n%s", out);
+	/* By network namespace: the cookie read in a child that enters it is the
+	 * kernel's. */
+	CHECK(publish_affinity(VIP_F, STEER_AFF_NETNS, 10, 20) == 0, "publish: %s", err);
+	got = connect_via(VIP_F, NULL);
+	CHECK(got && strcmp(got, be[4].addr) == 0, "netns connect went to %s", got);
+	CHECK(publish_affinity(VIP_F, STEER_AFF_NETNS, 300, 10) == 0, "publish: %s", err);
+	CHECK(explain_client(VIP_F, "netns:/proc/self/ns/net", verdict, sizeof(verdict), next,
+			     sizeof(next)) == 0,
+	      "explain");
+	CHECK(strcmp(verdict, "stay") == 0 && strcmp(next, be[4].addr) == 0, "netns: %s %s",
+	      verdict, next);
+	got = connect_via(VIP_F, NULL);
+	CHECK(got && strcmp(got, be[4].addr) == 0, "netns: the kernel went to %s", got);
+	/* Bad keys are usage errors. */
+	CHECK(ctl_run(true, "explain %s --client key:12x", VIP_E) == 2, "bad key: %s", out);
+	CHECK(ctl_run(true, "explain %s --client pod:1", VIP_E) == 2, "bad kind: %s", out);
+	CHECK(ctl_run(true, "status --client key:1") == 2, "status --client: %s", out);
+	CHECK(ctl_run(true, "explain %s --client netns:/nonexistent", VIP_E) == 1, "%s", out);
+}
+
 int main(void)
 {
 	int i;
@@ -838,6 +973,7 @@ int main(void)
 	TAP_RUN(test_drain_of_unconfigured_address_is_recorded);
 	TAP_RUN(test_ipv6_service);
 	TAP_RUN(test_status_fits_the_terminal);
+	TAP_RUN(test_explain_affinity);
 	TAP_RUN(test_usage_and_errors);
 	TAP_RUN(test_non_root_is_refused);
 	if (dp) {

@@ -672,9 +672,12 @@ static void test_pins_names_permissions_and_bpftool(void)
 		}
 	}
 	closedir(d);
-	if (n != 21)
+	if (n != 24)
 		test_system("ls -la %s >&2", dir);
-	CHECK(n == 21, "%d pins, want 13 maps (steer_wire too) + 8 links (2 wire)", n);
+	CHECK(n == 24,
+	      "%d pins, want 15 maps (steer_wire, steer_affin, steer_affkey too) + 9 links "
+	      "(2 wire, setsockopt)",
+	      n);
 	snprintf(cmd, sizeof(cmd),
 		 "bpftool map dump pinned %s/steer_tables | grep -q '\"base_wait_ns\"'", dir);
 	CHECK(test_system("%s", cmd) == 0, "bpftool dump of steer_tables lacks named fields");

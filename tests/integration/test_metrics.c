@@ -27,7 +27,7 @@
 #define VIP_ODD "we\\ird\"vip\nx" /* backslash, quote and newline to escape */
 #define VIP_ODD_ESCAPED "we\\\\ird\\\"vip\\nx"
 #define SEC 1000000000ULL
-#define N_FAMILIES 30
+#define N_FAMILIES 31
 
 static const char *const family_types[N_FAMILIES][2] = {
 	{ "smg_steer_backend_score_seconds", "gauge" },
@@ -59,6 +59,7 @@ static const char *const family_types[N_FAMILIES][2] = {
 	{ "smg_steer_wait_refused_connections_total", "counter" },
 	{ "smg_steer_overload_admitted_connections_total", "counter" },
 	{ "smg_steer_bytes_per_token", "gauge" },
+	{ "smg_steer_affinity_connections_total", "counter" },
 	{ "smg_steer_poll_duration_seconds", "histogram" },
 };
 
@@ -84,6 +85,9 @@ static void build_fixture(void)
 	s->fallback_connections_total = 3;
 	s->refused_connections_total = 1;
 	s->bytes_per_token = 3;
+	s->affinity_connections_total[STEER_AFF_NEW] = 7;
+	s->affinity_connections_total[STEER_AFF_STAY] = 30;
+	s->affinity_connections_total[STEER_AFF_LEFT_GONE] = 2;
 	memcpy(s->poll_buckets, buckets, sizeof(buckets));
 	s->poll_count = 11;
 	s->poll_sum_s = 1.75;
@@ -312,6 +316,31 @@ static void test_every_poll_result_present(void)
 	CHECK(!strstr(t, "result=\"none\""), "the unused NONE kind was emitted");
 }
 
+/* Cache affinity: every verdict of every service, zeros included. */
+static void test_affinity_verdicts(void)
+{
+	static const char *const want[] = {
+		"smg_steer_affinity_connections_total{vip=\"" VIP_A "\",verdict=\"new\"} 7",
+		"smg_steer_affinity_connections_total{vip=\"" VIP_A "\",verdict=\"stay\"} 30",
+		"smg_steer_affinity_connections_total{vip=\"" VIP_A "\",verdict=\"left_slack\"} 0",
+		"smg_steer_affinity_connections_total{vip=\"" VIP_A "\",verdict=\"left_gone\"} 2",
+		"smg_steer_affinity_connections_total{vip=\"" VIP_A
+		"\",verdict=\"left_overload\"} 0",
+		"smg_steer_affinity_connections_total{vip=\"" VIP_ODD_ESCAPED
+		"\",verdict=\"left_overload\"} 0",
+	};
+	const char *t;
+	size_t i;
+
+	build_fixture();
+	t = render(&fx);
+	CHECK(t, "render returned NULL");
+	for (i = 0; i < sizeof(want) / sizeof(want[0]); i++)
+		CHECK(has_line(t, want[i]), "missing: %s", want[i]);
+	CHECK(count_prefix(t, "smg_steer_affinity_connections_total{") == 2 * STEER_AFF_VERDICTS,
+	      "expected 10 affinity series");
+}
+
 static void test_histogram(void)
 {
 	char prefix[160];
@@ -438,8 +467,9 @@ static void test_help_type_once_and_grouped(void)
 	t = render(&fx);
 	CHECK(t, "render returned NULL");
 	samples = check_family_grouping(t);
-	/* 2 backends x (20 + 6 polls + source) + 2 services x (6 + 12 + 1 + sum + count) */
-	CHECK(samples == 2 * 27 + 2 * 22, "%d samples", samples);
+	/* 2 backends x (20 + 6 polls + source) + 2 services x (6 + 5 verdicts + 12 + 1 + sum
+	 * + count) */
+	CHECK(samples == 2 * 27 + 2 * 27, "%d samples", samples);
 }
 
 /* --peer: the peer families render after the others, one sample per peer
@@ -484,7 +514,7 @@ static void test_peer_families(void)
 	/* 2 gauges, 5 counters and a histogram per peer (13 samples), 6 counters of the
 	 * node, and --peer-key's gauge and counter (one sample per reason) */
 	extra_families = 16;
-	CHECK(check_family_grouping(t) == 2 * 27 + 2 * 22 + 7 * 2 + 13 * 2 + 6 + 1 + 3,
+	CHECK(check_family_grouping(t) == 2 * 27 + 2 * 27 + 7 * 2 + 13 * 2 + 6 + 1 + 3,
 	      "samples out of their families");
 	extra_families = 0;
 	CHECK(strstr(t, "\nsmg_steer_peer_up{peer=\"127.0.0.1:9471\"} 1\n") &&
@@ -553,7 +583,7 @@ static void test_probe_families(void)
 	t = render(&s);
 	CHECK(t, "render returned NULL");
 	extra_families = 6;
-	CHECK(check_family_grouping(t) == 2 * 27 + 2 * 22 + 4 * 2 + 2,
+	CHECK(check_family_grouping(t) == 2 * 27 + 2 * 27 + 4 * 2 + 2,
 	      "samples out of their families");
 	extra_families = 0;
 	CHECK(strstr(t, "# TYPE smg_steer_probe_streaming gauge\n") &&
@@ -631,7 +661,7 @@ static void test_official_parser_reads_it(void)
 	      out);
 	CHECK(sscanf(out, "%d %d %d", &fams, &samples, &hist) == 3, "output: %s", out);
 	CHECK(fams == N_FAMILIES && hist == 1, "families %d histograms %d", fams, hist);
-	CHECK(samples == 2 * 27 + 2 * 22, "samples %d", samples);
+	CHECK(samples == 2 * 27 + 2 * 27, "samples %d", samples);
 	CHECK(strstr(out, "[\"127.0.0.100:8000\", \"we\\\\ird\\\"vip\\nx\"]"),
 	      "labels not decoded to the raw values: %s", out);
 }
@@ -726,7 +756,7 @@ static int check_scrape_and_updates(struct steer_metrics *m)
 	CHECK_RC(has_line(last.body, "smg_steer_table_publishes_total{vip=\"" VIP_A "\"} 7"),
 		 "update not visible:\n%s", last.body);
 	/* Every fixture family plus the two cycle gauges of a published snapshot. */
-	CHECK_RC(check_family_grouping(last.body) == 2 * 27 + 2 * 22 + 2, "served text differs");
+	CHECK_RC(check_family_grouping(last.body) == 2 * 27 + 2 * 27 + 2, "served text differs");
 	CHECK_RC(strstr(last.body, "\nsmg_steer_cycle_seconds 0\n") != NULL, "cycle gauge");
 
 	CHECK_RC(update_fixture(m, 8, steer_monotonic_ns(), 60 * SEC) == 0, "update");
@@ -1020,6 +1050,7 @@ int main(void)
 	TAP_RUN(test_label_escaping);
 	TAP_RUN(test_numbers_round_trip);
 	TAP_RUN(test_every_poll_result_present);
+	TAP_RUN(test_affinity_verdicts);
 	TAP_RUN(test_histogram);
 	TAP_RUN(test_help_type_once_and_grouped);
 	TAP_RUN(test_peer_families);

@@ -2,6 +2,7 @@
 """XDP ingress end to end: real TCP connections from a client namespace, through
 smg-steerd's XDP program on a load balancer's veth (native mode), to three
 backends that run the shipped decap with the VIPs on lo (tests/lib/topo_lib.py).
+With cache affinity on, one client address's flows keep to one backend.
 
 The backends are fake SGLang workers (tests/lib/fake_worker.py) whose static
 loads the daemon polls and scores; the test predicts every pick with the
@@ -97,9 +98,9 @@ class Backend:
             raise RuntimeError(f"worker {self.name} v{self.family} did not start")
 
 
-def write_config(backends):
+def write_config(backends, extra=()):
     lines = ["load-check-interval: 200ms", "snapshot-max-age: 30s", "xdp-dev: eth0",
-             "xdp-mode: native", f"xdp-encap-src: {T.ENCAP_SRC}", "services:"]
+             "xdp-mode: native", f"xdp-encap-src: {T.ENCAP_SRC}", *extra, "services:"]
     for vip, fam in ((VIP4S, 4), (VIP6S, 6)):
         lines += [f'  - vip: "{vip}"', "    backends:"]
         for b in backends:
@@ -486,6 +487,26 @@ with t.case("long-lived flows survive 50 republishes, score changes and a drain,
     t.check(sum(live0.values()) >= 9 and not any(live1.values()),
             f"live counts with 9 flows open {live0}, all closed {live1}")
     ctl("undrain", f"{drained}:{PORT}")
+
+def reload_with(extra):
+    seen = d.log_text().count("reloaded ")
+    write_config(backends, extra)
+    d.send(signal.SIGHUP)
+    L.wait_for(lambda: d.log_text().count("reloaded ") > seen, 30, "the reload applied")
+    settle(d)
+
+
+with t.case("cache affinity at XDP ingress: one client address keeps to one backend"):
+    reload_with(["affinity: cgroup", "affinity-slack: 1h"])
+    before = next(s for s in status()["services"] if s["vip"] == VIP4S)["affinity"]
+    got = burst(VIP4S, 8)
+    after = next(s for s in status()["services"] if s["vip"] == VIP4S)["affinity"]
+    t.check(len(set(got)) == 1 and got[0].startswith("b"), f"one client's flows: {got}")
+    t.check(after["stay"] - before["stay"] >= 7, f"stays counted: {before} -> {after}")
+    reload_with([])
+    got = burst(VIP4S, 8)
+    t.check(len(set(got)) > 1, f"affinity off again, the flows spread: {got}")
+
 
 with t.case("a daemon restart and --keep-pinned keep the XDP program attached, flows going"):
     rc, _ = d.stop()

@@ -253,6 +253,22 @@ static const struct bad_case bad_flags[] = {
 	  { "--peer-routers: ", "integer from 1 to 1024", "'0'" } },
 	{ { BASE, "--peer-routers", "two" },
 	  { "--peer-routers: ", "integer from 1 to 1024", "'two'" } },
+	/* cache affinity: a choice, and durations within their bounds */
+	{ { BASE, "--affinity", "pid" },
+	  { "--affinity: ", "off, cgroup, netns or sockopt", "'pid'" } },
+	{ { BASE, "--affinity", "source" },
+	  { "--affinity: ", "off, cgroup, netns or sockopt", "'source'" } },
+	{ { BASE, "--affinity", "CGROUP" }, { "--affinity: ", "'CGROUP'" } },
+	{ { BASE, "--affinity" }, { "--affinity: missing value" } },
+	{ { BASE, "--affinity-slack", "2h" }, { "--affinity-slack: ", "from 0 to 1h", "'2h'" } },
+	{ { BASE, "--affinity-slack", "-1s" }, { "--affinity-slack: ", "'-1s'" } },
+	{ { BASE, "--affinity-slack", "500" }, { "--affinity-slack: ", "'500'" } },
+	{ { BASE, "--affinity-timeout", "0" },
+	  { "--affinity-timeout: ", "from 1s to 24h", "'0'" } },
+	{ { BASE, "--affinity-timeout", "999ms" },
+	  { "--affinity-timeout: ", "from 1s to 24h", "'999ms'" } },
+	{ { BASE, "--affinity-timeout", "25h" },
+	  { "--affinity-timeout: ", "from 1s to 24h", "'25h'" } },
 	/* health */
 	{ { BASE, "--unhealthy-after", "0" },
 	  { "--unhealthy-after: ", "integer from 1 to 1000", "'0'" } },
@@ -559,6 +575,91 @@ static void test_yaml_shipped_example(void)
 		      !strcmp(s->backends[1].loads_str, "[::1]:30002"),
 	      "second service");
 	steer_config_free(&c);
+}
+
+/* Cache affinity: off with its default slack and timeout; the flags for
+ * every service, a service's keys for it alone; a slack of 0 is a value. */
+static void test_affinity(void)
+{
+	static const char yaml[] = "affinity-slack: 2s\n"
+				   "services:\n"
+				   "  - vip: 127.0.0.100:8000\n"
+				   "    affinity: netns\n"
+				   "    affinity-timeout: 1h\n"
+				   "    backends: [127.0.0.11:8000]\n"
+				   "  - vip: 127.0.0.101:8000\n"
+				   "    affinity: sockopt\n"
+				   "    affinity-slack: 0ms\n"
+				   "    backends: [127.0.0.11:8000]\n"
+				   "  - vip: 127.0.0.102:8000\n"
+				   "    backends: [127.0.0.11:8000]\n";
+	static const char *const words[] = { "off", "cgroup", "netns", "sockopt" };
+	const struct steer_service_cfg *a, *b, *d;
+	struct steer_config c;
+	uint32_t k;
+	int rc = LOAD(&c, BASE);
+
+	CHECK(rc == STEER_CONFIG_OK, "rc=%d err=%s", rc, err);
+	CHECK(c.services[0].policy.affinity == STEER_AFF_OFF &&
+		      c.services[0].policy.affinity_slack_ns == 500 * NS_PER_MS &&
+		      c.services[0].policy.affinity_idle_ns == 600 * NS_PER_S,
+	      "defaults %u %llu %llu", c.services[0].policy.affinity,
+	      (unsigned long long)c.services[0].policy.affinity_slack_ns,
+	      (unsigned long long)c.services[0].policy.affinity_idle_ns);
+	steer_config_free(&c);
+	for (k = 0; k < 4; k++) {
+		rc = LOAD(&c, BASE, "--affinity", words[k]);
+		CHECK(rc == STEER_CONFIG_OK && c.services[0].policy.affinity == k,
+		      "--affinity %s: rc=%d %u err=%s", words[k], rc,
+		      rc ? 0 : c.services[0].policy.affinity, err);
+		if (rc == STEER_CONFIG_OK)
+			steer_config_free(&c);
+	}
+	CHECK(STEER_AFF_CGROUP == 1 && STEER_AFF_NETNS == 2 && STEER_AFF_SOCKOPT == 3,
+	      "the words' order is enum steer_affinity's");
+	rc = LOAD(&c, BASE, "--affinity=cgroup", "--affinity-slack", "0", "--affinity-timeout=24h");
+	CHECK(rc == STEER_CONFIG_OK, "rc=%d err=%s", rc, err);
+	CHECK(c.services[0].policy.affinity_slack_ns == 0 &&
+		      c.services[0].policy.affinity_idle_ns == 24 * 3600 * NS_PER_S,
+	      "flags %llu %llu", (unsigned long long)c.services[0].policy.affinity_slack_ns,
+	      (unsigned long long)c.services[0].policy.affinity_idle_ns);
+	steer_config_free(&c);
+
+	rc = load_yaml(yaml, NULL, &c);
+	CHECK(rc == STEER_CONFIG_OK, "rc=%d err=%s", rc, err);
+	a = service_of(&c, "127.0.0.100:8000");
+	b = service_of(&c, "127.0.0.101:8000");
+	d = service_of(&c, "127.0.0.102:8000");
+	CHECK(a && b && d, "%zu services", c.n_services);
+	CHECK(a->policy.affinity == STEER_AFF_NETNS &&
+		      a->policy.affinity_slack_ns == 2 * NS_PER_S &&
+		      a->policy.affinity_idle_ns == 3600 * NS_PER_S,
+	      "a: %u %llu %llu", a->policy.affinity,
+	      (unsigned long long)a->policy.affinity_slack_ns,
+	      (unsigned long long)a->policy.affinity_idle_ns);
+	CHECK(b->policy.affinity == STEER_AFF_SOCKOPT && b->policy.affinity_slack_ns == 0 &&
+		      b->policy.affinity_idle_ns == 600 * NS_PER_S,
+	      "b: %u %llu %llu", b->policy.affinity,
+	      (unsigned long long)b->policy.affinity_slack_ns,
+	      (unsigned long long)b->policy.affinity_idle_ns);
+	CHECK(d->policy.affinity == STEER_AFF_OFF && d->policy.affinity_slack_ns == 2 * NS_PER_S,
+	      "d: %u %llu", d->policy.affinity, (unsigned long long)d->policy.affinity_slack_ns);
+	steer_config_free(&c);
+
+	rc = load_yaml(yaml, ARGS("--affinity", "cgroup"), &c);
+	CHECK(rc == STEER_CONFIG_OK, "rc=%d err=%s", rc, err);
+	CHECK(service_of(&c, "127.0.0.100:8000")->policy.affinity == STEER_AFF_CGROUP &&
+		      service_of(&c, "127.0.0.102:8000")->policy.affinity == STEER_AFF_CGROUP,
+	      "the flag is every service's");
+	steer_config_free(&c);
+	rc = load_yaml("services:\n"
+		       "  - vip: 127.0.0.100:8000\n"
+		       "    affinity: pod\n"
+		       "    backends: [127.0.0.11:8000]\n",
+		       NULL, &c);
+	CHECK(rc == STEER_CONFIG_USAGE && strstr(err, ":3: affinity: ") &&
+		      strstr(err, "off, cgroup, netns or sockopt") && strstr(err, "'pod'"),
+	      "rc=%d err=%s", rc, err);
 }
 
 /* Knobs: flag > service key > top-level key > default; globals: flag > file. */
@@ -1068,6 +1169,7 @@ int main(void)
 	TAP_RUN(test_yaml_full_example);
 	TAP_RUN(test_yaml_shipped_example);
 	TAP_RUN(test_yaml_precedence);
+	TAP_RUN(test_affinity);
 	TAP_RUN(test_yaml_unknown_key_line);
 	TAP_RUN(test_yaml_wrong_type_line);
 	TAP_RUN(test_yaml_syntax_error);

@@ -266,7 +266,7 @@ static void test_table_holds_together(void)
 			CHECK(!o->key || !p->key || strcmp(o->key, p->key), "key %s twice", o->key);
 		}
 	}
-	CHECK(i == CFG_N_OPTIONS && i == 45, "%zu options", i);
+	CHECK(i == CFG_N_OPTIONS && i == 48, "%zu options", i);
 	for (i = 0; i < CFG_N_OPTIONS; i++) {
 		const struct cfg_option *c = &cfg_options[i];
 		bool flag_only = c->opt > OPT_KNOB;

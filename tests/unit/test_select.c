@@ -819,6 +819,271 @@ static void test_over_wait_bound(void)
 	}
 }
 
+/* ---- cache affinity (steer_affinity_judge, steer_affinity_settle) -------- */
+
+#define MS 1000000ULL
+
+/* One backend at slot 0, table position 0, with a wait of wait_ns at now
+ * (no in-flight work, no accounting): the judge's verdict against pick_wait. */
+static __u32 judge_one(struct steer_table *t, __u64 wait_ns, __u64 pick_wait, __u64 *wait)
+{
+	t->n = 1;
+	t->e[0].base_wait_ns = wait_ns;
+	t->e[0].ns_per_token = 1000;
+	t->e[0].slot = 0;
+	return steer_affinity_judge(t, &t->e[0], &slots[0], NULL, pick_wait, 5000 * MS, wait);
+}
+
+static void test_affinity_judge_stays_within_the_slack(void)
+{
+	static struct steer_table t;
+	__u64 wait = 0;
+
+	memset(&t, 0, sizeof(t));
+	memset(&slots[0], 0, sizeof(slots[0]));
+	t.affinity = STEER_AFF_CGROUP;
+	t.affinity_slack_ns = 500 * MS;
+	CHECK(judge_one(&t, 41 * MS, 12 * MS, &wait) == STEER_AFF_STAY, "41 ms vs 12 + 500");
+	CHECK(wait == 41 * MS, "wait %llu", (unsigned long long)wait);
+	/* The boundary, exact: at the least wait plus the slack it stays, one ns
+	 * over it leaves. */
+	CHECK(judge_one(&t, 512 * MS, 12 * MS, &wait) == STEER_AFF_STAY, "at the slack");
+	CHECK(judge_one(&t, 512 * MS + 1, 12 * MS, &wait) == STEER_AFF_LEFT_SLACK,
+	      "one ns over the slack");
+	CHECK(wait == 512 * MS + 1, "wait %llu", (unsigned long long)wait);
+	/* Slack 0: only a tie stays. */
+	t.affinity_slack_ns = 0;
+	CHECK(judge_one(&t, 12 * MS, 12 * MS, &wait) == STEER_AFF_STAY, "a tie");
+	CHECK(judge_one(&t, 12 * MS + 1, 12 * MS, &wait) == STEER_AFF_LEFT_SLACK, "no tie");
+	/* In-flight work counts in the wait. */
+	t.affinity_slack_ns = 500 * MS;
+	slots[0].inflight_tokens = 1000; /* x 1000 ns/token: 1 ms */
+	CHECK(judge_one(&t, 512 * MS, 12 * MS, &wait) == STEER_AFF_LEFT_SLACK, "in flight");
+	CHECK(wait == 513 * MS, "wait %llu", (unsigned long long)wait);
+	memset(&slots[0], 0, sizeof(slots[0]));
+}
+
+static void test_affinity_judge_gone(void)
+{
+	static struct steer_table t;
+	__u64 wait = 1;
+
+	memset(&t, 0, sizeof(t));
+	memset(&slots[0], 0, sizeof(slots[0]));
+	t.affinity_slack_ns = 500 * MS;
+	slots[0].flags = STEER_SLOT_DRAINED;
+	CHECK(judge_one(&t, 1 * MS, 12 * MS, &wait) == STEER_AFF_LEFT_GONE, "drained");
+	CHECK(wait == 0, "a gone backend's wait is 0, not %llu", (unsigned long long)wait);
+	slots[0].flags = 0;
+	slots[0].fails = STEER_FAIL_EJECT;
+	CHECK(judge_one(&t, 1 * MS, 12 * MS, &wait) == STEER_AFF_LEFT_GONE, "ejected");
+	slots[0].fails = STEER_FAIL_EJECT + 7;
+	CHECK(judge_one(&t, 1 * MS, 12 * MS, &wait) == STEER_AFF_LEFT_GONE, "ejected, more");
+	slots[0].fails = STEER_FAIL_EJECT - 1;
+	CHECK(judge_one(&t, 1 * MS, 12 * MS, &wait) == STEER_AFF_STAY, "failing, not ejected");
+	slots[0].fails = 0;
+	wait = 1;
+	CHECK(steer_affinity_judge(&t, NULL, &slots[0], NULL, 12 * MS, 0, &wait) ==
+		      STEER_AFF_LEFT_GONE,
+	      "no entry: out of the table, or its slot has another owner");
+	CHECK(wait == 0, "wait %llu", (unsigned long long)wait);
+	CHECK(steer_affinity_judge(&t, &t.e[0], NULL, NULL, 12 * MS, 0, &wait) ==
+		      STEER_AFF_LEFT_GONE,
+	      "no slot");
+}
+
+static void test_affinity_judge_overloaded(void)
+{
+	static struct steer_table t;
+	struct steer_wire w;
+	__u64 wait = 0;
+
+	memset(&t, 0, sizeof(t));
+	memset(&w, 0, sizeof(w));
+	memset(&slots[0], 0, sizeof(slots[0]));
+	t.affinity_slack_ns = 500 * MS;
+	t.n = 1;
+	t.e[0].base_wait_ns = 1 * MS;
+	slots[0].flags = STEER_SLOT_OVERLOADED;
+	CHECK(judge_one(&t, 1 * MS, 12 * MS, &wait) == STEER_AFF_LEFT_OVERLOAD, "by its poll");
+	slots[0].flags = STEER_SLOT_PUSHBACK;
+	CHECK(judge_one(&t, 1 * MS, 12 * MS, &wait) == STEER_AFF_LEFT_OVERLOAD, "pushing back");
+	slots[0].flags = 0;
+	/* At its bound of live connections. */
+	w.max_live = 3;
+	slots[0].live = 3;
+	CHECK(steer_affinity_judge(&t, &t.e[0], &slots[0], &w, 12 * MS, 0, &wait) ==
+		      STEER_AFF_LEFT_OVERLOAD,
+	      "at max_live");
+	slots[0].live = 5;
+	slots[0].closed = 3;
+	CHECK(steer_affinity_judge(&t, &t.e[0], &slots[0], &w, 12 * MS, 0, &wait) == STEER_AFF_STAY,
+	      "below max_live");
+	w.max_live = 0;
+	slots[0].live = 1000;
+	slots[0].closed = 0;
+	CHECK(steer_affinity_judge(&t, &t.e[0], &slots[0], &w, 12 * MS, 0, &wait) == STEER_AFF_STAY,
+	      "no bound of live connections");
+	slots[0].live = 0;
+	/* Over --worker-overload-wait, even within the slack. */
+	t.wait_bound_ns = 40 * MS;
+	CHECK(judge_one(&t, 41 * MS, 12 * MS, &wait) == STEER_AFF_LEFT_OVERLOAD, "over the bound");
+	CHECK(wait == 41 * MS, "wait %llu", (unsigned long long)wait);
+	t.wait_bound_ns = 42 * MS;
+	CHECK(judge_one(&t, 41 * MS, 12 * MS, &wait) == STEER_AFF_STAY, "within the bound");
+	/* Drained and overloaded: gone first. */
+	slots[0].flags = STEER_SLOT_DRAINED | STEER_SLOT_OVERLOADED;
+	CHECK(judge_one(&t, 1 * MS, 12 * MS, &wait) == STEER_AFF_LEFT_GONE, "drained first");
+	memset(&slots[0], 0, sizeof(slots[0]));
+}
+
+static void test_affinity_judge_saturates(void)
+{
+	static struct steer_table t;
+	__u64 wait = 0;
+
+	memset(&t, 0, sizeof(t));
+	memset(&slots[0], 0, sizeof(slots[0]));
+	t.affinity_slack_ns = STEER_U64_MAX; /* any wait stays */
+	CHECK(judge_one(&t, 3600000 * MS, 12 * MS, &wait) == STEER_AFF_STAY, "huge slack");
+	slots[0].inflight_tokens = STEER_U64_MAX / 2; /* the wait saturates */
+	CHECK(judge_one(&t, 1 * MS, 12 * MS, &wait) == STEER_AFF_STAY, "saturated wait");
+	CHECK(wait == STEER_U64_MAX, "wait %llu", (unsigned long long)wait);
+	t.affinity_slack_ns = 1;
+	CHECK(judge_one(&t, 1 * MS, STEER_U64_MAX, &wait) == STEER_AFF_STAY,
+	      "pick_wait saturated (the probe's)");
+	CHECK(judge_one(&t, 1 * MS, STEER_U64_MAX - 2, &wait) == STEER_AFF_LEFT_SLACK,
+	      "a saturated wait over an unsaturated sum");
+	t.affinity_slack_ns = STEER_U64_MAX - 1;
+	CHECK(judge_one(&t, 1 * MS, 2, &wait) == STEER_AFF_STAY, "the sum saturates");
+	memset(&slots[0], 0, sizeof(slots[0]));
+}
+
+/* steer_affinity_settle as plainly as it can be written. */
+static __u64 settle_ref(__u64 pick_wait, __u64 slack, __u32 state, __u32 verdict, __u64 wait,
+			__u64 *final)
+{
+	if (!(state & STEER_AFF_KNOWN)) {
+		*final = STEER_AFF_NEW;
+		return 0;
+	}
+	if (verdict != STEER_AFF_STAY) {
+		*final = verdict;
+		return 0;
+	}
+	if (wait > steer_sat_add(pick_wait, slack)) {
+		*final = STEER_AFF_LEFT_SLACK;
+		return 0;
+	}
+	*final = STEER_AFF_STAY;
+	return 1;
+}
+
+static int settle_check(__u64 pick, __u64 slack, __u32 state, __u32 verdict, __u64 wait)
+{
+	__u64 got_v = 99, want_v = 98;
+	__u64 got = steer_affinity_settle(pick, slack, state, verdict, wait, &got_v);
+	__u64 want = settle_ref(pick, slack, state, verdict, wait, &want_v);
+
+	CHECK_RC(got == want && got_v == want_v,
+		 "pick %llu slack %llu state %u verdict %u wait %llu: stay %llu verdict %llu, "
+		 "want %llu %llu",
+		 (unsigned long long)pick, (unsigned long long)slack, state, verdict,
+		 (unsigned long long)wait, (unsigned long long)got, (unsigned long long)got_v,
+		 (unsigned long long)want, (unsigned long long)want_v);
+	return 0;
+}
+
+/* The kernel's branch-free settle against the plain comparison, to the ns. */
+static void test_affinity_settle_matches_the_plain_rule(void)
+{
+	static const __u32 states[] = { 0, STEER_AFF_HAS_KEY, STEER_AFF_HAS_KEY | STEER_AFF_KNOWN };
+	static const __u64 edges[] = { 0,
+				       1,
+				       2,
+				       3,
+				       500 * MS,
+				       500 * MS + 1,
+				       (1ULL << 32) - 1,
+				       1ULL << 32,
+				       STEER_OVERLOAD_NS - 1,
+				       STEER_OVERLOAD_NS,
+				       (1ULL << 63) - 1,
+				       1ULL << 63,
+				       STEER_U64_MAX - 1,
+				       STEER_U64_MAX };
+	const size_t ne = sizeof(edges) / sizeof(edges[0]);
+	size_t i, j, k;
+	__u32 st, v;
+	int r;
+
+	for (i = 0; i < ne; i++)
+		for (j = 0; j < ne; j++) {
+			__u64 best = steer_sat_add(edges[i], edges[j]);
+			__u64 waits[] = { best, best + 1, best - 1, 0, STEER_U64_MAX };
+
+			for (k = 0; k < sizeof(waits) / sizeof(waits[0]); k++)
+				for (st = 0; st < 3; st++)
+					for (v = 0; v < STEER_AFF_VERDICTS; v++)
+						CHECK(settle_check(edges[i], edges[j], states[st],
+								   v, waits[k]) == 0,
+						      "edges");
+		}
+	for (r = 0; r < 300000; r++) {
+		__u64 pick = edgy(), slack = rnd() % 3 ? rnd() % (10000 * MS) : edgy();
+		__u64 best = steer_sat_add(pick, slack);
+		__u64 wait = rnd() % 2 ? edgy() : best + (rnd() % 5) - 2;
+
+		CHECK(settle_check(pick, slack, states[rnd() % 3],
+				   (__u32)(rnd() % STEER_AFF_VERDICTS), wait) == 0,
+		      "random");
+	}
+}
+
+/* The kernel's two steps, the probe (the judge with the least wait aside) and
+ * the settle after the pick, are the one rule: the judge with the pick's wait. */
+static void test_affinity_probe_and_settle_are_the_judge(void)
+{
+	static struct steer_table t;
+	struct steer_wire w;
+	int r;
+
+	for (r = 0; r < 100000; r++) {
+		__u64 now = 1000 * MS + rnd() % (1000000 * MS), wait1 = 0, wait2 = 0, final = 0;
+		__u64 pick = rnd() % 4 ? rnd() % (2000 * MS) : edgy();
+		__u32 probe, want, stay;
+
+		memset(&t, 0, sizeof(t));
+		memset(&w, 0, sizeof(w));
+		memset(&slots[0], 0, sizeof(slots[0]));
+		t.n = 1;
+		t.affinity_slack_ns = rnd() % 3 ? rnd() % (1000 * MS) : edgy();
+		t.wait_bound_ns = rnd() % 3 ? 0 : rnd() % (3000 * MS);
+		t.flags = rnd() % 2 ? STEER_TBL_STEP : 0;
+		t.e[0].base_wait_ns = rnd() % 4 ? rnd() % (2000 * MS) : edgy();
+		t.e[0].ns_per_token = rnd() % 100000;
+		slots[0].inflight_tokens = rnd() % 3 ? rnd() % 100000 : edgy();
+		slots[0].flags = rnd() % 8 == 0 ? (__u32)(rnd() % 8) : 0;
+		slots[0].fails = rnd() % 8 == 0 ? (__u32)(rnd() % 8) : 0;
+		slots[0].live = rnd() % 8;
+		w.max_live = rnd() % 2 ? (__u32)(rnd() % 8) : 0;
+		w.busy_until_ns = rnd() % 2 ? now - 1000 * MS + rnd() % (3000 * MS) : 0;
+		w.step_until_ns = rnd() % 2 ? now - 1000 * MS + rnd() % (3000 * MS) : 0;
+		probe = steer_affinity_judge(&t, &t.e[0], &slots[0], &w, STEER_U64_MAX, now,
+					     &wait1);
+		want = steer_affinity_judge(&t, &t.e[0], &slots[0], &w, pick, now, &wait2);
+		stay = (__u32)steer_affinity_settle(pick, t.affinity_slack_ns,
+						    STEER_AFF_HAS_KEY | STEER_AFF_KNOWN, probe,
+						    wait1, &final);
+		CHECK(probe != STEER_AFF_LEFT_SLACK, "the probe never judges the slack");
+		CHECK(wait1 == wait2, "the wait does not depend on the pick");
+		CHECK(final == want && stay == (want == STEER_AFF_STAY),
+		      "round %d: settle %llu stay %u, judge %u", r, (unsigned long long) final,
+		      stay, want);
+	}
+	memset(&slots[0], 0, sizeof(slots[0]));
+}
+
 int main(void)
 {
 	TAP_RUN(test_saturating_add_matches_128bit);
@@ -836,5 +1101,11 @@ int main(void)
 	TAP_RUN(test_idle_backends_cost_no_rebuild_as_time_passes);
 	TAP_RUN(test_overload_marks_sort_last);
 	TAP_RUN(test_over_wait_bound);
+	TAP_RUN(test_affinity_judge_stays_within_the_slack);
+	TAP_RUN(test_affinity_judge_gone);
+	TAP_RUN(test_affinity_judge_overloaded);
+	TAP_RUN(test_affinity_judge_saturates);
+	TAP_RUN(test_affinity_settle_matches_the_plain_rule);
+	TAP_RUN(test_affinity_probe_and_settle_are_the_judge);
 	return tap_done();
 }

@@ -23,3 +23,18 @@ $(O)/bench/%: tools/bench/%.c $(wildcard tools/bench/*.h) $(call libs_of,$(MODUL
 bench: deps deps-bench
 	@$(MAKE) --no-print-directory build-all $(BENCH_BINS) $(BENCH_BPF)
 	STEER_BUILD=$(abspath $(O)) tools/bench/run.sh
+
+# The cache affinity map on its own (tools/bench/affmap.c): the LRU hash of
+# steer_affin against a 4-way set-associative array, BPF time per insert and
+# lookup by BPF_PROG_TEST_RUN. Root; no data plane; not part of make bench.
+# AFFMAP_ROUNDS (9) paired rounds of AFFMAP_REPEAT (1000000) runs each.
+AFFMAP_ROUNDS ?= 9
+AFFMAP_REPEAT ?= 1000000
+
+$(O)/bench/affmap: tools/bench/affmap.c
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_ALL) $< -o $@ $(LDFLAGS_SAN) -lbpf
+
+.PHONY: bench-affmap
+bench-affmap: $(O)/bench/affmap $(O)/bench/affmap.bpf.o
+	$(O)/bench/affmap $(O)/bench/affmap.bpf.o $(AFFMAP_ROUNDS) $(AFFMAP_REPEAT)

@@ -3,7 +3,9 @@
  * deccost.c - what a steered connection costs in BPF time, every program summed.
  *
  *   deccost --pin DIR --cgroup DIR --first 127.0.3.1:9000 [--sizes 8,64,256]
- *           [--shapes passthrough,spread,equal,bound,rebuild] [--connects 5000]
+ *           [--shapes passthrough,spread,equal,bound,affinity,affinity-key,
+ *                     affinity-new,rebuild]
+ *           [--connects 5000]
  *           [--rounds 3] [--drain-every 1000] [--header]
  *
  * Loads and attaches the real programs (dataplane API), joins the cgroup,
@@ -13,7 +15,7 @@
  * exits), and reads run_time_ns and run_cnt of every program a connection
  * meets: connect4, sock_release and getpeername4, and the request accounting
  * programs (cgroup_skb egress and ingress, once per packet), before and after
- * K connects.
+ * K connects; and cgroup/setsockopt, which only affinity-new calls.
  * Next to each, an empty program of the same type (r0 = 1; exit) is attached:
  * its time per run is the floor that the statistics and the dispatch cost by
  * themselves, reported so that net = total - floors can be read too.
@@ -28,6 +30,21 @@
  *                a plain scan would read the whole table at each connect;
  *   bound        spread, with overload protection on (STEER_TBL_OVERLOAD and
  *                a wait bound of an hour): what the check adds to a connect;
+ *   affinity     spread, with cache affinity by cgroup (STEER_AFF_CGROUP), a
+ *                slack and an idle timeout of an hour: every connect of this
+ *                process is the same client, and each one after the first
+ *                stays on its backend (probe, stay, record in place): the
+ *                steady state of a conversation;
+ *   affinity-key spread, with affinity by the application's key
+ *                (STEER_AFF_SOCKOPT), one key for every socket, set by
+ *                setsockopt before each connect: each connect stays, as in
+ *                affinity, but keyed by the socket's storage;
+ *   affinity-new spread, with affinity by the application's key
+ *                (STEER_AFF_SOCKOPT): each socket gets a fresh random key by
+ *                setsockopt before its connect, so each connect is a new
+ *                client (a probe that misses, an LRU insert): the worst
+ *                case. The setsockopt program's time is reported per call,
+ *                apart from connect4's;
  *   rebuild      spread, with the in-flight counters drained before every
  *                connect: each connect then rebuilds the selection tree (what
  *                the first connect after a publish or a drain pays).
@@ -37,7 +54,10 @@
  * the virtual address. Before it, the same selection (steer_select_at from
  * bpf/steer_select.h, at the kernel's clock) runs in user space on the live
  * counters: its pick must be the backend that answered (counted as
- * mismatches otherwise). One CSV row per measurement.
+ * mismatches otherwise); in the affinity shape, the backend of the client's
+ * last connect while it is in the table. The service's affinity counters
+ * (steer_svc_stats.affinity) give how many connects stayed and how many were
+ * new clients. One CSV row per measurement.
  */
 #include <bpf/bpf.h>
 #include <errno.h>
@@ -67,34 +87,45 @@ enum shape {
 	SHAPE_SPREAD,
 	SHAPE_EQUAL,
 	SHAPE_BOUND,
+	SHAPE_AFFINITY,
+	SHAPE_AFFINITY_KEY,
+	SHAPE_AFFINITY_NEW,
 	SHAPE_REBUILD,
 	SHAPES
 };
-static const char *const shape_names[SHAPES] = { "passthrough", "spread", "equal", "bound",
-						 "rebuild" };
+static const char *const shape_names[SHAPES] = { "passthrough",	 "spread",   "equal",
+						 "bound",	 "affinity", "affinity-key",
+						 "affinity-new", "rebuild" };
+/* affinity-key's one key */
+#define AFFINITY_KEY 0x5eedULL
 /* The bound shape's --worker-overload-wait: above every wait, so that every
  * connect pays the check and none is refused. */
 #define BOUND_NS (3600ULL * 1000000000ULL)
+/* The affinity shapes' slack and idle timeout: a client always stays (a
+ * connection's credit is 512 ms, drained every --drain-every connects) and is
+ * never forgotten between rounds. */
+#define AFFINITY_NS (3600ULL * 1000000000ULL)
 
 /* The programs a connection meets, and the empty one of each type. */
 enum prog {
 	PROG_CONNECT4,
 	PROG_RELEASE,
 	PROG_PEER4,
-	PROG_WIRE_OUT, /* request accounting: every packet the socket sends */
-	PROG_WIRE_IN,  /* and every packet it receives */
+	PROG_WIRE_OUT,	 /* request accounting: every packet the socket sends */
+	PROG_WIRE_IN,	 /* and every packet it receives */
+	PROG_SETSOCKOPT, /* the application's affinity key (affinity-new only) */
 	PROGS
 };
 static const char *const prog_links[PROGS] = { STEER_LINK_CONNECT4, STEER_LINK_RELEASE,
-					       STEER_LINK_PEER4, STEER_LINK_WIRE_OUT,
-					       STEER_LINK_WIRE_IN };
+					       STEER_LINK_PEER4,    STEER_LINK_WIRE_OUT,
+					       STEER_LINK_WIRE_IN,  STEER_LINK_SETSOCKOPT };
 static const enum bpf_attach_type prog_attach[PROGS] = {
 	BPF_CGROUP_INET4_CONNECT, BPF_CGROUP_INET_SOCK_RELEASE, BPF_CGROUP_INET4_GETPEERNAME,
-	BPF_CGROUP_INET_EGRESS, BPF_CGROUP_INET_INGRESS
+	BPF_CGROUP_INET_EGRESS,	  BPF_CGROUP_INET_INGRESS,	BPF_CGROUP_SETSOCKOPT
 };
 static const enum bpf_prog_type prog_type[PROGS] = {
 	BPF_PROG_TYPE_CGROUP_SOCK_ADDR, BPF_PROG_TYPE_CGROUP_SOCK, BPF_PROG_TYPE_CGROUP_SOCK_ADDR,
-	BPF_PROG_TYPE_CGROUP_SKB, BPF_PROG_TYPE_CGROUP_SKB
+	BPF_PROG_TYPE_CGROUP_SKB,	BPF_PROG_TYPE_CGROUP_SKB,  BPF_PROG_TYPE_CGROUP_SOCKOPT
 };
 
 struct prog_stats {
@@ -109,6 +140,9 @@ struct bench {
 	int prog_fd[PROGS];
 	int empty_fd[PROGS], empty_link_fd[PROGS]; /* calibration: programs that only return 1 */
 	long connects, drain_every;
+	int aff_pos[SHAPES]; /* affinity, affinity-key: the backend of the client's last
+			      * connect; -1: none */
+	uint64_t aff_rng;    /* affinity-new: xorshift64 state of the keys */
 };
 
 static volatile sig_atomic_t stopping;
@@ -175,7 +209,8 @@ static struct steer_slot *mirror_slot(void *ctx, __u32 slot)
 
 static double base_wait(enum shape s, size_t i)
 {
-	return s == SHAPE_EQUAL ? 0.0 : SPREAD_STEP_NS * (double)i; /* bound: spread */
+	/* bound and the affinity shapes: spread */
+	return s == SHAPE_EQUAL ? 0.0 : SPREAD_STEP_NS * (double)i;
 }
 
 /* Publish n backends in the given shape; the mirror gets the same entries in
@@ -195,6 +230,11 @@ static int publish(struct bench *b, size_t n, enum shape s)
 	if (s == SHAPE_BOUND) {
 		svc.flags = STEER_TBL_OVERLOAD;
 		svc.wait_bound_ns = BOUND_NS;
+	}
+	if (s == SHAPE_AFFINITY || s == SHAPE_AFFINITY_KEY || s == SHAPE_AFFINITY_NEW) {
+		svc.affinity = s == SHAPE_AFFINITY ? STEER_AFF_CGROUP : STEER_AFF_SOCKOPT;
+		svc.affinity_slack_ns = AFFINITY_NS;
+		svc.affinity_idle_ns = AFFINITY_NS;
 	}
 	for (i = 0; i < n; i++) {
 		cost[i].addr = b->backends[i];
@@ -226,9 +266,10 @@ static void drain(struct bench *b, size_t n)
 		steer_dp_inflight_exchange(b->dp, b->slots[i]);
 }
 
-/* Connect, read the backend's byte, close. With vip set, also ask
- * getpeername, which must report it. Returns the byte, or -1. */
-static int connect_once(const struct steer_addr *to, const struct steer_addr *vip)
+/* Connect, read the backend's byte, close. With key not 0, set it as the
+ * socket's affinity key first. With vip set, also ask getpeername, which must
+ * report it. Returns the byte, or -1. */
+static int connect_once(const struct steer_addr *to, const struct steer_addr *vip, uint64_t key)
 {
 	struct sockaddr_in sa = { .sin_family = AF_INET,
 				  .sin_port = to->port,
@@ -240,6 +281,10 @@ static int connect_once(const struct steer_addr *to, const struct steer_addr *vi
 
 	if (fd < 0)
 		return -1;
+	if (key && setsockopt(fd, STEER_SOL_AFFINITY, STEER_SO_AFFINITY_KEY, &key, sizeof(key))) {
+		close(fd);
+		return -1;
+	}
 	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0 && read(fd, &byte, 1) == 1)
 		rc = byte;
 	if (rc >= 0 && vip &&
@@ -254,16 +299,25 @@ struct result {
 	long errors, mismatches, steered;
 };
 
+/* affinity-new: a new key, never 0 (xorshift64). */
+static uint64_t next_key(struct bench *b)
+{
+	b->aff_rng ^= b->aff_rng << 13;
+	b->aff_rng ^= b->aff_rng >> 7;
+	b->aff_rng ^= b->aff_rng << 17;
+	return b->aff_rng;
+}
+
 static void run_connects(struct bench *b, size_t n, enum shape s, struct result *r)
 {
 	long every = s == SHAPE_REBUILD ? 1 : b->drain_every, k;
 
 	for (k = 0; k < b->connects && !stopping; k++) {
 		struct steer_pick pick;
-		int got;
+		int got, want;
 
 		if (s == SHAPE_PASSTHROUGH) {
-			if (connect_once(&b->backends[k % (long)n], NULL) < 0)
+			if (connect_once(&b->backends[k % (long)n], NULL, 0) < 0)
 				r->errors++;
 			continue;
 		}
@@ -271,13 +325,21 @@ static void run_connects(struct bench *b, size_t n, enum shape s, struct result 
 			drain(b, n);
 		steer_select_at(&b->mirror, mirror_slot, b, steer_dp_wire_at, b->dp,
 				steer_dp_clock_ns(), 1, &pick);
-		got = connect_once(&b->vip, &b->vip);
+		got = connect_once(&b->vip, &b->vip,
+				   s == SHAPE_AFFINITY_NEW   ? next_key(b)
+				   : s == SHAPE_AFFINITY_KEY ? AFFINITY_KEY
+							     : 0);
 		if (got < 0) {
 			r->errors++;
 			continue;
 		}
 		r->steered++;
-		if (!pick.found || got != (int)pick.pos)
+		want = pick.found ? (int)pick.pos : -1;
+		if (b->aff_pos[s] >= 0 && b->aff_pos[s] < (int)n)
+			want = b->aff_pos[s]; /* it stays */
+		if (s == SHAPE_AFFINITY || s == SHAPE_AFFINITY_KEY)
+			b->aff_pos[s] = got;
+		if (got != want)
 			r->mismatches++;
 	}
 }
@@ -297,20 +359,22 @@ static double per_conn(const struct prog_stats *a, const struct prog_stats *z, l
 static int measure(struct bench *b, size_t n, enum shape s, int round)
 {
 	struct prog_stats a[2 * PROGS], z[2 * PROGS];
+	struct steer_svc_stats sa, sz;
 	struct result r = { 0 };
 	double c4, rel, gp, floor_c4, floor_rel, floor_gp, total, w_out, w_in, w_runs, floor_w;
+	double sso, floor_sso;
 	size_t i;
 
 	if (publish(b, n, s == SHAPE_REBUILD ? SHAPE_SPREAD : s) != 0)
 		return -1;
 	if (s == SHAPE_EQUAL) /* credit every backend once: a water-fill from here on */
 		for (i = 0; i < n; i++)
-			if (connect_once(&b->vip, NULL) < 0)
+			if (connect_once(&b->vip, NULL, 0) < 0)
 				r.errors++;
-	if (read_all(b, a) != 0)
+	if (read_all(b, a) != 0 || steer_dp_service_stats(b->dp, &b->vip, &sa) != 0)
 		return -1;
 	run_connects(b, n, s, &r);
-	if (read_all(b, z) != 0)
+	if (read_all(b, z) != 0 || steer_dp_service_stats(b->dp, &b->vip, &sz) != 0)
 		return -1;
 	/* Per connection: connect4 and release run once for each; getpeername
 	 * once per steered connect, reported per call. */
@@ -331,13 +395,24 @@ static int measure(struct bench *b, size_t n, enum shape s, int round)
 	floor_w = (per_run(&a[PROGS + PROG_WIRE_OUT], &z[PROGS + PROG_WIRE_OUT]) +
 		   per_run(&a[PROGS + PROG_WIRE_IN], &z[PROGS + PROG_WIRE_IN])) /
 		  2;
+	/* setsockopt: per call (affinity-new makes one per connect), and its floor */
+	sso = per_run(&a[PROG_SETSOCKOPT], &z[PROG_SETSOCKOPT]);
+	floor_sso = per_run(&a[PROGS + PROG_SETSOCKOPT], &z[PROGS + PROG_SETSOCKOPT]);
 	printf("%d,%zu,%s,%ld,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%ld,%ld,%.1f,%.1f,"
-	       "%.2f,%.1f,%.1f,%.1f\n",
+	       "%.2f,%.1f,%.1f,%.1f,%.1f,%.1f,%llu,%llu,%llu\n",
 	       round, n, shape_names[s], b->connects, c4, rel, gp, total, total + gp, floor_c4,
 	       floor_rel, floor_gp, total - floor_c4 - floor_rel,
 	       total + gp - floor_c4 - floor_rel - (s == SHAPE_PASSTHROUGH ? 0 : floor_gp),
 	       r.mismatches, r.errors, w_out, w_in, w_runs, floor_w, total + w_out + w_in,
-	       total - floor_c4 - floor_rel + w_out + w_in - w_runs * floor_w);
+	       total - floor_c4 - floor_rel + w_out + w_in - w_runs * floor_w, sso, floor_sso,
+	       (unsigned long long)(sz.affinity[STEER_AFF_STAY] - sa.affinity[STEER_AFF_STAY]),
+	       (unsigned long long)(sz.affinity[STEER_AFF_NEW] - sa.affinity[STEER_AFF_NEW]),
+	       (unsigned long long)(sz.affinity[STEER_AFF_LEFT_SLACK] +
+				    sz.affinity[STEER_AFF_LEFT_GONE] +
+				    sz.affinity[STEER_AFF_LEFT_OVERLOAD] -
+				    sa.affinity[STEER_AFF_LEFT_SLACK] -
+				    sa.affinity[STEER_AFF_LEFT_GONE] -
+				    sa.affinity[STEER_AFF_LEFT_OVERLOAD]));
 	fflush(stdout);
 	return 0;
 }
@@ -380,8 +455,9 @@ static void usage(void)
 {
 	fprintf(stderr,
 		"usage: deccost --pin DIR --cgroup DIR --first IPV4:PORT [--sizes 8,64,256] "
-		"[--shapes passthrough,spread,equal,bound,rebuild] [--connects K] [--rounds R] "
-		"[--drain-every K] [--header]\n");
+		"[--shapes passthrough,spread,equal,bound,affinity,affinity-key,affinity-new,"
+		"rebuild] "
+		"[--connects K] [--rounds R] [--drain-every K] [--header]\n");
 	exit(2);
 }
 
@@ -413,14 +489,14 @@ int main(int argc, char **argv)
 		{ "drain-every", required_argument, 0, 'd' },
 		{ 0, 0, 0, 0 },
 	};
-	static struct bench b = { .prog_fd = { -1, -1, -1, -1, -1 },
-				  .empty_fd = { -1, -1, -1, -1, -1 },
-				  .empty_link_fd = { -1, -1, -1, -1, -1 },
+	static struct bench b = { .prog_fd = { -1, -1, -1, -1, -1, -1 },
+				  .empty_fd = { -1, -1, -1, -1, -1, -1 },
+				  .empty_link_fd = { -1, -1, -1, -1, -1, -1 },
 				  .connects = 5000,
 				  .drain_every = 1000 };
 	struct steer_dp_opts o = { .own = true };
 	size_t sizes[MAX_SIZES] = { 8, 64, 256 };
-	int n_sizes = 3, rounds = 3, c, i, rc = 1, stats_fd = -1;
+	int n_sizes = 3, rounds = 3, c, i, rc = 1, stats_fd = -1, missing = 0;
 	unsigned shapes = (1u << SHAPE_REBUILD) - 1; /* rebuild on request */
 	bool header = false, have_first = false;
 	char err[512];
@@ -474,11 +550,15 @@ int main(int argc, char **argv)
 		fprintf(stderr, "deccost: %s\n", err);
 		return 1;
 	}
-	for (i = 0; i < PROGS; i++)
+	for (i = 0; i < PROGS; i++) {
 		b.prog_fd[i] = bench_prog_of_link(o.pin_dir, prog_links[i], NULL, NULL);
+		missing |= b.prog_fd[i] < 0;
+	}
+	for (i = 0; i < SHAPES; i++)
+		b.aff_pos[i] = -1;
+	b.aff_rng = (uint64_t)steer_dp_clock_ns() | 1;
 	stats_fd = bpf_enable_stats(BPF_STATS_RUN_TIME);
-	if (b.prog_fd[0] < 0 || b.prog_fd[1] < 0 || b.prog_fd[2] < 0 || b.prog_fd[3] < 0 ||
-	    b.prog_fd[4] < 0 || stats_fd < 0 || attach_empty(&b, o.cgroup) != 0) {
+	if (missing || stats_fd < 0 || attach_empty(&b, o.cgroup) != 0) {
 		fprintf(stderr, "deccost: cannot find the programs or enable statistics: %s\n",
 			strerror(errno));
 	} else if (bench_join_cgroup(o.cgroup) != 0) {
@@ -490,7 +570,8 @@ int main(int argc, char **argv)
 			       "total_ns,total_with_getpeername_ns,floor_connect4_ns,floor_release_"
 			       "ns,floor_getpeername_ns,net_ns,net_with_getpeername_ns,mismatches,"
 			       "errors,wire_out_ns,wire_in_ns,wire_runs,floor_wire_ns,total_all_ns,"
-			       "net_all_ns\n");
+			       "net_all_ns,setsockopt_ns,floor_setsockopt_ns,aff_stay,aff_new,"
+			       "aff_left\n");
 		rc = run_rounds(&b, sizes, n_sizes, rounds, shapes) == 0 ? 0 : 1;
 	}
 	if (stats_fd >= 0)

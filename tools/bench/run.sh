@@ -24,8 +24,11 @@
 #   dec      BPF time per connection, every program a connection meets summed
 #            (deccost: connect4, getpeername4, sock_release and request
 #            accounting's per packet), at 8, 64 and 256 backends: unsteered,
-#            spread, equal and rebuild; next to an empty program of each hook
-#            type (the floor of dispatch and statistics).
+#            spread, equal, bound (overload protection), affinity (a client
+#            that stays; affinity-key: the same by the socket's key),
+#            affinity-new (a new client at each connect) and rebuild; next
+#            to an empty program of each hook type (the floor of dispatch
+#            and statistics).
 #   ctl      the control plane (ctlplane.py): the real smg-steerd at 100,
 #            1,000 and 5,000 backends against one fake worker process,
 #            bench/fastworker (C), then the Python reference
@@ -102,6 +105,8 @@
 #                        connections per block (200)
 #   BENCH_WRK_ROUNDS     (3); BENCH_WRK_SECONDS each wrk run (5)
 #   BENCH_DEC_CONNECTS   connects per deccost measurement (5000)
+#   BENCH_DEC_SHAPES     deccost's shapes (all of them; spread is the anchor of
+#                        bound and of the affinity shapes)
 #   BENCH_CTL_SCALES     backends (100,1000,5000); BENCH_CTL_ROUNDS (2);
 #                        BENCH_CTL_PY_SCALES, against the Python worker, one
 #                        round (100,1000)
@@ -141,6 +146,7 @@ PAIR_BLOCK=${BENCH_PAIR_BLOCK:-200}
 WRK_ROUNDS=${BENCH_WRK_ROUNDS:-3}
 WRK_SECONDS=${BENCH_WRK_SECONDS:-5}
 DEC_CONNECTS=${BENCH_DEC_CONNECTS:-5000}
+DEC_SHAPES=${BENCH_DEC_SHAPES:-passthrough,spread,equal,bound,affinity,affinity-key,affinity-new,rebuild}
 CTL_SCALES=${BENCH_CTL_SCALES:-100,1000,5000}
 CTL_ROUNDS=${BENCH_CTL_ROUNDS:-2}
 CTL_PY_SCALES=${BENCH_CTL_PY_SCALES:-100,1000}
@@ -606,13 +612,13 @@ stop_dataplane_paths() {
 # ---- dec: BPF time per connection ----------------------------------------------------------
 
 dec_part() {
-	log "BPF time per connection: 8, 64, 256 backends x passthrough/spread/equal/bound/rebuild, $ROUNDS rounds"
+	log "BPF time per connection: 8, 64, 256 backends x $DEC_SHAPES, $ROUNDS rounds"
 	loadavg "decision cost start"
 	bg "$BIN/onebyte" --base 127.0.3.1 --port 9000 --count 256 >"$TMP/onebyte256.out" 2>&1
 	local ob=${PIDS[-1]}
 	wait_ready "$TMP/onebyte256.out" "onebyte (256)"
 	fg_wait "$BIN/deccost" --pin "$PIN-dec" --cgroup "$CG_DEC" --first 127.0.3.1:9000 \
-		--sizes 8,64,256 --shapes passthrough,spread,equal,bound,rebuild \
+		--sizes 8,64,256 --shapes "$DEC_SHAPES" \
 		--connects "$DEC_CONNECTS" --rounds "$ROUNDS" --header \
 		>"$RES/decision.csv"
 	stop_pid "$ob"
@@ -854,7 +860,7 @@ machine >"$RES/machine.md"
 	echo "connbench --addr ADDR:PORT --seconds $CONN_SECONDS --concurrency {1,4} [--cgroup CG] [--addr-count 64]"
 	echo "connbench --addr VIP:8000 --cgroup CG_DP --label vip --pair-addr ONE:9000 --pair-cgroup CG_CLI --pair-label direct [--pair-addr-count 64] --block $PAIR_BLOCK --seconds $PAIR_SECONDS"
 	echo "wrk -t2 -c16 -d${WRK_SECONDS}s --latency -H 'Connection: close' http://ADDR:8080/"
-	echo "deccost --pin PIN --cgroup CG --first 127.0.3.1:9000 --sizes 8,64,256 --shapes passthrough,spread,equal,bound,rebuild --connects $DEC_CONNECTS --rounds $ROUNDS"
+	echo "deccost --pin PIN --cgroup CG --first 127.0.3.1:9000 --sizes 8,64,256 --shapes $DEC_SHAPES --connects $DEC_CONNECTS --rounds $ROUNDS"
 	echo "ctlplane.py --scales $CTL_SCALES --rounds $CTL_ROUNDS --worker fast   # smg-steerd --config ... vs fastworker --many"
 	echo "ctlplane.py --scales $CTL_PY_SCALES --rounds 1 --worker python     # vs tests/lib/fake_worker.py --many"
 	echo "sources.py --backends $SRC_BACKENDS --rounds $SRC_ROUNDS   # CPU per poll by load source (fastworker --engine, nginx)"

@@ -37,6 +37,7 @@ TARGETS = {
     "HTTP /metrics poll CPU / gRPC GetLoads poll CPU": 1.5,
     "wire ns per message": 150.0,
     "overload ns": 30.0,
+    "affinity ns": 100.0,
 }
 
 
@@ -362,7 +363,10 @@ def wrk_section(res):
 
 # ---- dec --------------------------------------------------------------------------------------
 
-SHAPES = ("passthrough", "spread", "equal", "bound", "rebuild")
+SHAPES = ("passthrough", "spread", "equal", "bound", "affinity", "affinity-key", "affinity-new",
+          "rebuild")
+AFFINITY_SHAPES = ("affinity", "affinity-key", "affinity-new")
+AFFINITY_SIZES = (8, 64, 256)
 
 
 def dec_costs(rows):
@@ -382,14 +386,47 @@ def dec_costs(rows):
     return out
 
 
+def added(rows, n, shape, key="connect4_ns"):
+    """What shape adds to spread at n backends (ns of key, connect4 by default): the
+    median of the per-round differences shape - spread (both run in the same rounds,
+    on the same table)."""
+    by = {(r["round"], r["shape"]): num(r[key]) for r in rows
+          if int(r["backends"]) == n and r["shape"] in ("spread", shape) and r.get(key)}
+    return mid([by[(rd, shape)] - by[(rd, "spread")] for rd, sh in by
+                if sh == shape and (rd, "spread") in by])
+
+
 def bound_added(rows, n):
-    """connect4 ns that overload protection adds at n backends: the median of the
-    per-round differences bound - spread (the two shapes run in the same rounds)."""
-    by = {(r["round"], r["shape"]): float(r["connect4_ns"]) for r in rows
-          if int(r["backends"]) == n and r["shape"] in ("spread", "bound")}
-    diffs = sorted(by[(rd, "bound")] - by[(rd, "spread")] for rd, sh in by
-                   if sh == "bound" and (rd, "spread") in by)
-    return diffs[len(diffs) // 2] if diffs else NAN
+    """connect4 ns that overload protection adds at n backends (bound - spread)."""
+    return added(rows, n, "bound")
+
+
+def affinity_figures(rows):
+    """{(shape, n): connect4 ns added to spread, paired by round} for the affinity shapes,
+    and the connect4 floor (the empty program's median over every round)."""
+    out = {(sh, n): added(rows, n, sh) for sh in AFFINITY_SHAPES for n in AFFINITY_SIZES}
+    return out, med(rows, "floor_connect4_ns")
+
+
+def affinity_targets(rows):
+    figs, floor = affinity_figures(rows)
+    lim = TARGETS["affinity ns"]
+    out = []
+    for sh, who in (("affinity", "a client that stays (probe, stay, record in place)"),
+                    ("affinity-new", "a new client at each connect (probe misses, LRU "
+                                     "insert): the worst case")):
+        vals = [figs[(sh, n)] for n in AFFINITY_SIZES]
+        if all(v != v for v in vals):
+            continue
+        worst = max((v for v in vals if v == v), default=NAN)
+        fig = " / ".join(f"{v:+,.0f}" if v == v else "-" for v in vals)
+        out.append(row(f"Cache affinity adds <= 100 ns of BPF per steered connect: {who}",
+                       f"deccost, connect4, {sh} - spread, paired by round",
+                       f"{fig} ns at {' / '.join(str(n) for n in AFFINITY_SIZES)} backends "
+                       f"(connect4 floor {f0(floor)} ns)",
+                       "the same table with affinity off (spread)", "dec",
+                       short_verdict(worst, lim)))
+    return out
 
 
 def dec_brief(res):
@@ -404,7 +441,10 @@ def dec_brief(res):
           "(in parentheses); bpf_stats, medians over rounds. unsteered = a connection from "
           "the cgroup to a backend directly; spread, equal = steered, base waits 100 ms "
           "apart or all equal; bound = spread with overload protection on (a wait bound "
-          "no connect reaches); rebuild = each connect rebuilds the selection tree.\n")
+          "no connect reaches); affinity = spread with cache affinity by cgroup, every "
+          "connect stays on its backend; affinity-new = affinity by the application's key, "
+          "a new key at each connect (the setsockopt program's time not included); "
+          "rebuild = each connect rebuilds the selection tree.\n")
     print("| backends | " + " | ".join("unsteered" if s == "passthrough" else s
                                        for s in shapes) + " |")
     print("|---:|" + "---:|" * len(shapes))
@@ -430,12 +470,13 @@ def dec_brief(res):
     targets.append(row("Equal / spread <= 1.2 at 256 backends", "deccost, totals",
                        f0(ratio, 2), "spread shape", "dec",
                        short_verdict(ratio, TARGETS["equal/spread at 256 backends"])))
-    added = bound_added(rows, 256)
-    if added == added:
+    bound = bound_added(rows, 256)
+    if bound == bound:
         targets.append(row("Overload protection adds <= 30 ns of BPF per steered connect at "
                            "256 backends", "deccost, connect4, bound - spread, paired by round",
-                           f0(added), "the same table without it (spread)", "dec",
-                           short_verdict(added, TARGETS["overload ns"])))
+                           f0(bound), "the same table without it (spread)", "dec",
+                           short_verdict(bound, TARGETS["overload ns"])))
+    targets += affinity_targets(rows)
     un = cost.get((256, "passthrough"), (NAN, NAN))
     targets.append(row("Unsteered connection <= 150 ns", "deccost, bpf_stats (statistics on), "
                        "every program", f"{f0(un[0])} ({f0(un[1])} net)",
@@ -458,7 +499,12 @@ def dec_section(res):
           "address directly (no table matches: what every other connection in the cgroup "
           "pays); **spread** = base waits 100 ms apart; **equal** = all base waits equal, "
           "every backend credited (a scan would read the whole table); both drained every "
-          "1000 connects, as the daemon drains once per poll; **rebuild** = drained before "
+          "1000 connects, as the daemon drains once per poll; **bound** = spread with "
+          "overload protection on; **affinity** = spread with cache affinity by cgroup and a "
+          "slack of an hour: every connect of the bench is one client, which stays on its "
+          "backend; **affinity-new** = affinity by the application's key, a new random key "
+          "set by setsockopt on each socket: every connect is a new client, an LRU insert; "
+          "**rebuild** = drained before "
           "every connect, so each one rebuilds the selection tree (what the first connect "
           "after a publish or a drain pays). Medians over rounds.\n")
     sizes = sorted({int(r["backends"]) for r in rows})
@@ -500,6 +546,7 @@ def dec_section(res):
           f"getpeername4 {floors['floor_getpeername_ns']:.0f} ns"
           + (f", cgroup_skb {med(rows, 'floor_wire_ns'):.0f} ns per packet" if has_wire else "")
           + ".\n")
+    affinity_section(rows)
     if has_wire:
         print("Request accounting (on by default) runs once per packet of every socket in the "
               "cgroup: the handshake, the byte and the teardown of each connection here. "
@@ -528,6 +575,54 @@ def dec_section(res):
                 print(f"| {name}, with request accounting | {t:.0f} | {nt:.0f} | total: "
                       f"{verdict(t, lim)}; net: {verdict(nt, lim)} |")
         print()
+
+
+def affinity_section(rows):
+    """What cache affinity adds to connect4, per shape and size, paired by round."""
+    if not any(r["shape"] in AFFINITY_SHAPES for r in rows):
+        return
+    floor = med(rows, "floor_connect4_ns")
+    print("Cache affinity, connect4 ns (bpf_stats run_time_ns / connects): the median over "
+          "rounds of each shape, and the median of the per-round differences from spread, "
+          "measured in the same rounds on the same table; the setsockopt program (one call "
+          "per connect in affinity-new) per call, with its own floor; how many connects "
+          "stayed, were new or left (steer_svc_stats.affinity, summed over rounds). "
+          "affinity-key: the socket's key, one for every socket (it stays, as affinity "
+          "does): key - affinity is reading the socket's key, new - key is a new client's "
+          "LRU miss and insert against a stay.\n")
+    print("| backends | spread | affinity | + (stays) | affinity-key | + (stays, by key) | "
+          "affinity-new | + (new client) | setsockopt per call (floor) | "
+          "stayed / new / left: affinity; key; new | connect4 floor |")
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|")
+    for n in AFFINITY_SIZES:
+        sub = {sh: [r for r in rows if int(r["backends"]) == n and r["shape"] == sh]
+               for sh in ("spread",) + AFFINITY_SHAPES}
+        if not sub["spread"]:
+            continue
+        counts = {sh: " / ".join(f"{sum(int(r.get(k) or 0) for r in sub[sh]):,}"
+                                 for k in ("aff_stay", "aff_new", "aff_left"))
+                  for sh in AFFINITY_SHAPES}
+        sso = med(sub["affinity-new"], "setsockopt_ns")
+        sso_floor = med(sub["affinity-new"], "floor_setsockopt_ns")
+        print(f"| {n} | {f0(med(sub['spread'], 'connect4_ns'))} | "
+              f"{f0(med(sub['affinity'], 'connect4_ns'))} | "
+              f"{f0(added(rows, n, 'affinity'), 1)} | "
+              f"{f0(med(sub['affinity-key'], 'connect4_ns'))} | "
+              f"{f0(added(rows, n, 'affinity-key'), 1)} | "
+              f"{f0(med(sub['affinity-new'], 'connect4_ns'))} | "
+              f"{f0(added(rows, n, 'affinity-new'), 1)} | {f0(sso)} ({f0(sso_floor)}) | "
+              f"{counts['affinity']}; {counts['affinity-key']}; {counts['affinity-new']} | "
+              f"{f0(med(sub['spread'], 'floor_connect4_ns'))} |")
+    print()
+    lim = TARGETS["affinity ns"]
+    figs, _ = affinity_figures(rows)
+    worst = {sh: max((figs[(sh, n)] for n in AFFINITY_SIZES if figs[(sh, n)] == figs[(sh, n)]),
+                     default=NAN) for sh in ("affinity", "affinity-new")}
+    print(f"Target: affinity adds <= {lim:g} ns per connect (connect4 floor {f0(floor)} ns): "
+          f"a client that stays {verdict(worst['affinity'], lim)}, the worst at "
+          f"{f0(worst['affinity'], 1)}; a new client at each connect "
+          f"{verdict(worst['affinity-new'], lim)}, the worst at "
+          f"{f0(worst['affinity-new'], 1)}.\n")
 
 
 # ---- ctl ---------------------------------------------------------------------------------------

@@ -86,6 +86,9 @@ enum knob {
 	KNOB_OVERLOAD_WAIT,
 	KNOB_OVERLOAD_CONNECTIONS,
 	KNOB_OVERLOAD_LEAST,
+	KNOB_AFFINITY,
+	KNOB_AFFINITY_SLACK,
+	KNOB_AFFINITY_TIMEOUT,
 	N_KNOBS,
 };
 
@@ -142,9 +145,11 @@ enum value_kind {
 /* What a policy knob's field holds. */
 enum knob_type {
 	KNOB_NUMBER,   /* a double, or a uint32_t integer (by the field's size) */
-	KNOB_DURATION, /* a uint64_t of ns, written like the durations */
+	KNOB_DURATION, /* a uint64_t of ns, written like the durations; 0 too
+			* when min is 0 */
 	KNOB_SWITCH,   /* a bool: the flag takes no value, the file true or false */
-	KNOB_CHOICE,   /* a bool: choices[0] is false, choices[1] true */
+	KNOB_CHOICE,   /* one of the words: a bool (choices[0] false, choices[1]
+			* true), or a uint32_t of the word's index */
 };
 
 typedef int (*opt_parser)(const char *v, struct steer_config *dst, char *why, size_t whylen);
@@ -157,7 +162,7 @@ struct cfg_option {
 	opt_parser parse; /* VALUE_PARSE; v is NULL for a flag without value */
 	enum knob knob;	  /* VALUE_KNOB */
 	enum knob_type knob_type;
-	const char *const *choices; /* KNOB_CHOICE: the two words */
+	const char *const *choices; /* KNOB_CHOICE: the words, NULL-terminated */
 	bool above_min;		    /* VALUE_KNOB: the value must be over min, not at it */
 	/* Where the value goes, in struct steer_config (in struct steer_policy
 	 * for a knob): a layer that set the option copies these bytes. */
@@ -169,7 +174,7 @@ struct cfg_option {
 	bool def_is_value; /* doc.def is the built-in default, parsed as a value */
 };
 
-#define CFG_N_OPTIONS 45
+#define CFG_N_OPTIONS 48
 extern const struct cfg_option cfg_options[CFG_N_OPTIONS];
 
 /* The option of a file key (service: a service's key, else a top-level

@@ -29,6 +29,7 @@ enum section {
 	SEC_POLLING,
 	SEC_POLICY,
 	SEC_OVERLOAD,
+	SEC_AFFINITY,
 	SEC_OPERATION,
 	N_SECTIONS,
 };
@@ -44,6 +45,7 @@ static const struct steer_option_section sections[N_SECTIONS] = {
 	[SEC_POLLING] = { "Load polling", "durations like 250ms, 2s, 1.5s, 1m; also ns, us, h" },
 	[SEC_POLICY] = { "Policy", "also per service in the file, except --wire-estimator" },
 	[SEC_OVERLOAD] = { "Overload protection", "also per service in the file; off unless set" },
+	[SEC_AFFINITY] = { "Cache affinity", "also per service in the file; off unless set" },
 	[SEC_OPERATION] = { "Operation", NULL },
 };
 
@@ -339,8 +341,37 @@ const struct cfg_option cfg_options[CFG_N_OPTIONS] = {
 			   "(ECONNREFUSED, no SYN sent), or give it to the least bad",
 		   .section = SEC_OVERLOAD },
 	  KNOB_OF(KNOB_OVERLOAD_LEAST, overload_least, KNOB_CHOICE),
-	  .choices = (const char *const[]){ "refuse", "least" },
+	  .choices = (const char *const[]){ "refuse", "least", NULL },
 	  .what = "refuse or least" },
+
+	/* ---- Cache affinity ---- */
+	{ .doc = { POLICY("affinity"), .arg = "off|cgroup|netns|sockopt", .def = "off",
+		   .help = "send a client's connects to the backend of its last, which holds its "
+			   "prefix cache; what identifies a client: cgroup, the connecting "
+			   "task's cgroup v2 id (a container); netns, its network namespace "
+			   "cookie (a pod); sockopt, a 64-bit key the application sets with "
+			   "setsockopt(fd, 0x534d47, 1, &key, 8) before connect (e.g. one per "
+			   "conversation)",
+		   .section = SEC_AFFINITY },
+	  KNOB_OF(KNOB_AFFINITY, affinity, KNOB_CHOICE),
+	  .choices = (const char *const[]){ "off", "cgroup", "netns", "sockopt", NULL },
+	  .what = "off, cgroup, netns or sockopt" },
+	{ .doc = { POLICY("affinity-slack"), .arg = "DUR", .def = "500ms", .bounds = "0..1h",
+		   .help = "a client stays on its backend while that backend's expected wait is "
+			   "at most the least wait plus DUR (0: only on a tie)",
+		   .section = SEC_AFFINITY },
+	  KNOB_OF(KNOB_AFFINITY_SLACK, affinity_slack_ns, KNOB_DURATION),
+	  .min = 0,
+	  .max = 3600 * NS_PER_S,
+	  .what = "a duration from 0 to 1h, like 500ms or 2s" },
+	{ .doc = { POLICY("affinity-timeout"), .arg = "DUR", .def = "10m", .bounds = "1s..24h",
+		   .help = "a client idle this long is forgotten: its next connect is placed by "
+			   "the least wait",
+		   .section = SEC_AFFINITY },
+	  KNOB_OF(KNOB_AFFINITY_TIMEOUT, affinity_idle_ns, KNOB_DURATION),
+	  .min = NS_PER_S,
+	  .max = 24 * 3600 * NS_PER_S,
+	  .what = "a duration from 1s to 24h, like 10m or 1h" },
 
 	/* ---- Operation ---- */
 	{ .doc = { TOP("log-level"), .arg = "LEVEL", .def = "info",

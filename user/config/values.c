@@ -218,24 +218,42 @@ const char *cfg_duration_text(uint64_t ns, char *buf, size_t len)
  * outside them a value is a typo or a unit mistake, never a setting. An
  * integer knob is a uint32_t of struct steer_policy, the others a double.
  */
-/* A switch's or a choice's value: 0 or -1. */
-static int knob_bool(const struct cfg_option *o, const char *v, bool *out)
+/* A choice's word: its index in o->choices, or -1. */
+static int knob_word(const struct cfg_option *o, const char *v)
 {
-	if (o->knob_type == KNOB_SWITCH)
-		return v ? cfg_parse_bool(v, out) : (*out = true, 0);
-	if (!v)
-		return -1;
-	if (!strcmp(v, o->choices[0]) || !strcmp(v, o->choices[1])) {
-		*out = !strcmp(v, o->choices[1]);
-		return 0;
+	int i;
+
+	for (i = 0; v && o->choices[i]; i++) {
+		if (!strcmp(v, o->choices[i]))
+			return i;
 	}
 	return -1;
+}
+
+/* "0", or NUMBER UNIT pairs that are all zero ("0s", "0ms"). */
+static bool duration_is_zero(const char *s)
+{
+	double num, unit;
+
+	if (!strcmp(s, "0"))
+		return true;
+	if (!*s)
+		return false;
+	while (*s) {
+		if (duration_number(&s, &num) || duration_unit(&s, &unit) || num != 0)
+			return false;
+	}
+	return true;
 }
 
 static int knob_duration(const struct cfg_option *o, const char *v, uint64_t *out)
 {
 	uint64_t ns;
 
+	if (v && o->min == 0 && duration_is_zero(v)) {
+		*out = 0;
+		return 0;
+	}
 	if (!v || steer_parse_duration(v, &ns) || ns < o->min || ns > o->max)
 		return -1;
 	*out = ns;
@@ -251,10 +269,22 @@ static int knob_value(const struct cfg_option *o, const char *v, struct steer_po
 	bool b = false;
 	int rc;
 
-	if (o->knob_type == KNOB_SWITCH || o->knob_type == KNOB_CHOICE) {
-		if (knob_bool(o, v, &b))
+	if (o->knob_type == KNOB_SWITCH) {
+		if (v ? cfg_parse_bool(v, &b) : (b = true, 0))
 			return -1;
 		memcpy((char *)p + o->field, &b, sizeof(b));
+		return 0;
+	}
+	if (o->knob_type == KNOB_CHOICE) {
+		rc = knob_word(o, v);
+		if (rc < 0)
+			return -1;
+		u = (uint32_t)rc;
+		b = rc != 0;
+		if (integer)
+			memcpy((char *)p + o->field, &u, sizeof(u));
+		else
+			memcpy((char *)p + o->field, &b, sizeof(b));
 		return 0;
 	}
 	if (o->knob_type == KNOB_DURATION) {

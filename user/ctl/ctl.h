@@ -5,6 +5,8 @@
  *   smg-steerctl.c  arguments, opening the data plane, status, drain, main,
  *                   and the names, numbers and JSON helpers below
  *   explain.c       explain: the kernel's decision recomputed, and why
+ *   client.c        explain --client: a cache affinity client, keyed as the
+ *                   kernel keys it
  *   xdp_report.c    the XDP ingress section of status
  *   decap.c         smg-steerctl decap attach|detach|status (a backend's side)
  *   uninstall.c     smg-steerctl uninstall: every program detached, every pin
@@ -45,12 +47,21 @@ enum command {
 	CMD_UNINSTALL,
 };
 
+/* explain --client KEY: a client of cache affinity (steer_common.h). */
+struct ctl_client {
+	const char *arg;   /* KEY as given; NULL: no --client */
+	const char *value; /* what follows "KIND:" */
+	uint32_t kind;	   /* enum steer_affinity: CGROUP, NETNS, SOCKOPT or SOURCE */
+	uint64_t client;   /* steer_aff_key.client, once resolved */
+};
+
 struct ctl {
 	const char *pin_dir;
 	enum output_format output;
 	enum command cmd;
 	struct steer_addr target; /* explain: the VIP; drain/undrain: the backend */
 	char target_str[STEER_ADDR_STRLEN];
+	struct ctl_client client; /* explain --client, resolved in main */
 };
 
 extern const char *prog;
@@ -94,6 +105,19 @@ void json_table_state(struct json_object *o, const struct steer_view *v,
 struct json_object *json_backend_status(const struct steer_dp *dp,
 					const struct steer_view_service *s,
 					const struct steer_view_backend *b);
+
+/* ---- client.c ---- */
+
+/* "cgroup", "netns", "key", "source" or "off": an enum steer_affinity as
+ * --client names its kinds. */
+const char *ctl_affinity_name(uint32_t kind);
+/* KEY of --client: its kind, and the number of key:N and source:ADDR. 0, or
+ * -EINVAL with err set. */
+int ctl_client_parse(const char *arg, struct ctl_client *c, char *err, size_t errlen);
+/* The id of a cgroup:PATH, the cookie of a netns:PATH (forks a child that
+ * enters the namespace: before the privileges are dropped). 0, or -errno
+ * with err set. */
+int ctl_client_resolve(struct ctl_client *c, char *err, size_t errlen);
 
 /* ---- explain.c ---- */
 

@@ -8,9 +8,13 @@
 #define _GNU_SOURCE
 #endif
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
 
 #include "ctl.h"
 #include "loads/loads.h"
@@ -106,6 +110,9 @@ static struct steer_table *rebuild_table(const struct steer_view_service *s)
 	t->flags = (__u16)s->table_flags;
 	t->bytes_per_token = (__u16)s->bytes_per_token;
 	t->wait_bound_ns = s->wait_bound_ns;
+	t->affinity = s->affinity;
+	t->affinity_slack_ns = s->affinity_slack_ns;
+	t->affinity_idle_ns = s->affinity_idle_ns;
 	/* A row the view could not resolve stays unresolvable here too. */
 	for (k = 0; k < t->n; k++)
 		t->e[k].slot = STEER_NO_PICK;
@@ -239,6 +246,315 @@ static uint32_t decision_pos(const struct decision *d)
 	if (d->kind == DECIDE_ROUND_ROBIN)
 		return d->rr_pos;
 	return STEER_NO_PICK;
+}
+
+/* ---- cache affinity: explain --client ------------------------------------------ */
+
+enum aff_case {
+	AFF_CASE_OFF,	    /* the service has no affinity (or no table) */
+	AFF_CASE_MISMATCH,  /* the service keys its clients by another kind */
+	AFF_CASE_NO_KEY,    /* key:0, which is no key */
+	AFF_CASE_UNSTEERED, /* the table expired (round robin) or the connect is refused */
+	AFF_CASE_NO_MAP,    /* no steer_affin pinned, or unreadable */
+	AFF_CASE_JUDGED,    /* verdict holds */
+};
+
+/* What the kernel's next connect of the client would do with its affinity
+ * (steer_choose.bpf.h: affinity_probe, then affinity_stays after the pick). */
+struct aff_explain {
+	enum aff_case c;
+	uint32_t mode;	 /* the service's enum steer_affinity */
+	int map_err;	 /* AFF_CASE_NO_MAP: errno */
+	bool remembered; /* steer_affin has the client */
+	bool forgotten;	 /* remembered, idle past the timeout */
+	struct steer_aff rec;
+	uint64_t idle_ns;
+	uint32_t pos;	   /* the remembered backend's table position, or STEER_NO_PICK */
+	const char *gone;  /* LEFT_GONE: "drained", "ejected" or "not in the table" */
+	__u64 verdict;	   /* enum steer_aff_verdict */
+	__u64 stays;	   /* 1: the connect goes to pos */
+	uint64_t wait_ns;  /* the remembered backend's expected wait */
+	uint64_t least_ns; /* the pick's (least) wait */
+	char backend[STEER_ADDR_STRLEN + 32]; /* the remembered backend, or "" */
+};
+
+static const char *const aff_verdict_names[STEER_AFF_VERDICTS] = {
+	[STEER_AFF_NEW] = "new",
+	[STEER_AFF_STAY] = "stay",
+	[STEER_AFF_LEFT_SLACK] = "left_slack",
+	[STEER_AFF_LEFT_GONE] = "left_gone",
+	[STEER_AFF_LEFT_OVERLOAD] = "left_overload",
+};
+
+/* The remembered slot's address: its table entry's, a configured backend's
+ * outside the table, or the slot's number. */
+static void aff_backend_name(const struct steer_view_service *s, const struct decision *d,
+			     struct aff_explain *a)
+{
+	size_t i;
+
+	if (a->pos != STEER_NO_PICK) {
+		entry_addr(d->table, a->pos, a->backend, sizeof(a->backend));
+		return;
+	}
+	for (i = 0; i < s->n_backends; i++)
+		if (s->backends[i].slot == a->rec.slot) {
+			steer_addr_format(&s->backends[i].addr, a->backend, sizeof(a->backend));
+			return;
+		}
+	snprintf(a->backend, sizeof(a->backend), "slot %u (no backend of this service)",
+		 a->rec.slot);
+}
+
+/* The remembered backend judged as the kernel judges it: found in the table
+ * by its slot with the slot's owner unchanged (affinity_find), judged with
+ * the least wait aside (affinity_probe), then settled against the pick's
+ * wait (affinity_stays). */
+static void aff_judge_known(struct steer_view_service *s, const struct decision *d,
+			    struct aff_explain *a)
+{
+	const struct steer_table *t = d->table;
+	const struct steer_entry *e = NULL;
+	struct steer_slot *ctr = view_slot_at(s, a->rec.slot);
+	struct steer_wire *w = view_wire_at(s, a->rec.slot);
+	__u64 wait = 0;
+	__u32 probe;
+	uint32_t k;
+
+	for (k = 0; k < t->n && a->pos == STEER_NO_PICK; k++)
+		if (t->e[k].slot == a->rec.slot)
+			a->pos = k;
+	if (a->pos != STEER_NO_PICK && ctr && ctr->gen == a->rec.slot_gen)
+		e = &t->e[a->pos];
+	probe = steer_affinity_judge(t, e, ctr, w, STEER_U64_MAX, explain_now, &wait);
+	a->wait_ns = wait;
+	a->stays = steer_affinity_settle(d->pick.score, t->affinity_slack_ns,
+					 STEER_AFF_HAS_KEY | STEER_AFF_KNOWN, probe, wait,
+					 &a->verdict);
+	if (a->verdict == STEER_AFF_LEFT_GONE)
+		a->gone = !e				      ? "not in the table"
+			  : (ctr->flags & STEER_SLOT_DRAINED) ? "drained"
+							      : "ejected";
+	if (!e)
+		a->pos = STEER_NO_PICK;
+}
+
+static void aff_explain_client(const struct steer_dp *dp, struct steer_view_service *s,
+			       const struct decision *d, const struct ctl_client *cl,
+			       struct aff_explain *a)
+{
+	struct steer_aff_key key;
+	char path[PATH_MAX];
+	int fd;
+
+	memset(a, 0, sizeof(*a));
+	a->pos = STEER_NO_PICK;
+	a->verdict = STEER_AFF_NEW;
+	a->mode = s->published ? s->affinity : STEER_AFF_OFF;
+	if (a->mode == STEER_AFF_OFF) {
+		a->c = AFF_CASE_OFF;
+		return;
+	}
+	if (cl->kind != STEER_AFF_SOURCE && cl->kind != a->mode) {
+		a->c = AFF_CASE_MISMATCH;
+		return;
+	}
+	if (cl->kind == STEER_AFF_SOCKOPT && cl->client == 0) {
+		a->c = AFF_CASE_NO_KEY;
+		return;
+	}
+	if (d->kind != DECIDE_SCORE) {
+		a->c = AFF_CASE_UNSTEERED;
+		return;
+	}
+	a->least_ns = d->pick.score;
+	snprintf(path, sizeof(path), "%s/%s", steer_dp_pin_dir(dp), STEER_MAP_AFFIN);
+	fd = bpf_obj_get(path);
+	if (fd < 0) {
+		a->c = AFF_CASE_NO_MAP;
+		a->map_err = errno;
+		return;
+	}
+	memset(&key, 0, sizeof(key));
+	key.client = cl->client;
+	key.svc_id = s->svc_id;
+	key.kind = cl->kind;
+	a->c = AFF_CASE_JUDGED;
+	/* A lookup from user space leaves the LRU order as it is. */
+	if (bpf_map_lookup_elem(fd, &key, &a->rec) != 0) {
+		if (errno != ENOENT) {
+			a->c = AFF_CASE_NO_MAP;
+			a->map_err = errno;
+		}
+		close(fd);
+		return;
+	}
+	close(fd);
+	a->remembered = true;
+	a->idle_ns = explain_now > a->rec.last_ns ? explain_now - a->rec.last_ns : 0;
+	if (a->idle_ns > s->affinity_idle_ns) {
+		a->forgotten = true;
+		aff_backend_name(s, d, a);
+		return;
+	}
+	aff_judge_known(s, d, a);
+	aff_backend_name(s, d, a);
+}
+
+/* A duration as an operator writes it: 500ms, 10m, 3.2s, 12.345ms (three
+ * decimals at most, trailing zeros dropped; minutes and hours only whole). */
+static const char *fmt_dur(uint64_t ns, char *buf, size_t len)
+{
+	static const struct {
+		uint64_t ns;
+		const char *unit;
+	} units[] = { { 3600000000000ULL, "h" }, { 60000000000ULL, "m" }, { 1000000000ULL, "s" },
+		      { 1000000ULL, "ms" },	 { 1000ULL, "us" },	  { 1ULL, "ns" } };
+	char num[48], *end;
+	size_t i;
+
+	if (ns == STEER_U64_MAX) {
+		snprintf(buf, len, "saturated");
+		return buf;
+	}
+	for (i = 0; i + 1 < sizeof(units) / sizeof(units[0]); i++)
+		if (ns >= units[i].ns && (i >= 2 || ns % units[i].ns == 0))
+			break;
+	snprintf(num, sizeof(num), "%.3f", (double)ns / (double)units[i].ns);
+	end = num + strlen(num);
+	while (end > num && end[-1] == '0')
+		*--end = '\0';
+	if (end > num && end[-1] == '.')
+		*--end = '\0';
+	snprintf(buf, len, "%s%s", num, units[i].unit);
+	return buf;
+}
+
+static const char *aff_leave_why(const struct aff_explain *a)
+{
+	switch (a->verdict) {
+	case STEER_AFF_LEFT_SLACK:
+		return "over the slack";
+	case STEER_AFF_LEFT_GONE:
+		return a->gone;
+	case STEER_AFF_LEFT_OVERLOAD:
+		return "overloaded";
+	default:
+		return "?";
+	}
+}
+
+static void aff_text(const struct steer_view_service *s, const struct decision *d,
+		     const struct ctl_client *cl, const struct aff_explain *a)
+{
+	char pick[STEER_ADDR_STRLEN], t1[32], t2[32], t3[32];
+
+	printf("affinity (%s): ", ctl_affinity_name(cl->kind));
+	switch (a->c) {
+	case AFF_CASE_OFF:
+		printf("affinity off%s\n",
+		       s->published ? " for this service" : ": no table is published");
+		return;
+	case AFF_CASE_MISMATCH:
+		printf("the service keys its clients by %s, not %s: a %s client is never looked "
+		       "up\n",
+		       ctl_affinity_name(a->mode), ctl_affinity_name(cl->kind),
+		       ctl_affinity_name(cl->kind));
+		return;
+	case AFF_CASE_NO_KEY:
+		printf("key 0 is no key: the connect is placed by least wait, not remembered\n");
+		return;
+	case AFF_CASE_UNSTEERED:
+		printf("client %llu: not consulted: %s\n", (unsigned long long)cl->client,
+		       d->kind == DECIDE_ROUND_ROBIN ? "the table expired, connects go round "
+						       "robin and are not remembered"
+						     : "the connect is refused");
+		return;
+	case AFF_CASE_NO_MAP:
+		printf("client %llu: cannot read the pinned map %s: %s\n",
+		       (unsigned long long)cl->client, STEER_MAP_AFFIN, strerror(a->map_err));
+		return;
+	case AFF_CASE_JUDGED:
+		break;
+	}
+	entry_addr(d->table, d->pick.pos, pick, sizeof(pick));
+	printf("client %llu", (unsigned long long)cl->client);
+	if (cl->kind != STEER_AFF_SOCKOPT)
+		printf(" (%s)", cl->value);
+	if (!a->remembered) {
+		printf(": not remembered: placed by least wait, %s\n", pick);
+		return;
+	}
+	printf(" -> %s, idle %s of %s", a->backend, fmt_dur(a->idle_ns, t1, sizeof(t1)),
+	       fmt_dur(s->affinity_idle_ns, t2, sizeof(t2)));
+	if (a->forgotten) {
+		printf(": forgotten (idle past the timeout): placed by least wait, %s\n", pick);
+		return;
+	}
+	if (a->verdict == STEER_AFF_STAY || a->verdict == STEER_AFF_LEFT_SLACK)
+		printf("; wait %s vs least %s + slack %s", fmt_dur(a->wait_ns, t1, sizeof(t1)),
+		       fmt_dur(shown_wait(a->least_ns), t2, sizeof(t2)),
+		       fmt_dur(s->affinity_slack_ns, t3, sizeof(t3)));
+	else if (a->verdict == STEER_AFF_LEFT_OVERLOAD)
+		printf("; wait %s", fmt_dur(a->wait_ns, t1, sizeof(t1)));
+	if (a->stays)
+		printf(": stays\n");
+	else
+		printf(": leaves (%s) for %s\n", aff_leave_why(a), pick);
+}
+
+static struct json_object *aff_json(const struct steer_view_service *s, const struct decision *d,
+				    const struct ctl_client *cl, const struct aff_explain *a)
+{
+	struct json_object *o = json_object_new_object();
+	char pick[STEER_ADDR_STRLEN];
+	bool judged = a->c == AFF_CASE_JUDGED;
+	uint32_t goes = a->stays ? a->pos : d->pick.pos;
+
+	jadd_str(o, "mode", ctl_affinity_name(a->mode));
+	jadd_str(o, "client_kind", ctl_affinity_name(cl->kind));
+	jadd_u64(o, "client", cl->client);
+	jadd_str(o, "client_arg", cl->arg);
+	jadd_bool(o, "remembered", a->remembered);
+	jadd_bool(o, "forgotten", a->forgotten);
+	jadd(o, "backend", a->remembered ? json_object_new_string(a->backend) : NULL);
+	jadd(o, "idle_ns", a->remembered ? json_object_new_uint64(a->idle_ns) : NULL);
+	jadd_u64(o, "idle_timeout_ns", s->affinity_idle_ns);
+	jadd(o, "wait_ns",
+	     judged && a->remembered && !a->forgotten && a->verdict != STEER_AFF_LEFT_GONE
+		     ? json_object_new_uint64(a->wait_ns)
+		     : NULL);
+	jadd(o, "least_wait_ns", judged ? json_object_new_uint64(shown_wait(a->least_ns)) : NULL);
+	jadd_u64(o, "slack_ns", s->affinity_slack_ns);
+	jadd(o, "verdict",
+	     judged ? json_object_new_string(aff_verdict_names[a->verdict % STEER_AFF_VERDICTS])
+		    : NULL);
+	jadd(o, "gone", judged && a->gone ? json_object_new_string(a->gone) : NULL);
+	jadd(o, "next_backend",
+	     judged && goes != STEER_NO_PICK
+		     ? json_object_new_string(entry_addr(d->table, goes, pick, sizeof(pick)))
+		     : NULL);
+	switch (a->c) {
+	case AFF_CASE_OFF:
+		jadd_str(o, "note", "affinity off");
+		break;
+	case AFF_CASE_MISMATCH:
+		jadd_str(o, "error", "the service keys its clients by another kind");
+		break;
+	case AFF_CASE_NO_KEY:
+		jadd_str(o, "note", "key 0 is no key: not remembered");
+		break;
+	case AFF_CASE_UNSTEERED:
+		jadd_str(o, "note",
+			 d->kind == DECIDE_ROUND_ROBIN ? "table expired: round robin" : "refused");
+		break;
+	case AFF_CASE_NO_MAP:
+		jadd_str(o, "error", strerror(a->map_err));
+		break;
+	case AFF_CASE_JUDGED:
+		break;
+	}
+	return o;
 }
 
 /* ---- explain, text --------------------------------------------------------------- */
@@ -464,7 +780,8 @@ static void explain_decision_text(const struct steer_view *v, const struct steer
 }
 
 static void explain_text(const struct steer_dp *dp, const struct steer_view *v,
-			 const struct steer_view_service *s, const struct decision *d)
+			 const struct steer_view_service *s, const struct decision *d,
+			 const struct ctl_client *cl, const struct aff_explain *a)
 {
 	char vip[STEER_ADDR_STRLEN];
 	size_t i;
@@ -487,6 +804,8 @@ static void explain_text(const struct steer_dp *dp, const struct steer_view *v,
 		printf("  (no configured backends)\n");
 	printf("\n");
 	explain_decision_text(v, s, d);
+	if (cl->arg)
+		aff_text(s, d, cl, a);
 }
 
 /* ---- explain, JSON ---------------------------------------------------------------- */
@@ -573,7 +892,8 @@ static struct json_object *json_decision(const struct steer_view_service *s,
 }
 
 static int explain_json(const struct steer_dp *dp, const struct steer_view *v,
-			const struct steer_view_service *s, const struct decision *d)
+			const struct steer_view_service *s, const struct decision *d,
+			const struct ctl_client *cl, const struct aff_explain *a)
 {
 	struct json_object *root = json_object_new_object(), *bks = json_object_new_array();
 	size_t i;
@@ -592,6 +912,8 @@ static int explain_json(const struct steer_dp *dp, const struct steer_view *v,
 		json_object_array_add(bks, json_backend_explain(dp, s, &s->backends[i]));
 	jadd(root, "backends", bks);
 	jadd(root, "next_connection", json_decision(s, d));
+	if (cl->arg)
+		jadd(root, "affinity", aff_json(s, d, cl, a));
 	return json_print_and_free(root);
 }
 
@@ -611,8 +933,10 @@ static void print_known_services(const struct steer_view *v)
 }
 
 static int explain_service(const struct ctl *c, const struct steer_dp *dp,
-			   const struct steer_view *v, struct steer_view_service *s)
+			   const struct steer_view *v, struct steer_view_service *s,
+			   const struct ctl_client *cl)
 {
+	struct aff_explain a;
 	struct decision d;
 	int rc = EXIT_OK;
 
@@ -620,10 +944,16 @@ static int explain_service(const struct ctl *c, const struct steer_dp *dp,
 		fprintf(stderr, "%s: out of memory\n", prog);
 		return EXIT_ERROR;
 	}
+	memset(&a, 0, sizeof(a));
+	if (cl->arg)
+		aff_explain_client(dp, s, &d, cl, &a);
 	if (c->output == OUTPUT_JSON)
-		rc = explain_json(dp, v, s, &d) == 0 ? EXIT_OK : EXIT_ERROR;
+		rc = explain_json(dp, v, s, &d, cl, &a) == 0 ? EXIT_OK : EXIT_ERROR;
 	else
-		explain_text(dp, v, s, &d);
+		explain_text(dp, v, s, &d, cl, &a);
+	/* A client the service never looks up, or a map not read: an error. */
+	if (cl->arg && (a.c == AFF_CASE_MISMATCH || a.c == AFF_CASE_NO_MAP))
+		rc = EXIT_ERROR;
 	decision_free(&d);
 	return rc;
 }
@@ -644,7 +974,7 @@ int cmd_explain(const struct ctl *c, struct steer_dp *dp)
 		print_known_services(&v);
 		rc = EXIT_ERROR;
 	} else {
-		rc = explain_service(c, dp, &v, s);
+		rc = explain_service(c, dp, &v, s, &c->client);
 	}
 	steer_view_free(&v);
 	return rc;

@@ -29,6 +29,7 @@
 #include "common/common.h"
 #include "dataplane/dataplane.h"
 #include "loads/loads.h"
+#include "policy/policy.h"
 #include "privs/privs.h"
 #include "steer_common.h"
 #include "xdp/xdp.h"
@@ -41,7 +42,7 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"Usage: %s [--pin-path DIR] [-o text|json] status\n"
-		"       %s [--pin-path DIR] [-o text|json] explain VIP\n"
+		"       %s [--pin-path DIR] [-o text|json] explain VIP [--client KEY]\n"
 		"       %s [--pin-path DIR] drain ADDR:PORT\n"
 		"       %s [--pin-path DIR] undrain ADDR:PORT\n"
 		"       %s [--pin-path DIR] uninstall\n"
@@ -57,6 +58,12 @@ static void usage(FILE *f)
 		"  explain VIP      every term of every backend's score, and where the next\n"
 		"                   connection to VIP (127.0.0.100:8000 or [::1]:8000) goes and "
 		"why\n"
+		"                   --client KEY: and whether that client's next connection\n"
+		"                   stays on the backend of its last (cache affinity), and why;\n"
+		"                   KEY: cgroup:PATH (a cgroup v2 directory), netns:PATH\n"
+		"                   (/proc/PID/ns/net, /run/netns/NAME), key:N (the\n"
+		"                   application's key, decimal or 0x hex) or source:ADDR (XDP\n"
+		"                   ingress: the client's address)\n"
 		"  drain ADDR:PORT  stop sending new connections to a backend (persists)\n"
 		"  undrain ADDR:PORT\n"
 		"                   make a drained backend eligible again\n"
@@ -69,6 +76,7 @@ static void usage(FILE *f)
 		"Options:\n"
 		"  -p, --pin-path DIR   pin directory of the data plane (default %s)\n"
 		"  -o, --output FMT     text (default) or json, for status and explain\n"
+		"  --client KEY         explain: a client of cache affinity (see explain)\n"
 		"  -h, --help           this help\n"
 		"  -V, --version        print the version\n"
 		"  --pin-dir DIR        decap attach/detach: pin the decap under DIR (default: "
@@ -143,8 +151,10 @@ static int parse_args(struct ctl *c, int argc, char *const argv[])
 		{ "output", required_argument, NULL, 'o' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
+		{ "client", required_argument, NULL, 'C' },
 		{ NULL, 0, NULL, 0 },
 	};
+	char err[256];
 	int opt, rc;
 
 	opterr = 0; /* our own messages, with the usage hint */
@@ -161,6 +171,10 @@ static int parse_args(struct ctl *c, int argc, char *const argv[])
 			else
 				return usage_error("-o: expected text or json, got '%s'", optarg);
 			break;
+		case 'C':
+			if (ctl_client_parse(optarg, &c->client, err, sizeof(err)) != 0)
+				return usage_error("%s", err);
+			break;
 		case 'h':
 			usage(stdout);
 			return EXIT_OK;
@@ -176,6 +190,8 @@ static int parse_args(struct ctl *c, int argc, char *const argv[])
 		}
 	}
 	rc = parse_command(c, argc - optind, argv + optind);
+	if (rc == EXIT_OK && c->client.arg && c->cmd != CMD_EXPLAIN)
+		return usage_error("--client is an option of explain");
 	return rc == EXIT_OK ? -1 : rc;
 }
 
@@ -453,6 +469,59 @@ static void print_backends_text(const struct steer_dp *dp, const struct steer_vi
 	free(cells);
 }
 
+/* A duration as the options write it: the largest unit that divides it
+ * ("500ms", "10m"); "0" for none. */
+static const char *fmt_duration(uint64_t ns, char *buf, size_t len)
+{
+	static const struct {
+		const char *unit;
+		uint64_t ns;
+	} units[] = { { "h", 3600000000000ULL },
+		      { "m", 60000000000ULL },
+		      { "s", 1000000000ULL },
+		      { "ms", 1000000ULL },
+		      { "us", 1000ULL } };
+	size_t i;
+
+	for (i = 0; ns && i < sizeof(units) / sizeof(units[0]); i++) {
+		if (ns % units[i].ns == 0) {
+			snprintf(buf, len, "%llu%s", (unsigned long long)(ns / units[i].ns),
+				 units[i].unit);
+			return buf;
+		}
+	}
+	snprintf(buf, len, ns ? "%lluns" : "0", (unsigned long long)ns);
+	return buf;
+}
+
+/* Cache affinity, when on: the mode, its slack and timeout, then what
+ * connects of clients with a key did; the counts go on a line of their own
+ * when the whole would pass STATUS_COLUMNS. */
+static void print_affinity_text(const struct steer_view_service *s)
+{
+	const __u64 *a = s->stats.affinity;
+	char slack[32], idle[32], head[128], counts[256];
+
+	if (s->affinity == STEER_AFF_OFF)
+		return;
+	snprintf(head, sizeof(head), "  affinity: %s, slack %s, timeout %s;",
+		 steer_affinity_name(s->affinity),
+		 fmt_duration(s->affinity_slack_ns, slack, sizeof(slack)),
+		 fmt_duration(s->affinity_idle_ns, idle, sizeof(idle)));
+	snprintf(counts, sizeof(counts),
+		 "stayed %llu, new %llu, left %llu (slack %llu, gone %llu, overload %llu)",
+		 (unsigned long long)a[STEER_AFF_STAY], (unsigned long long)a[STEER_AFF_NEW],
+		 (unsigned long long)(a[STEER_AFF_LEFT_SLACK] + a[STEER_AFF_LEFT_GONE] +
+				      a[STEER_AFF_LEFT_OVERLOAD]),
+		 (unsigned long long)a[STEER_AFF_LEFT_SLACK],
+		 (unsigned long long)a[STEER_AFF_LEFT_GONE],
+		 (unsigned long long)a[STEER_AFF_LEFT_OVERLOAD]);
+	if (strlen(head) + 1 + strlen(counts) > STATUS_COLUMNS)
+		printf("%s\n    %s\n", head, counts);
+	else
+		printf("%s %s\n", head, counts);
+}
+
 static void print_service_text(const struct steer_dp *dp, const struct steer_view *v,
 			       const struct steer_view_service *s)
 {
@@ -470,6 +539,7 @@ static void print_service_text(const struct steer_dp *dp, const struct steer_vie
 		       (unsigned long long)s->stats.overload_refused,
 		       (unsigned long long)s->stats.wait_refused, (double)s->wait_bound_ns / 1e9,
 		       (unsigned long long)s->stats.overload_admitted);
+	print_affinity_text(s);
 	printf("\n");
 	if (s->n_backends == 0) {
 		printf("  (no configured backends)\n");
@@ -609,6 +679,21 @@ struct json_object *json_backend_status(const struct steer_dp *dp,
 	return o;
 }
 
+/* Cache affinity as published ("off" and zeros while off) and its
+ * connects by verdict, each under its metrics label. */
+static struct json_object *json_affinity(const struct steer_view_service *s)
+{
+	struct json_object *o = json_object_new_object();
+	uint32_t k;
+
+	jadd_str(o, "mode", steer_affinity_name(s->affinity));
+	jadd_u64(o, "slack_ns", s->affinity_slack_ns);
+	jadd_u64(o, "timeout_ns", s->affinity_idle_ns);
+	for (k = 0; k < STEER_AFF_VERDICTS; k++)
+		jadd_u64(o, steer_aff_verdict_name(k), s->stats.affinity[k]);
+	return o;
+}
+
 static struct json_object *json_service_status(const struct steer_dp *dp,
 					       const struct steer_view *v,
 					       const struct steer_view_service *s)
@@ -626,6 +711,7 @@ static struct json_object *json_service_status(const struct steer_dp *dp,
 	jadd_u64(o, "wait_refused", s->stats.wait_refused);
 	jadd_u64(o, "overload_admitted", s->stats.overload_admitted);
 	jadd_u64(o, "rr_cursor", s->stats.rr_cursor);
+	jadd(o, "affinity", json_affinity(s));
 	for (i = 0; i < s->n_backends; i++)
 		json_object_array_add(bks, json_backend_status(dp, s, &s->backends[i]));
 	jadd(o, "backends", bks);
@@ -790,6 +876,7 @@ int main(int argc, char *argv[])
 {
 	struct ctl c = { .pin_dir = STEER_DEFAULT_PIN_DIR, .output = OUTPUT_TEXT };
 	struct steer_dp *dp = NULL;
+	char err[512];
 	int rc;
 
 	/* The backends' decap has arguments of its own and needs no data plane. */
@@ -805,6 +892,12 @@ int main(int argc, char *argv[])
 		return cmd_uninstall(&c) == EXIT_OK && fflush(stdout) == 0 ? EXIT_OK : EXIT_ERROR;
 	if (open_dataplane(&c, &dp) != 0)
 		return EXIT_ERROR;
+	/* explain --client netns:PATH enters the namespace (CAP_SYS_ADMIN). */
+	if (c.client.arg && ctl_client_resolve(&c.client, err, sizeof(err)) != 0) {
+		fprintf(stderr, "%s: %s\n", prog, err);
+		steer_dp_close(dp);
+		return EXIT_ERROR;
+	}
 	/* The maps are open: nothing below needs more than CAP_BPF. */
 	if (drop_privileges() != 0) {
 		steer_dp_close(dp);

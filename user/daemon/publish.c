@@ -317,6 +317,10 @@ void publish(struct daemon *d)
 				 (s->policy.overload_least ? STEER_TBL_OVERLOAD_LEAST : 0),
 			.peers = s->policy.peer_routers,
 			.wait_bound_ns = s->policy.overload_wait_ns,
+			/* Cache affinity: off publishes nothing of it. */
+			.affinity = s->policy.affinity,
+			.affinity_slack_ns = s->policy.affinity ? s->policy.affinity_slack_ns : 0,
+			.affinity_idle_ns = s->policy.affinity ? s->policy.affinity_idle_ns : 0,
 		};
 		apply_overload(d, s);
 	}
@@ -490,6 +494,8 @@ void update_metrics(struct daemon *d)
 			ms->overload_refused_total = st.overload_refused;
 			ms->wait_refused_total = st.wait_refused;
 			ms->overload_admitted_total = st.overload_admitted;
+			memcpy(ms->affinity_connections_total, st.affinity,
+			       sizeof(ms->affinity_connections_total));
 		}
 		fill_metrics_xdp(d, s, ms);
 		for (j = 0; j < s->n; j++)

@@ -277,6 +277,9 @@ static int view_service(const struct steer_dp *dp, int cur, uint32_t id,
 		vs->bytes_per_token = steer_bytes_per_token(t->bytes_per_token);
 		vs->table_flags = t->flags;
 		vs->wait_bound_ns = t->wait_bound_ns;
+		vs->affinity = t->affinity;
+		vs->affinity_slack_ns = t->affinity_slack_ns;
+		vs->affinity_idle_ns = t->affinity_idle_ns;
 		vs->n_table = t->n;
 	}
 	for (s = 0; s < STEER_SLOT_IDS; s++)

@@ -268,9 +268,10 @@ int dp_cgroup_id(const char *path, uint64_t *id)
 }
 
 static const char *const link_names[DP_LINKS] = {
-	[DP_LINK_RELEASE] = STEER_LINK_RELEASE,	  [DP_LINK_SOCKOPS] = STEER_LINK_SOCKOPS,
-	[DP_LINK_CONNECT4] = STEER_LINK_CONNECT4, [DP_LINK_CONNECT6] = STEER_LINK_CONNECT6,
-	[DP_LINK_PEER4] = STEER_LINK_PEER4,	  [DP_LINK_PEER6] = STEER_LINK_PEER6,
+	[DP_LINK_RELEASE] = STEER_LINK_RELEASE,	      [DP_LINK_SOCKOPS] = STEER_LINK_SOCKOPS,
+	[DP_LINK_CONNECT4] = STEER_LINK_CONNECT4,     [DP_LINK_CONNECT6] = STEER_LINK_CONNECT6,
+	[DP_LINK_PEER4] = STEER_LINK_PEER4,	      [DP_LINK_PEER6] = STEER_LINK_PEER6,
+	[DP_LINK_SETSOCKOPT] = STEER_LINK_SETSOCKOPT,
 };
 
 static struct bpf_program *link_prog(struct steer_dp *dp, int i)
@@ -282,6 +283,7 @@ static struct bpf_program *link_prog(struct steer_dp *dp, int i)
 		[DP_LINK_CONNECT6] = dp->skel->progs.steer_connect6,
 		[DP_LINK_PEER4] = dp->skel->progs.steer_getpeername4,
 		[DP_LINK_PEER6] = dp->skel->progs.steer_getpeername6,
+		[DP_LINK_SETSOCKOPT] = dp->skel->progs.steer_setsockopt,
 	};
 	return p[i];
 }
@@ -651,10 +653,10 @@ int steer_dp_detach(struct steer_dp *dp, char *err, size_t errlen)
 	/* Every map this build pins, and the generation a publish may have
 	 * left pinned under its temporary name. */
 	static const char *const maps[] = {
-		STEER_MAP_GEN,	  STEER_MAP_TABLES, STEER_MAP_SLOTS, STEER_MAP_SVCST,
-		STEER_MAP_TREE,	  STEER_MAP_SOCKS,  STEER_MAP_SVCID, STEER_MAP_BKSLOT,
-		STEER_MAP_DRAIN,  STEER_MAP_BKINFO, STEER_MAP_PORTS, STEER_MAP_LAYOUT,
-		"steer_tbl_next",
+		STEER_MAP_GEN,	 STEER_MAP_TABLES, STEER_MAP_SLOTS,  STEER_MAP_SVCST,
+		STEER_MAP_TREE,	 STEER_MAP_SOCKS,  STEER_MAP_SVCID,  STEER_MAP_BKSLOT,
+		STEER_MAP_DRAIN, STEER_MAP_BKINFO, STEER_MAP_PORTS,  STEER_MAP_LAYOUT,
+		STEER_MAP_AFFIN, STEER_MAP_AFFKEY, "steer_tbl_next",
 	};
 	char path[PATH_MAX];
 	int i, rc = 0, r;

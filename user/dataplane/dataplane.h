@@ -84,15 +84,18 @@ struct steer_dp_service {
 	 * base_wait_ns, ties kept in the given order. Each must be configured. */
 	const struct steer_dp_cost *table;
 	size_t n_table;
-	uint32_t credit_tokens;	  /* 0: STEER_DEFAULT_CREDIT_TOKENS */
-	uint32_t bytes_per_token; /* request bytes per token, at most STEER_MAX_BYTES_PER_TOKEN;
+	uint32_t credit_tokens;	    /* 0: STEER_DEFAULT_CREDIT_TOKENS */
+	uint32_t bytes_per_token;   /* request bytes per token, at most STEER_MAX_BYTES_PER_TOKEN;
 				   * 0: the default (steer_bytes_per_token) */
-	uint64_t ttl_ns;	  /* the table expires this long after publish */
-	bool allow_empty;	  /* n_table == 0 is legal: the kernel refuses connects */
-	uint32_t flags;		  /* STEER_TBL_* */
-	uint32_t peers;		  /* routers sharing the backends (busy-until drain factor);
+	uint64_t ttl_ns;	    /* the table expires this long after publish */
+	bool allow_empty;	    /* n_table == 0 is legal: the kernel refuses connects */
+	uint32_t flags;		    /* STEER_TBL_* */
+	uint32_t peers;		    /* routers sharing the backends (busy-until drain factor);
 				   * 0: 1; at most 65535 */
-	uint64_t wait_bound_ns;	  /* --worker-overload-wait (with STEER_TBL_OVERLOAD); 0: none */
+	uint64_t wait_bound_ns;	    /* --worker-overload-wait (with STEER_TBL_OVERLOAD); 0: none */
+	uint32_t affinity;	    /* enum steer_affinity (--affinity); 0: off */
+	uint64_t affinity_slack_ns; /* ns, --affinity-slack */
+	uint64_t affinity_idle_ns;  /* ns, --affinity-timeout */
 };
 
 /*
@@ -254,6 +257,10 @@ struct steer_view_service {
 	uint32_t bytes_per_token; /* as resolved (0 in the table: the default); 0: unpublished */
 	uint32_t table_flags;
 	uint64_t wait_bound_ns; /* --worker-overload-wait as published; 0: none */
+	/* Cache affinity as published: enum steer_affinity (0: off), the slack
+	 * and the idle timeout, ns; stats.affinity counts its verdicts. */
+	uint32_t affinity;
+	uint64_t affinity_slack_ns, affinity_idle_ns;
 	uint32_t n_table;
 	struct steer_svc_stats stats;
 	size_t n_backends; /* configured (registered) backends; table order first */

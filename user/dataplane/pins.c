@@ -99,6 +99,47 @@ static void shape_format(const struct map_shape *s, char *buf, size_t len)
 		 s->flags);
 }
 
+/* The pin of the current generation beside the pinned steer_gen gen_path. */
+static void tables_pin(const char *gen_path, char *path, size_t len)
+{
+	const char *slash = strrchr(gen_path, '/');
+	int dir = slash ? (int)(slash - gen_path) : 0;
+
+	snprintf(path, len, "%.*s%s%s", dir, gen_path, slash ? "/" : "", STEER_MAP_TABLES);
+}
+
+static void unpin_tables(const char *gen_path)
+{
+	char path[PATH_MAX];
+
+	tables_pin(gen_path, path, sizeof(path));
+	unlink(path);
+}
+
+/*
+ * The generations (steer_gen) keep the shape they were created with for
+ * their tables, which its own shape does not show: the verifier checks a
+ * program against the pinned map's table size. The current generation's
+ * pin (steer_tables, beside it) tells that size; true when it is this
+ * build's (struct steer_table, as the object's template steer_tmpl has it),
+ * or unknown. What was pinned with a smaller table would refuse the load.
+ */
+static bool tables_fit(struct bpf_object *obj, const char *gen_path, char *have, size_t len)
+{
+	const struct bpf_map *tmpl = bpf_object__find_map_by_name(obj, "steer_tmpl");
+	char path[PATH_MAX];
+	struct map_shape tables;
+
+	if (!tmpl)
+		return true;
+	tables_pin(gen_path, path, sizeof(path));
+	if (shape_of_pin(path, &tables) != 0 || tables.value_size == bpf_map__value_size(tmpl))
+		return true;
+	snprintf(have, len, "tables of %u bytes, this build's %u", tables.value_size,
+		 bpf_map__value_size(tmpl));
+	return false;
+}
+
 /*
  * Each pinned map of obj whose shape is not the object's: replace (the owner)
  * unpins it, with a warning; otherwise (a reader) it is an error naming it.
@@ -123,10 +164,15 @@ static int visit_misfits(struct bpf_object *obj, bool replace, char *err, size_t
 			return steer_seterr(err, errlen, rc, "cannot inspect the pinned map %s: %s",
 					    path, strerror(-rc));
 		shape_of_object(m, &want);
-		if (shape_equal(&have, &want))
-			continue;
-		shape_format(&have, a, sizeof(a));
-		shape_format(&want, b, sizeof(b));
+		if (shape_equal(&have, &want)) {
+			if (strcmp(bpf_map__name(m), STEER_MAP_GEN) != 0 ||
+			    tables_fit(obj, path, a, sizeof(a)))
+				continue;
+			snprintf(b, sizeof(b), "%s", "the tables of this build");
+		} else {
+			shape_format(&have, a, sizeof(a));
+			shape_format(&want, b, sizeof(b));
+		}
 		if (!replace)
 			return steer_seterr(err, errlen, EPROTO,
 					    "the pinned map %s (%s) is not of this build's shape "
@@ -138,6 +184,8 @@ static int visit_misfits(struct bpf_object *obj, bool replace, char *err, size_t
 					    "the pinned map %s is not of this build's shape, and "
 					    "cannot be removed: %s",
 					    path, strerror(errno));
+		if (strcmp(bpf_map__name(m), STEER_MAP_GEN) == 0)
+			unpin_tables(path); /* it named a generation of the map replaced */
 		log_warn("data plane: replaced the pinned map %s (%s) with one of this build's "
 			 "shape (%s); what it held starts from zero",
 			 path, a, b);

@@ -343,6 +343,9 @@ static int plan_service(struct steer_dp *dp, struct plan *p, const struct steer_
 	t->flags = (__u16)s->flags;
 	t->bytes_per_token = (__u16)steer_bytes_per_token(s->bytes_per_token);
 	t->wait_bound_ns = s->wait_bound_ns;
+	t->affinity = s->affinity;
+	t->affinity_slack_ns = s->affinity_slack_ns;
+	t->affinity_idle_ns = s->affinity_idle_ns;
 	t->generation = dp->generation + 1;
 	p->tables[id] = t;
 	return 0;
@@ -498,6 +501,20 @@ static int swap_in(struct steer_dp *dp, int fd)
 	}
 }
 
+/* Each backend of a new table learns its position there (steer_wire.
+ * table_pos), before connects can see the table: cache affinity finds a
+ * client's backend by it. */
+static void table_positions(struct steer_dp *dp, const struct steer_table *t)
+{
+	uint32_t k;
+
+	if (!dp->wire || !t)
+		return;
+	for (k = 0; k < t->n && k < STEER_MAX_BACKENDS; k++)
+		__atomic_store_n(&dp->wire[t->e[k].slot & (STEER_SLOT_IDS - 1)].table_pos,
+				 (uint32_t)((t->generation & 0xffff) << 16 | k), __ATOMIC_RELEASE);
+}
+
 /* Build a generation map from the plan and swap it in. */
 static int swap_generation(struct steer_dp *dp, const struct plan *p, char *err, size_t errlen)
 {
@@ -522,6 +539,8 @@ static int swap_generation(struct steer_dp *dp, const struct plan *p, char *err,
 			if (old && bpf_map_lookup_elem(cur, &p->svc_vip[i], old) == 0)
 				t = old;
 		}
+		if (t == p->tables[i])
+			table_positions(dp, t);
 		if (t && bpf_map_update_elem(fd, &p->svc_vip[i], t, BPF_NOEXIST) != 0)
 			rc = steer_seterr(err, errlen, errno,
 					  "cannot fill the table generation: %s", strerror(errno));

@@ -27,6 +27,7 @@
 
 #include "common/common.h"
 #include "loads/loads.h"
+#include "policy/policy.h"
 #include "guard.h"
 
 const double steer_poll_bucket_bounds[STEER_POLL_BUCKETS] = {
@@ -221,6 +222,12 @@ static const struct backend_family probe_backend_families[] = {
 	"Where the backend's load is read (label source: grpc-sglang, grpc-vllm, "            \
 	"grpc-tokenspeed, http-loads, http-metrics-vllm, http-metrics-sglang, tcp for none, " \
 	"none while unknown); always 1."
+#define AFFINITY_NAME "smg_steer_affinity_connections_total"
+#define AFFINITY_HELP                                                                            \
+	"Connections of a client with a key under cache affinity (--affinity) by verdict: new "  \
+	"(no backend remembered, placed by least wait), stay (on its last backend), left_slack " \
+	"(its backend's wait over the least plus --affinity-slack), left_gone (its backend "     \
+	"drained, ejected or out of the table), left_overload (its backend overloaded)."
 #define POLL_DURATION_NAME "smg_steer_poll_duration_seconds"
 #define POLL_DURATION_HELP "Duration of GetLoads polls of the service's backends, in seconds."
 
@@ -407,6 +414,24 @@ static void write_service_family(FILE *f, const struct steer_metrics_snapshot *s
 	}
 }
 
+/* Every verdict is emitted, zeros included (affinity off: all zero). */
+static void write_affinity_family(FILE *f, const struct steer_metrics_snapshot *snap)
+{
+	size_t i;
+	int v;
+
+	write_family_header(f, AFFINITY_NAME, "counter", AFFINITY_HELP);
+	for (i = 0; i < snap->n_services; i++) {
+		for (v = 0; v < STEER_AFF_VERDICTS; v++) {
+			fprintf(f, "%s{", AFFINITY_NAME);
+			write_service_labels(f, &snap->services[i]);
+			fprintf(f, ",verdict=\"%s\"} %" PRIu64 "\n",
+				steer_aff_verdict_name((uint32_t)v),
+				snap->services[i].affinity_connections_total[v]);
+		}
+	}
+}
+
 /* The snapshot's buckets are already cumulative; +Inf is the total count. */
 static void write_poll_histogram(FILE *f, const struct steer_metrics_snapshot *snap)
 {
@@ -555,6 +580,7 @@ char *steer_metrics_render(const struct steer_metrics_snapshot *snap)
 	write_source_family(f, snap);
 	for (i = 0; i < sizeof(service_families) / sizeof(service_families[0]); i++)
 		write_service_family(f, snap, &service_families[i]);
+	write_affinity_family(f, snap);
 	write_poll_histogram(f, snap);
 	write_cycle_gauges(f, snap);
 	write_dns_families(f, snap);

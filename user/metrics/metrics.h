@@ -83,6 +83,9 @@ struct steer_metrics_service {
 	/* Overload protection's connects: refused with every backend
 	 * overloaded, refused over the wait bound, given to the least bad. */
 	uint64_t overload_refused_total, wait_refused_total, overload_admitted_total;
+	/* Cache affinity's connects of a client with a key, by enum
+	 * steer_aff_verdict (steer_svc_stats.affinity). */
+	uint64_t affinity_connections_total[STEER_AFF_VERDICTS];
 	uint64_t bytes_per_token; /* request bytes per token, as published (a gauge) */
 	uint64_t poll_buckets[STEER_POLL_BUCKETS]; /* cumulative counts per bound */
 	uint64_t poll_count;

@@ -38,6 +38,10 @@ int steer_policy_check(const struct steer_policy *p, char *why, size_t whylen)
 		msg = "worker-overload-token-usage must be a number > 0 and <= 1 (0: none)";
 	else if (p->overload_wait_ns >= STEER_OVERLOAD_NS)
 		msg = "worker-overload-wait must be under 2^62 ns";
+	else if (p->affinity > STEER_AFF_SOCKOPT)
+		msg = "affinity must be off, cgroup, netns or sockopt";
+	else if (p->affinity_slack_ns >= STEER_OVERLOAD_NS)
+		msg = "affinity-slack must be under 2^62 ns";
 	if (!msg)
 		return 0;
 	if (why && whylen)
@@ -276,6 +280,30 @@ uint32_t steer_policy_credit(const struct steer_policy *p)
 double steer_policy_total_s(const struct steer_policy_score *s, double inflight_tokens)
 {
 	return s->base_wait_s + inflight_tokens / s->throughput;
+}
+
+const char *steer_affinity_name(uint32_t affinity)
+{
+	static const char *const names[] = {
+		[STEER_AFF_OFF] = "off",       [STEER_AFF_CGROUP] = "cgroup",
+		[STEER_AFF_NETNS] = "netns",   [STEER_AFF_SOCKOPT] = "sockopt",
+		[STEER_AFF_SOURCE] = "source",
+	};
+
+	return affinity < sizeof(names) / sizeof(names[0]) ? names[affinity] : "";
+}
+
+const char *steer_aff_verdict_name(uint32_t verdict)
+{
+	static const char *const names[STEER_AFF_VERDICTS] = {
+		[STEER_AFF_NEW] = "new",
+		[STEER_AFF_STAY] = "stay",
+		[STEER_AFF_LEFT_SLACK] = "left_slack",
+		[STEER_AFF_LEFT_GONE] = "left_gone",
+		[STEER_AFF_LEFT_OVERLOAD] = "left_overload",
+	};
+
+	return verdict < STEER_AFF_VERDICTS ? names[verdict] : "";
 }
 
 bool steer_policy_overload_on(const struct steer_policy *p)

@@ -54,7 +54,17 @@ struct steer_policy {
 	uint64_t overload_wait_ns;   /* ns, expected wait bound (--worker-overload-wait); 0: none */
 	uint32_t overload_connections; /* this node's live connections bound; 0: none */
 	bool overload_least;	       /* --when-all-overloaded least; false: refuse */
+	/* Cache affinity (--affinity): a client's next connect stays on the
+	 * backend of its last while that backend's expected wait is at most
+	 * the least plus the slack (steer_affinity_judge, the kernel's). */
+	uint32_t affinity;	    /* enum steer_affinity, OFF to SOCKOPT; 0: off */
+	uint64_t affinity_slack_ns; /* ns (--affinity-slack); 0: stay only on a tie */
+	uint64_t affinity_idle_ns;  /* ns (--affinity-timeout): an idle client is forgotten */
 };
+
+/* --affinity-slack's and --affinity-timeout's defaults. */
+#define STEER_AFFINITY_DEFAULT_SLACK_NS 500000000ULL   /* 500 ms */
+#define STEER_AFFINITY_DEFAULT_IDLE_NS 600000000000ULL /* 10 min */
 
 /* --worker-overload-protection's KV usage bound, smg's. */
 #define STEER_OVERLOAD_DEFAULT_TOKEN_USAGE 0.9
@@ -74,6 +84,8 @@ enum steer_overload_reason {
 		.default_throughput = STEER_DEFAULT_THROUGHPUT,                              \
 		.mean_prefill_tokens = STEER_DEFAULT_MEAN_PREFILL_TOKENS, .peer_routers = 1, \
 		.bytes_per_token = STEER_DEFAULT_BYTES_PER_TOKEN,                            \
+		.affinity_slack_ns = STEER_AFFINITY_DEFAULT_SLACK_NS,                        \
+		.affinity_idle_ns = STEER_AFFINITY_DEFAULT_IDLE_NS,                          \
 	}
 
 /* 0 when the knobs are in range; otherwise -1 and the offending knob's name
@@ -204,6 +216,12 @@ enum steer_overload_reason steer_policy_overloaded(const struct steer_policy *p,
 						   const struct steer_policy_input *in);
 /* "kv", "waiting", "pushback"; "" for none. */
 const char *steer_overload_reason_name(enum steer_overload_reason r);
+
+/* "off", "cgroup", "netns", "sockopt", "source"; "" for another value. */
+const char *steer_affinity_name(uint32_t affinity);
+/* enum steer_aff_verdict's label: "new", "stay", "left_slack", "left_gone",
+ * "left_overload"; "" for another value. */
+const char *steer_aff_verdict_name(uint32_t verdict);
 
 /* Tokens the kernel credits per new connection: mean prefill x peer routers. */
 uint32_t steer_policy_credit(const struct steer_policy *p);
