@@ -201,7 +201,6 @@ __noinline int affinity_remember(const struct steer_aff_key *ak, __u32 slot, __u
  * tracked: the socket has a record, so its release will be seen and it may
  * count as live. ak: the client, with cache affinity on (kind 0: off, or a
  * connect without a key).
- *
  */
 static __always_inline enum choice choose(struct steer_table *t, struct steer_dest *dest,
 					  bool tracked, const struct steer_aff_key *ak)
