@@ -334,7 +334,7 @@ image-dockerfile: deps-image
 # ---- misc -----------------------------------------------------------------------
 
 FORMAT_FILES = $(wildcard bpf/*.c bpf/*.h user/*/*.c user/*/*.h tests/*/*.c tests/*/*.h \
-	tools/sim/*.c tools/sim/*.h tools/bench/*.c tools/bench/*.h tools/bench/bpf/*.c \
+	include/*.h tools/sim/*.c tools/sim/*.h tools/bench/*.c tools/bench/*.h tools/bench/bpf/*.c \
 	tools/man/*.c tools/man/*.h)
 
 format:

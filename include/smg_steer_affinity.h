@@ -30,8 +30,7 @@
 /* 0, or -1 with errno: ENOPROTOOPT without smg-steer, EINVAL for a bad fd. */
 static inline int smg_steer_set_affinity_key(int fd, uint64_t key)
 {
-	return setsockopt(fd, SMG_STEER_SOL_AFFINITY, SMG_STEER_SO_AFFINITY_KEY, &key,
-			  sizeof(key));
+	return setsockopt(fd, SMG_STEER_SOL_AFFINITY, SMG_STEER_SO_AFFINITY_KEY, &key, sizeof(key));
 }
 
 #endif /* SMG_STEER_AFFINITY_H */
