@@ -203,9 +203,9 @@ struct {
 } steer_affkey SEC(".maps");
 
 /*
- * The client of a connect under the service's affinity (steer_table.affinity)
- * in *ak; kind stays 0 when affinity is off, or the socket has no key of its
- * own (STEER_AFF_SOCKOPT): it is then placed by least wait, and not
+ * The client of a connect under the service's affinity (steer_table.affinity,
+ * on: the caller's test) in *ak; kind stays 0 when the socket has no key of
+ * its own (STEER_AFF_SOCKOPT): it is then placed by least wait, and not
  * remembered. A global function, verified once on its own (steer_choose.bpf.h,
  * "cache affinity"). Always 0.
  */
@@ -219,8 +219,6 @@ __noinline int affinity_client(struct bpf_sock_addr *ctx, const struct steer_tab
 		return 0;
 	kind = t->affinity;
 	ak->svc_id = t->svc_id;
-	if (kind == STEER_AFF_OFF)
-		return 0;
 	if (kind == STEER_AFF_CGROUP) {
 		ak->client = bpf_get_current_cgroup_id();
 	} else if (kind == STEER_AFF_NETNS) {

@@ -238,6 +238,14 @@ struct steer_aff_key {
 	__u32 kind;   /* enum steer_affinity: keys of two kinds never meet */
 };
 
+/* The client of an XDP flow (STEER_AFF_SOURCE): its source address as
+ * struct steer_xflow_key holds it (network order; IPv4 in src[3], the rest
+ * 0), folded to 64 bits. */
+static __always_inline __u64 steer_aff_source_client(const __u32 src[4])
+{
+	return ((__u64)(src[0] ^ src[2]) << 32) ^ src[1] ^ src[3];
+}
+
 /* Where a client's last connect went. 16 bytes. */
 struct steer_aff {
 	__u32 slot;	/* backend slot */

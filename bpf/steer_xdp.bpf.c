@@ -396,9 +396,9 @@ static __always_inline void flow_end(struct steer_xflow *f)
 		bc->ended++;
 }
 
-/* With cache affinity on, the client of a SYN is its source address
- * (STEER_AFF_SOURCE, whatever the service keys its connects by), in *ak;
- * kind 0: off. A global function, verified once on its own
+/* With cache affinity on (the caller's test), the client of a SYN is its
+ * source address (STEER_AFF_SOURCE, whatever the service keys its connects
+ * by), in *ak. A global function, verified once on its own
  * (steer_choose.bpf.h, "cache affinity"). Always 0. */
 __noinline int flow_client(const struct steer_table *t, const struct steer_xflow_key *k,
 			   struct steer_aff_key *ak)
@@ -406,10 +406,8 @@ __noinline int flow_client(const struct steer_table *t, const struct steer_xflow
 	if (!t || !k || !ak)
 		return 0;
 	ak->svc_id = t->svc_id;
-	if (t->affinity != STEER_AFF_OFF) {
-		ak->client = ((__u64)(k->src[0] ^ k->src[2]) << 32) ^ k->src[1] ^ k->src[3];
-		ak->kind = STEER_AFF_SOURCE;
-	}
+	ak->client = steer_aff_source_client(k->src);
+	ak->kind = STEER_AFF_SOURCE;
 	return 0;
 }
 

@@ -96,6 +96,19 @@ static void drain_all(void)
 	steer_dp_settle(dp);
 }
 
+#define HOUR_NS (3600ULL * 1000 * NS_PER_MS)
+#define TEN_MIN_NS (600ULL * 1000 * NS_PER_MS)
+
+/* Affinity of the kind that keeps every client (an hour of slack, 10 min of
+ * timeout), both backends idle. */
+static int publish_sticky(uint32_t affinity, uint32_t flags)
+{
+	int rc = publish_aff(affinity, HOUR_NS, TEN_MIN_NS, flags);
+
+	drain_all();
+	return rc;
+}
+
 static struct steer_svc_stats stats(void)
 {
 	struct steer_svc_stats st = { 0 };
@@ -170,10 +183,7 @@ static void test_cgroups_keep_their_backend(void)
 
 	CHECK(testenv_child_cgroup("clientA", cg[0], sizeof(cg[0])) == 0, "cgroup A");
 	CHECK(testenv_child_cgroup("clientB", cg[1], sizeof(cg[1])) == 0, "cgroup B");
-	CHECK(publish_aff(STEER_AFF_CGROUP, 3600ULL * 1000 * NS_PER_MS, 600ULL * 1000 * NS_PER_MS,
-			  0) == 0,
-	      "publish: %s", err);
-	drain_all();
+	CHECK(publish_sticky(STEER_AFF_CGROUP, 0) == 0, "publish: %s", err);
 	before = stats();
 	for (i = 0; i < 8; i++) {
 		testenv_enter(cg[0]);
@@ -238,10 +248,7 @@ static void test_netns_keep_their_backend(void)
 	char a[9], b[9], one[2];
 	int i;
 
-	CHECK(publish_aff(STEER_AFF_NETNS, 3600ULL * 1000 * NS_PER_MS, 600ULL * 1000 * NS_PER_MS,
-			  0) == 0,
-	      "publish: %s", err);
-	drain_all();
+	CHECK(publish_sticky(STEER_AFF_NETNS, 0) == 0, "publish: %s", err);
 	for (i = 0; i < 8; i++) {
 		CHECK(netns_connects(0, 1, one) == 0, "netns A client");
 		a[i] = one[0];
@@ -287,10 +294,7 @@ static void test_sockopt_unprivileged(void)
 	uint64_t key = 7;
 	pid_t pid;
 
-	CHECK(publish_aff(STEER_AFF_SOCKOPT, 3600ULL * 1000 * NS_PER_MS, 600ULL * 1000 * NS_PER_MS,
-			  0) == 0,
-	      "publish: %s", err);
-	drain_all();
+	CHECK(publish_sticky(STEER_AFF_SOCKOPT, 0) == 0, "publish: %s", err);
 	CHECK(pipe(p) == 0, "pipe");
 	pid = fork();
 	if (pid == 0) {
@@ -351,8 +355,8 @@ static void test_slack_exact(void)
 	struct steer_svc_stats before, after;
 	int fds[10], i;
 
-	CHECK(publish_aff(STEER_AFF_SOCKOPT, 250 * NS_PER_MS, 600ULL * 1000 * NS_PER_MS, 0) == 0,
-	      "publish: %s", err);
+	CHECK(publish_aff(STEER_AFF_SOCKOPT, 250 * NS_PER_MS, TEN_MIN_NS, 0) == 0, "publish: %s",
+	      err);
 	drain_all();
 	before = stats();
 	for (i = 0; i < 10; i++) {
@@ -396,10 +400,7 @@ static void test_leaves_drained(void)
 	char first, next;
 	uint64_t gone;
 
-	CHECK(publish_aff(STEER_AFF_SOCKOPT, 3600ULL * 1000 * NS_PER_MS, 600ULL * 1000 * NS_PER_MS,
-			  0) == 0,
-	      "publish: %s", err);
-	drain_all();
+	CHECK(publish_sticky(STEER_AFF_SOCKOPT, 0) == 0, "publish: %s", err);
 	first = connect_key(77);
 	CHECK(first == 'A' || first == 'B', "first connect: %c", first);
 	CHECK(connect_key(77) == first, "did not stay");
@@ -420,10 +421,7 @@ static void test_leaves_overloaded(void)
 	uint32_t slot;
 	uint64_t over;
 
-	CHECK(publish_aff(STEER_AFF_SOCKOPT, 3600ULL * 1000 * NS_PER_MS, 600ULL * 1000 * NS_PER_MS,
-			  STEER_TBL_OVERLOAD) == 0,
-	      "publish: %s", err);
-	drain_all();
+	CHECK(publish_sticky(STEER_AFF_SOCKOPT, STEER_TBL_OVERLOAD) == 0, "publish: %s", err);
 	first = connect_key(78);
 	CHECK(connect_key(78) == first, "did not stay");
 	CHECK(steer_dp_slot(dp, &vip, &cfg[backend_index(first)], &slot) == 0, "slot");
@@ -444,10 +442,7 @@ static void test_leaves_ejected(void)
 	uint64_t gone;
 	int i;
 
-	CHECK(publish_aff(STEER_AFF_SOCKOPT, 3600ULL * 1000 * NS_PER_MS, 600ULL * 1000 * NS_PER_MS,
-			  0) == 0,
-	      "publish: %s", err);
-	drain_all();
+	CHECK(publish_sticky(STEER_AFF_SOCKOPT, 0) == 0, "publish: %s", err);
 	first = connect_key(79);
 	CHECK(first == 'A' || first == 'B', "first: %c", first);
 	x = &be[backend_index(first)];
@@ -466,19 +461,52 @@ static void test_leaves_ejected(void)
 	CHECK(publish_aff(STEER_AFF_OFF, 0, 0, 0) == 0, "publish: %s", err);
 }
 
+/* The client's entry in steer_affin (the application's key): 0, or -errno. */
+static int aff_entry(uint64_t key, struct steer_aff *out)
+{
+	struct steer_aff_key k = { .client = key,
+				   .svc_id = (__u32)steer_dp_service_id(dp, &vip),
+				   .kind = STEER_AFF_SOCKOPT };
+	char path[4096];
+	int fd, rc;
+
+	snprintf(path, sizeof(path), "%s/%s", testenv_pin_dir(), STEER_MAP_AFFIN);
+	fd = bpf_obj_get(path);
+	if (fd < 0)
+		return -errno;
+	rc = bpf_map_lookup_elem(fd, &k, out) == 0 ? 0 : -errno;
+	close(fd);
+	return rc;
+}
+
+/* The kernel's clock of last_ns (bpf_ktime_get_coarse_ns). */
+static uint64_t coarse_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
 static void test_idle_key_forgotten(void)
 {
-	struct timespec ts = { .tv_sec = 1, .tv_nsec = 300 * 1000 * 1000 };
-	uint64_t n0, n1, n2;
+	const uint64_t idle = 3000 * NS_PER_MS;
+	struct timespec tick = { .tv_nsec = 10 * 1000 * 1000 };
+	struct steer_aff e = { 0 };
+	uint64_t n0, n1, n2, deadline;
 
-	CHECK(publish_aff(STEER_AFF_SOCKOPT, 3600ULL * 1000 * NS_PER_MS, 1000 * NS_PER_MS, 0) == 0,
-	      "publish: %s", err);
+	CHECK(publish_aff(STEER_AFF_SOCKOPT, HOUR_NS, idle, 0) == 0, "publish: %s", err);
 	drain_all();
 	n0 = stats().affinity[STEER_AFF_NEW];
 	connect_key(80);
 	connect_key(80);
 	n1 = stats().affinity[STEER_AFF_NEW];
-	nanosleep(&ts, NULL);
+	/* Until the kernel's clock is past the key's last connect plus the
+	 * timeout, by the entry itself. */
+	CHECK(aff_entry(80, &e) == 0, "the key is not remembered");
+	deadline = coarse_ns() + 60ULL * 1000 * NS_PER_MS;
+	while (coarse_ns() - e.last_ns <= idle && coarse_ns() < deadline)
+		nanosleep(&tick, NULL);
 	connect_key(80);
 	n2 = stats().affinity[STEER_AFF_NEW];
 	CHECK(n1 == n0 + 1 && n2 == n1 + 1, "new: %llu, %llu, %llu", (unsigned long long)n0,
@@ -490,10 +518,7 @@ static void test_publish_off_and_on(void)
 	char got[11];
 	struct steer_svc_stats s0, s1;
 
-	CHECK(publish_aff(STEER_AFF_SOCKOPT, 3600ULL * 1000 * NS_PER_MS, 600ULL * 1000 * NS_PER_MS,
-			  0) == 0,
-	      "publish: %s", err);
-	drain_all();
+	CHECK(publish_sticky(STEER_AFF_SOCKOPT, 0) == 0, "publish: %s", err);
 	connects(90, 10, got);
 	CHECK(all_of(got, got[0]), "on: %s", got);
 	CHECK(publish_aff(STEER_AFF_OFF, 0, 0, 0) == 0, "publish: %s", err);
@@ -503,10 +528,7 @@ static void test_publish_off_and_on(void)
 	s1 = stats();
 	CHECK(strchr(got, 'A') && strchr(got, 'B'), "off: %s", got);
 	CHECK(memcmp(s0.affinity, s1.affinity, sizeof(s0.affinity)) == 0, "off counted");
-	CHECK(publish_aff(STEER_AFF_SOCKOPT, 3600ULL * 1000 * NS_PER_MS, 600ULL * 1000 * NS_PER_MS,
-			  0) == 0,
-	      "publish: %s", err);
-	drain_all();
+	CHECK(publish_sticky(STEER_AFF_SOCKOPT, 0) == 0, "publish: %s", err);
 	connects(90, 10, got);
 	CHECK(all_of(got, got[0]), "on again: %s", got);
 }
@@ -571,9 +593,7 @@ static void test_lru_bound(void)
 	bool has_last;
 	int fd, entries;
 
-	CHECK(publish_aff(STEER_AFF_SOCKOPT, 3600ULL * 1000 * NS_PER_MS, 600ULL * 1000 * NS_PER_MS,
-			  0) == 0,
-	      "publish: %s", err);
+	CHECK(publish_aff(STEER_AFF_SOCKOPT, HOUR_NS, TEN_MIN_NS, 0) == 0, "publish: %s", err);
 	t0 = mono();
 	for (i = 0; i < n; i++)
 		if (flood_connect(base + i) != 0)
@@ -633,9 +653,7 @@ static void test_generations_of_smaller_tables_are_replaced(void)
 	close(outer);
 	rc = steer_dp_open(&o, &dp, err, sizeof(err));
 	CHECK(rc == 0, "open over generations of smaller tables: %s", err);
-	CHECK(publish_aff(STEER_AFF_SOCKOPT, 3600ULL * 1000 * NS_PER_MS, 600ULL * 1000 * NS_PER_MS,
-			  0) == 0,
-	      "publish: %s", err);
+	CHECK(publish_aff(STEER_AFF_SOCKOPT, HOUR_NS, TEN_MIN_NS, 0) == 0, "publish: %s", err);
 	connects(91, 10, got);
 	CHECK(all_of(got, got[0]) && got[0] != '!', "after the upgrade: %s", got);
 }

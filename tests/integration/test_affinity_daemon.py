@@ -18,8 +18,6 @@ that each case rewrites and reloads (SIGHUP). Asserted:
 import json
 import os
 import signal
-import socket
-import struct
 import subprocess
 
 import e2e_lib as L
@@ -90,22 +88,7 @@ def delta(before, after):
 
 def connect_key(key=None):
     """Connect with the application's key (or none), read the worker's name."""
-    fam, sa = L.parse_addr(VIP)
-    s = socket.socket(fam, socket.SOCK_STREAM)
-    s.settimeout(3)
-    try:
-        if key is not None:
-            s.setsockopt(0x534d47, 1, struct.pack("=Q", key))
-        s.connect(sa)
-        data = b""
-        while not data.endswith(b"\n"):
-            chunk = s.recv(64)
-            if not chunk:
-                break
-            data += chunk
-        return data.decode().strip()
-    finally:
-        s.close()
+    return L.connect_name(VIP, affinity_key=key)
 
 
 def metric_counts():

@@ -11,6 +11,7 @@ import json
 import os
 import signal
 import socket
+import struct
 import subprocess
 import sys
 import tempfile
@@ -300,13 +301,21 @@ def parse_addr(a):
     return socket.AF_INET, (host, int(port))
 
 
-def connect_name(addr, timeout=3.0):
-    """Connect, read the backend's name line, close. Returns the name, or
-    the errno name of a failed connect (e.g. 'ECONNREFUSED')."""
+# smg-steer's socket option of the application's affinity key (bpf/steer_common.h)
+SOL_SMG_STEER_AFFINITY, SMG_STEER_AFFINITY_KEY = 0x534D47, 1
+
+
+def connect_name(addr, timeout=3.0, affinity_key=None):
+    """Connect (with the application's affinity key, when given), read the
+    backend's name line, close. Returns the name, or the errno name of a
+    failed connect (e.g. 'ECONNREFUSED')."""
     fam, sa = parse_addr(addr)
     s = socket.socket(fam, socket.SOCK_STREAM)
     s.settimeout(timeout)
     try:
+        if affinity_key is not None:
+            s.setsockopt(SOL_SMG_STEER_AFFINITY, SMG_STEER_AFFINITY_KEY,
+                         struct.pack("=Q", affinity_key))
         s.connect(sa)
         data = b""
         while not data.endswith(b"\n"):

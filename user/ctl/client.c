@@ -30,22 +30,10 @@
 #define CGROUP2_MAGIC 0x63677270 /* CGROUP2_SUPER_MAGIC */
 #define CGROUP2_ROOT "/sys/fs/cgroup"
 
+/* The policy's names, but "key" for the application's: the --client form. */
 const char *ctl_affinity_name(uint32_t kind)
 {
-	switch (kind) {
-	case STEER_AFF_OFF:
-		return "off";
-	case STEER_AFF_CGROUP:
-		return "cgroup";
-	case STEER_AFF_NETNS:
-		return "netns";
-	case STEER_AFF_SOCKOPT:
-		return "key";
-	case STEER_AFF_SOURCE:
-		return "source";
-	default:
-		return "?";
-	}
+	return kind == STEER_AFF_SOCKOPT ? "key" : steer_affinity_name(kind);
 }
 
 /* A 64-bit number, decimal or 0x hex, nothing else. */
@@ -69,8 +57,8 @@ static int parse_u64(const char *s, uint64_t *out)
 	return 0;
 }
 
-/* The source address folded as the XDP ingress folds it (steer_xdp.bpf.c,
- * flow_client): src[] in network order, IPv4 in src[3], the rest 0. */
+/* The source address folded as the XDP ingress folds it
+ * (steer_aff_source_client). */
 static int parse_source(const char *arg, uint64_t *out)
 {
 	char buf[INET6_ADDRSTRLEN + 2];
@@ -87,7 +75,7 @@ static int parse_source(const char *arg, uint64_t *out)
 	}
 	if (inet_pton(AF_INET, buf, &src[3]) != 1 && inet_pton(AF_INET6, buf, src) != 1)
 		return -EINVAL;
-	*out = ((uint64_t)(src[0] ^ src[2]) << 32) ^ src[1] ^ src[3];
+	*out = steer_aff_source_client(src);
 	return 0;
 }
 

@@ -22,6 +22,7 @@
 #include <json-c/json.h>
 
 #include "dataplane/dataplane.h"
+#include "policy/policy.h"
 #include "steer_common.h"
 #include "xdp/xdp.h"
 

@@ -278,14 +278,6 @@ struct aff_explain {
 	char backend[STEER_ADDR_STRLEN + 32]; /* the remembered backend, or "" */
 };
 
-static const char *const aff_verdict_names[STEER_AFF_VERDICTS] = {
-	[STEER_AFF_NEW] = "new",
-	[STEER_AFF_STAY] = "stay",
-	[STEER_AFF_LEFT_SLACK] = "left_slack",
-	[STEER_AFF_LEFT_GONE] = "left_gone",
-	[STEER_AFF_LEFT_OVERLOAD] = "left_overload",
-};
-
 /* The remembered slot's address: its table entry's, a configured backend's
  * outside the table, or the slot's number. */
 static void aff_backend_name(const struct steer_view_service *s, const struct decision *d,
@@ -527,8 +519,7 @@ static struct json_object *aff_json(const struct steer_view_service *s, const st
 	jadd(o, "least_wait_ns", judged ? json_object_new_uint64(shown_wait(a->least_ns)) : NULL);
 	jadd_u64(o, "slack_ns", s->affinity_slack_ns);
 	jadd(o, "verdict",
-	     judged ? json_object_new_string(aff_verdict_names[a->verdict % STEER_AFF_VERDICTS])
-		    : NULL);
+	     judged ? json_object_new_string(steer_aff_verdict_name(a->verdict)) : NULL);
 	jadd(o, "gone", judged && a->gone ? json_object_new_string(a->gone) : NULL);
 	jadd(o, "next_backend",
 	     judged && goes != STEER_NO_PICK
