@@ -164,3 +164,26 @@ int steer_cgroup2_root(char *buf, size_t len)
 	endmntent(f);
 	return rc;
 }
+
+const char *steer_duration_text(uint64_t ns, char *buf, size_t len)
+{
+	static const struct {
+		const char *unit;
+		uint64_t ns;
+	} units[] = { { "h", 3600000000000ULL },
+		      { "m", 60000000000ULL },
+		      { "s", 1000000000ULL },
+		      { "ms", 1000000ULL },
+		      { "us", 1000ULL } };
+	size_t i;
+
+	for (i = 0; ns && i < sizeof(units) / sizeof(units[0]); i++) {
+		if (ns % units[i].ns == 0) {
+			snprintf(buf, len, "%llu%s", (unsigned long long)(ns / units[i].ns),
+				 units[i].unit);
+			return buf;
+		}
+	}
+	snprintf(buf, len, ns ? "%lluns" : "0", (unsigned long long)ns);
+	return buf;
+}

@@ -49,6 +49,9 @@ int steer_seterr(char *err, size_t errlen, int rc, const char *fmt, ...)
 uint64_t steer_monotonic_ns(void);
 /* The cgroup2 mount point from /proc/mounts, or -ENOENT. */
 int steer_cgroup2_root(char *buf, size_t len);
+/* A duration for messages and status: the exact value in the largest unit
+ * that divides it (2h, 10m, 500ms, 1500us, 7ns), "0" for none. */
+const char *steer_duration_text(uint64_t ns, char *buf, size_t len);
 
 /* ---- The log: one-line, timestamped records on stderr (journald and kubectl
  * logs take stderr as is) ---------------------------------------------------- */

@@ -239,9 +239,6 @@ void cfg_probe_summary(FILE *f, const struct steer_config *c);
 const char *cfg_origin(struct ctx *c, enum opt o, char *buf, size_t len);
 bool cfg_given(const struct ctx *c, enum opt o);
 
-/* Durations (values.c): the exact value in the largest unit that divides it. */
-const char *cfg_duration_text(uint64_t ns, char *buf, size_t len);
-
 /* ---- Request accounting's cgroup (wire.c) ------------------------------- */
 
 int cfg_parse_wire_cgroup(const char *v, struct steer_config *dst, char *why, size_t whylen);

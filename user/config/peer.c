@@ -153,8 +153,8 @@ static int peer_timing_fail(struct ctx *c)
 {
 	char where[PATH_MAX + 32], t[32], i[32];
 
-	cfg_duration_text(c->out.peer_interval_ns, i, sizeof(i));
-	cfg_duration_text(c->out.peer_timeout_ns, t, sizeof(t));
+	steer_duration_text(c->out.peer_interval_ns, i, sizeof(i));
+	steer_duration_text(c->out.peer_timeout_ns, t, sizeof(t));
 	if (cfg_given(c, OPT_PEER_TIMEOUT))
 		return cfg_fail(c,
 				"%s: must be at least 3 x the peer-interval (%s), got %s: a "
@@ -228,9 +228,9 @@ void cfg_peer_summary(FILE *f, const struct steer_config *c)
 	if (!steer_config_peers_on(c))
 		return;
 	fprintf(f, "  peers: listen %s, report every %s%s, forget after %s, phase %s:",
-		c->peer_listen_str, cfg_duration_text(c->peer_interval_ns, i, sizeof(i)),
+		c->peer_listen_str, steer_duration_text(c->peer_interval_ns, i, sizeof(i)),
 		c->peer_push ? " and at each request" : "",
-		cfg_duration_text(c->peer_timeout_ns, t, sizeof(t)),
+		steer_duration_text(c->peer_timeout_ns, t, sizeof(t)),
 		c->peer_no_phase ? "off" : "on");
 	for (k = 0; k < c->n_peers; k++)
 		fprintf(f, " %s", c->peer_strs[k]);

@@ -192,24 +192,6 @@ int steer_parse_duration(const char *s, uint64_t *ns)
 	return 0;
 }
 
-/* For messages: the exact value in the largest unit that divides it. */
-const char *cfg_duration_text(uint64_t ns, char *buf, size_t len)
-{
-	if (ns % (3600 * NS_PER_S) == 0)
-		snprintf(buf, len, "%lluh", (unsigned long long)(ns / (3600 * NS_PER_S)));
-	else if (ns % (60 * NS_PER_S) == 0)
-		snprintf(buf, len, "%llum", (unsigned long long)(ns / (60 * NS_PER_S)));
-	else if (ns % NS_PER_S == 0)
-		snprintf(buf, len, "%llus", (unsigned long long)(ns / NS_PER_S));
-	else if (ns % NS_PER_MS == 0)
-		snprintf(buf, len, "%llums", (unsigned long long)(ns / NS_PER_MS));
-	else if (ns % NS_PER_US == 0)
-		snprintf(buf, len, "%lluus", (unsigned long long)(ns / NS_PER_US));
-	else
-		snprintf(buf, len, "%lluns", (unsigned long long)ns);
-	return buf;
-}
-
 /* ---- Policy knobs ------------------------------------------------------------------- */
 
 /*
@@ -381,8 +363,8 @@ static int duration_parse(const struct cfg_option *o, const char *v, uint64_t *d
 		return cfg_why(why, whylen, "'%s' is not a duration > 0 " DURATION_EXAMPLES, v);
 	if (ns < o->min || ns > o->max)
 		return cfg_why(why, whylen, "must be between %s and %s, got '%s'",
-			       cfg_duration_text(o->min, lo, sizeof(lo)),
-			       cfg_duration_text(o->max, hi, sizeof(hi)), v);
+			       steer_duration_text(o->min, lo, sizeof(lo)),
+			       steer_duration_text(o->max, hi, sizeof(hi)), v);
 	*dst = ns;
 	return 0;
 }
@@ -566,8 +548,8 @@ static int timeout_check(struct ctx *c)
 		return STEER_CONFIG_OK;
 	return cfg_fail(c, "%s: must be <= the load-check-interval (%s), got %s",
 			cfg_origin(c, OPT_TIMEOUT, where, sizeof(where)),
-			cfg_duration_text(c->out.interval_ns, i, sizeof(i)),
-			cfg_duration_text(c->out.timeout_ns, t, sizeof(t)));
+			steer_duration_text(c->out.interval_ns, i, sizeof(i)),
+			steer_duration_text(c->out.timeout_ns, t, sizeof(t)));
 }
 
 /*
@@ -582,8 +564,8 @@ static int max_age_check(struct ctx *c)
 
 	if (c->out.max_age_ns > c->out.interval_ns)
 		return STEER_CONFIG_OK;
-	cfg_duration_text(c->out.max_age_ns, a, sizeof(a));
-	cfg_duration_text(c->out.interval_ns, i, sizeof(i));
+	steer_duration_text(c->out.max_age_ns, a, sizeof(a));
+	steer_duration_text(c->out.interval_ns, i, sizeof(i));
 	if (cfg_given(c, OPT_MAX_AGE))
 		return cfg_fail(c, "%s: must be > the load-check-interval (%s), got %s",
 				cfg_origin(c, OPT_MAX_AGE, where, sizeof(where)), i, a);

@@ -469,31 +469,6 @@ static void print_backends_text(const struct steer_dp *dp, const struct steer_vi
 	free(cells);
 }
 
-/* A duration as the options write it: the largest unit that divides it
- * ("500ms", "10m"); "0" for none. */
-static const char *fmt_duration(uint64_t ns, char *buf, size_t len)
-{
-	static const struct {
-		const char *unit;
-		uint64_t ns;
-	} units[] = { { "h", 3600000000000ULL },
-		      { "m", 60000000000ULL },
-		      { "s", 1000000000ULL },
-		      { "ms", 1000000ULL },
-		      { "us", 1000ULL } };
-	size_t i;
-
-	for (i = 0; ns && i < sizeof(units) / sizeof(units[0]); i++) {
-		if (ns % units[i].ns == 0) {
-			snprintf(buf, len, "%llu%s", (unsigned long long)(ns / units[i].ns),
-				 units[i].unit);
-			return buf;
-		}
-	}
-	snprintf(buf, len, ns ? "%lluns" : "0", (unsigned long long)ns);
-	return buf;
-}
-
 /* Cache affinity, when on: the mode, its slack and timeout, then what
  * connects of clients with a key did; the counts go on a line of their own
  * when the whole would pass STATUS_COLUMNS. */
@@ -506,8 +481,8 @@ static void print_affinity_text(const struct steer_view_service *s)
 		return;
 	snprintf(head, sizeof(head), "  affinity: %s, slack %s, timeout %s;",
 		 steer_affinity_name(s->affinity),
-		 fmt_duration(s->affinity_slack_ns, slack, sizeof(slack)),
-		 fmt_duration(s->affinity_idle_ns, idle, sizeof(idle)));
+		 steer_duration_text(s->affinity_slack_ns, slack, sizeof(slack)),
+		 steer_duration_text(s->affinity_idle_ns, idle, sizeof(idle)));
 	snprintf(counts, sizeof(counts),
 		 "stayed %llu, new %llu, left %llu (slack %llu, gone %llu, overload %llu)",
 		 (unsigned long long)a[STEER_AFF_STAY], (unsigned long long)a[STEER_AFF_NEW],
