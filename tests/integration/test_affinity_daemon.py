@@ -60,11 +60,13 @@ def write_config(**over):
 
 
 def reload(**over):
-    start = d.publishes()
+    """Rewrite the file, SIGHUP, and wait for a publish made after the reload
+    applied (one taken before it may carry the old settings)."""
     seen = d.log_text().count("reloaded ")
     write_config(**over)
     d.send(signal.SIGHUP)
     L.wait_for(lambda: d.log_text().count("reloaded ") > seen, 30, "the reload applied")
+    start = d.publishes()
     L.wait_for(lambda: d.publishes() > start, 30, "a publish after the reload")
 
 
