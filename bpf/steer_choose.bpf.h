@@ -119,28 +119,35 @@ __noinline int affinity_probe(const struct steer_table *t, const struct steer_af
 	struct steer_slot_array *all = slots_all();
 	struct steer_wire_array *wall = wire_all();
 	const struct steer_entry *e = 0;
+	struct steer_aff_set *set;
 	struct steer_aff *av;
 	struct steer_slot *s;
 	struct steer_wire *w;
-	__u32 pos;
+	__u32 set_id, way, pos;
+	__u64 hash;
 
 	if (!t || !ak || !out || !all || !wall || !ak->kind)
 		return 0;
 	out->state = STEER_AFF_HAS_KEY;
-	av = bpf_map_lookup_elem(&steer_affin, ak);
-	if (!av)
+	hash = steer_aff_hash(ak);
+	set_id = steer_aff_set_of(hash);
+	set = bpf_map_lookup_elem(&steer_affin, &set_id);
+	if (!set)
+		return 0;
+	way = steer_aff_way_of(set, steer_aff_tag(hash));
+	if (way >= STEER_AFFINITY_WAYS)
 		return 0; /* new */
-	out->state |= STEER_AFF_FOUND;
+	av = &set->way[way];
 	if (clock - av->last_ns > t->affinity_idle_ns)
 		return 0; /* idle too long: forgotten */
 	out->state |= STEER_AFF_KNOWN;
-	/* Renewed now: a connect that stays then writes nothing more (one
-	 * lookup in all); one that leaves rewrites the entry after the lock. */
+	/* Renewed now: a connect that stays then writes nothing more; one that
+	 * leaves rewrites the way after the lock. */
 	av->last_ns = clock;
 	s = slot_in(all, av->slot);
 	w = wire_in(wall, av->slot);
 	pos = affinity_find(t, w, av->slot);
-	if (pos < STEER_MAX_BACKENDS && s->gen == av->slot_gen)
+	if (pos < STEER_MAX_BACKENDS && (__u16)s->gen == av->slot_gen)
 		e = &t->e[pos];
 	out->verdict = steer_affinity_judge(t, e, s, w, STEER_U64_MAX, clock, &out->wait_ns);
 	out->pos = pos;
@@ -172,24 +179,28 @@ static __always_inline __u32 affinity_stays(const struct steer_table *t, struct 
 }
 
 /* After the lock, when the connect did not stay: remember where the client
- * ak's connect went, in its entry (found: the probe saw one) or in a new
- * one, the least recently used of the node making room. Always 0. */
+ * ak's connect went, in its way of its set or in the way least recently
+ * connected (steer_aff_way_to_write). Always 0. */
 __noinline int affinity_remember(const struct steer_aff_key *ak, __u32 slot, __u32 slot_gen,
-				 __u64 clock, __u32 found)
+				 __u64 clock)
 {
-	struct steer_aff a = { .slot = slot, .slot_gen = slot_gen, .last_ns = clock };
-	struct steer_aff *av = 0;
+	struct steer_aff_set *set;
+	struct steer_aff *av;
+	__u32 set_id, tag;
+	__u64 hash;
 
 	if (!ak || !ak->kind)
 		return 0;
-	if (found)
-		av = bpf_map_lookup_elem(&steer_affin, ak);
-	if (!av) {
-		bpf_map_update_elem(&steer_affin, ak, &a, BPF_ANY);
+	hash = steer_aff_hash(ak);
+	set_id = steer_aff_set_of(hash);
+	tag = steer_aff_tag(hash);
+	set = bpf_map_lookup_elem(&steer_affin, &set_id);
+	if (!set)
 		return 0;
-	}
-	av->slot = slot;
-	av->slot_gen = slot_gen;
+	av = &set->way[steer_aff_way_to_write(set, tag) & (STEER_AFFINITY_WAYS - 1)];
+	av->tag = tag;
+	av->slot = (__u16)slot;
+	av->slot_gen = (__u16)slot_gen;
 	av->last_ns = clock;
 	return 0;
 }
@@ -273,8 +284,7 @@ static __always_inline enum choice choose(struct steer_table *t, struct steer_de
 	dest->slot = e->slot;
 	dest->svc_id = (__u16)svc_id;
 	if ((ap.state & (STEER_AFF_HAS_KEY | STEER_AFF_STAYED)) == STEER_AFF_HAS_KEY)
-		affinity_remember(ak, dest->slot, dest->slot_gen, clock,
-				  ap.state & STEER_AFF_FOUND);
+		affinity_remember(ak, dest->slot, dest->slot_gen, clock);
 	return CHOICE_STEERED;
 }
 

@@ -224,11 +224,25 @@ enum steer_affinity {
 #define STEER_SO_AFFINITY_KEY 1
 
 #define STEER_MAP_AFFKEY "steer_affkey" /* SK_STORAGE: a socket's key (__u64), set by setsockopt */
-#define STEER_MAP_AFFIN "steer_affin"	/* LRU_HASH steer_aff_key -> steer_aff */
+#define STEER_MAP_AFFIN "steer_affin"	/* ARRAY of struct steer_aff_set, by set number */
 
-/* Clients remembered at once per node (steer_affin), all services together;
- * the least recently used is forgotten first. About 100 bytes each. */
-#define STEER_AFFINITY_KEYS (1u << 18)
+/*
+ * Where each client's last connect went: a set-associative table, all
+ * services together. A 64-bit hash of a client's key (steer_aff_hash) names
+ * its set and, in the set, its tag; the set's 4 ways hold the last clients
+ * that landed in it, and a new one takes the way least recently connected
+ * (steer_aff_way_to_write): an LRU in each set, as a CPU's cache keeps its
+ * lines. A set is one cache line, a plain array element: a connect reads one
+ * line, allocates nothing and takes no lock. Two CPUs writing one way at once
+ * may leave it mixed, and two clients of one set and tag (one in 2^31) share
+ * a way: whatever a connect reads, it checks against the table (slot,
+ * generation, position) before it stays.
+ *
+ * 262,144 sets of 4 ways, 16 MiB: up to 1,048,576 clients a node.
+ */
+#define STEER_AFFINITY_WAYS 4
+#define STEER_AFFINITY_SETS (1u << 18)
+#define STEER_AFFINITY_KEYS (STEER_AFFINITY_SETS * STEER_AFFINITY_WAYS)
 
 /* A client of one service: 16 bytes, no padding. */
 struct steer_aff_key {
@@ -246,19 +260,78 @@ static __always_inline __u64 steer_aff_source_client(const __u32 src[4])
 	return ((__u64)(src[0] ^ src[2]) << 32) ^ src[1] ^ src[3];
 }
 
-/* Where a client's last connect went. 16 bytes. */
+/* One way: a client and where its last connect went. 16 bytes. */
 struct steer_aff {
-	__u32 slot;	/* backend slot */
-	__u32 slot_gen; /* steer_slot.gen then: another owner is another backend */
+	__u32 tag;	/* the client's steer_aff_tag; 0: an empty way */
+	__u16 slot;	/* backend slot (< STEER_SLOT_IDS) */
+	__u16 slot_gen; /* steer_slot.gen then, its low 16 bits: another owner is
+			 * another backend */
 	__u64 last_ns;	/* ns, CLOCK_MONOTONIC coarse: the client's last connect */
 };
+
+/* One set: one cache line. */
+struct steer_aff_set {
+	struct steer_aff way[STEER_AFFINITY_WAYS];
+};
+
+/* The key's hash: splitmix64's finaliser over the key, so that the cgroup
+ * ids and netns cookies a node hands out in sequence, and the addresses of
+ * one subnet, spread over every set. */
+static __always_inline __u64 steer_aff_hash(const struct steer_aff_key *k)
+{
+	__u64 x = k->client ^ ((__u64)k->svc_id << 40) ^ ((__u64)k->kind << 60);
+
+	x ^= x >> 30;
+	x *= 0xbf58476d1ce4e5b9ULL;
+	x ^= x >> 27;
+	x *= 0x94d049bb133111ebULL;
+	x ^= x >> 31;
+	return x;
+}
+
+/* The client's set: the hash's low bits. */
+static __always_inline __u32 steer_aff_set_of(__u64 hash)
+{
+	return (__u32)hash & (STEER_AFFINITY_SETS - 1);
+}
+
+/* Its tag in the set: the hash's high 32 bits, never 0. */
+static __always_inline __u32 steer_aff_tag(__u64 hash)
+{
+	return (__u32)(hash >> 32) | 1;
+}
+
+/* The way of set that holds tag, or STEER_AFFINITY_WAYS. */
+static __always_inline __u32 steer_aff_way_of(const struct steer_aff_set *set, __u32 tag)
+{
+	__u32 i;
+
+	for (i = 0; i < STEER_AFFINITY_WAYS; i++)
+		if (set->way[i].tag == tag)
+			return i;
+	return STEER_AFFINITY_WAYS;
+}
+
+/* The way a connect of tag is remembered in: its own, else the least
+ * recently connected (an empty way's last_ns is 0; ties: the first). */
+static __always_inline __u32 steer_aff_way_to_write(const struct steer_aff_set *set, __u32 tag)
+{
+	__u32 i, way = steer_aff_way_of(set, tag);
+
+	if (way < STEER_AFFINITY_WAYS)
+		return way;
+	way = 0;
+	for (i = 1; i < STEER_AFFINITY_WAYS; i++)
+		if (set->way[i].last_ns < set->way[way].last_ns)
+			way = i;
+	return way;
+}
 
 /* A connect's client (steer_choose.bpf.h, struct aff_probe): it has a key;
  * its backend is remembered and it was not idle past the timeout. */
 #define STEER_AFF_HAS_KEY 0x1
 #define STEER_AFF_KNOWN 0x2
-#define STEER_AFF_FOUND 0x4  /* an entry, known or idle past the timeout */
-#define STEER_AFF_STAYED 0x8 /* the connect stayed: the probe renewed its entry */
+#define STEER_AFF_STAYED 0x4 /* the connect stayed: the probe renewed its entry */
 
 /* What a connect of a client with a key did (steer_svc_stats.affinity). */
 enum steer_aff_verdict {

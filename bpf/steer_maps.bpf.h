@@ -135,14 +135,13 @@ struct {
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } steer_wire SEC(".maps");
 
-/* Cache affinity: where each client's last connect went (steer_common.h,
- * "Cache affinity"). One LRU list for every CPU, so that the least recently
- * used client of the node is the one forgotten. */
+/* Cache affinity: where each client's last connect went, a set-associative
+ * table (steer_common.h, "Cache affinity"). */
 struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, STEER_AFFINITY_KEYS);
-	__type(key, struct steer_aff_key);
-	__type(value, struct steer_aff);
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, STEER_AFFINITY_SETS);
+	__type(key, __u32);
+	__type(value, struct steer_aff_set);
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } steer_affin SEC(".maps");
 

@@ -17,8 +17,8 @@
  *  - it leaves a drained, an ejected and an overloaded backend (counted);
  *  - a key idle past the timeout is forgotten;
  *  - a publish turning affinity off and on again;
- *  - the LRU: 1,000,000 keys leave at most STEER_AFFINITY_KEYS remembered,
- *    the latest among them;
+ *  - the bound: after 1,000,000 keys each set holds its newest keys (a set's
+ *    LRU), at most STEER_AFFINITY_KEYS, 99 % of the last STEER_AFFINITY_SETS;
  *  - an owner replaces the generations pinned by a build of smaller tables.
  */
 #ifndef _GNU_SOURCE
@@ -461,12 +461,16 @@ static void test_leaves_ejected(void)
 	CHECK(publish_aff(STEER_AFF_OFF, 0, 0, 0) == 0, "publish: %s", err);
 }
 
-/* The client's entry in steer_affin (the application's key): 0, or -errno. */
+/* The client's way in steer_affin (the application's key): 0, -ENOENT, or
+ * -errno. */
 static int aff_entry(uint64_t key, struct steer_aff *out)
 {
 	struct steer_aff_key k = { .client = key,
 				   .svc_id = (__u32)steer_dp_service_id(dp, &vip),
 				   .kind = STEER_AFF_SOCKOPT };
+	struct steer_aff_set set;
+	__u64 hash = steer_aff_hash(&k);
+	__u32 set_id = steer_aff_set_of(hash), way;
 	char path[4096];
 	int fd, rc;
 
@@ -474,9 +478,15 @@ static int aff_entry(uint64_t key, struct steer_aff *out)
 	fd = bpf_obj_get(path);
 	if (fd < 0)
 		return -errno;
-	rc = bpf_map_lookup_elem(fd, &k, out) == 0 ? 0 : -errno;
+	rc = bpf_map_lookup_elem(fd, &set_id, &set) == 0 ? 0 : -errno;
 	close(fd);
-	return rc;
+	if (rc)
+		return rc;
+	way = steer_aff_way_of(&set, steer_aff_tag(hash));
+	if (way >= STEER_AFFINITY_WAYS)
+		return -ENOENT;
+	*out = set.way[way];
+	return 0;
 }
 
 /* The kernel's clock of last_ns (bpf_ktime_get_coarse_ns). */
@@ -533,25 +543,93 @@ static void test_publish_off_and_on(void)
 	CHECK(all_of(got, got[0]), "on again: %s", got);
 }
 
-/* ---- the LRU bound ---------------------------------------------------------------------- */
+/* ---- the bound ------------------------------------------------------------------------ */
 
-static int count_entries(int fd, uint64_t last_key, bool *has_last)
+/*
+ * The clients the table should hold after keys base .. base + n - 1 connected
+ * in order: in each set, the last STEER_AFFINITY_WAYS keys that landed in it
+ * (expect[set * WAYS + i], 0 for none). The kernel dates ways by the coarse
+ * clock, so keys of one set within one tick may be kept the other way round.
+ */
+static void lru_expect(uint64_t base, uint64_t n, uint32_t svc_id, uint64_t *expect)
 {
-	struct steer_aff_key k, next;
-	struct steer_aff v;
-	int n = 0;
-	void *prev = NULL;
+	uint8_t *fill = calloc(STEER_AFFINITY_SETS, 1);
+	uint64_t i;
 
-	*has_last = false;
-	while (bpf_map_get_next_key(fd, prev, &next) == 0) {
-		n++;
-		if (next.client == last_key && next.kind == STEER_AFF_SOCKOPT &&
-		    bpf_map_lookup_elem(fd, &next, &v) == 0)
-			*has_last = true;
-		k = next;
-		prev = &k;
+	if (!fill)
+		return;
+	for (i = 0; i < n; i++) {
+		struct steer_aff_key k = { .client = base + i,
+					   .svc_id = svc_id,
+					   .kind = STEER_AFF_SOCKOPT };
+		__u32 set = steer_aff_set_of(steer_aff_hash(&k));
+		uint64_t *w = &expect[(size_t)set * STEER_AFFINITY_WAYS];
+
+		if (fill[set] == STEER_AFFINITY_WAYS) /* forget the oldest */
+			memmove(w, w + 1, (STEER_AFFINITY_WAYS - 1) * sizeof(*w));
+		else
+			fill[set]++;
+		w[fill[set] - 1] = base + i;
 	}
-	return n;
+	free(fill);
+}
+
+struct lru_count {
+	uint64_t held;	     /* ways the flood wrote (dated from its start on) */
+	uint64_t unexpected; /* ...holding none of the keys lru_expect keeps */
+	uint64_t missing;    /* keys lru_expect keeps and the table does not */
+	uint64_t recent;     /* of the last STEER_AFFINITY_SETS keys, held */
+	bool has_last;	     /* the last key is held */
+};
+
+static __u32 key_tag(uint64_t client, uint32_t svc_id)
+{
+	struct steer_aff_key k = { .client = client, .svc_id = svc_id, .kind = STEER_AFF_SOCKOPT };
+
+	return steer_aff_tag(steer_aff_hash(&k));
+}
+
+/* Which of the ways of set, dated since, holds client: its index, or -1. */
+static int held_way(const struct steer_aff_set *set, uint64_t since, uint64_t client,
+		    uint32_t svc_id)
+{
+	__u32 way = steer_aff_way_of(set, key_tag(client, svc_id));
+
+	return way < STEER_AFFINITY_WAYS && set->way[way].last_ns >= since ? (int)way : -1;
+}
+
+static int lru_count(int fd, uint64_t base, uint64_t n, uint64_t since, uint32_t svc_id,
+		     const uint64_t *expect, struct lru_count *c)
+{
+	struct steer_aff_set set;
+	__u32 id;
+	int i, w;
+
+	memset(c, 0, sizeof(*c));
+	for (id = 0; id < STEER_AFFINITY_SETS; id++) {
+		const uint64_t *want = &expect[(size_t)id * STEER_AFFINITY_WAYS];
+		bool expected[STEER_AFFINITY_WAYS] = { false };
+
+		if (bpf_map_lookup_elem(fd, &id, &set) != 0)
+			return -errno;
+		for (i = 0; i < STEER_AFFINITY_WAYS && want[i]; i++) {
+			w = held_way(&set, since, want[i], svc_id);
+			if (w < 0) {
+				c->missing++;
+				continue;
+			}
+			expected[w] = true;
+			c->recent += want[i] >= base + n - STEER_AFFINITY_SETS;
+			c->has_last |= want[i] == base + n - 1;
+		}
+		for (i = 0; i < STEER_AFFINITY_WAYS; i++) {
+			if (!set.way[i].tag || set.way[i].last_ns < since)
+				continue;
+			c->held++;
+			c->unexpected += !expected[i];
+		}
+	}
+	return 0;
 }
 
 /* A connect with the key, then an abort (RST): no TIME_WAIT on either side,
@@ -587,28 +665,51 @@ static double mono(void)
 static void test_lru_bound(void)
 {
 	const uint64_t n = 1000000, base = 1ULL << 40;
+	const uint32_t svc_id = (uint32_t)steer_dp_service_id(dp, &vip);
+	uint64_t *expect = calloc((size_t)STEER_AFFINITY_KEYS, sizeof(*expect));
+	struct lru_count c = { 0 };
 	char path[4096];
 	double t0, secs;
-	uint64_t i, failed = 0;
-	bool has_last;
-	int fd, entries;
+	uint64_t i, since, failed = 0;
+	int fd, rc;
 
+	CHECK(expect, "no memory");
+	if (!expect)
+		return;
 	CHECK(publish_aff(STEER_AFF_SOCKOPT, HOUR_NS, TEN_MIN_NS, 0) == 0, "publish: %s", err);
+	since = coarse_ns();
 	t0 = mono();
 	for (i = 0; i < n; i++)
 		if (flood_connect(base + i) != 0)
 			failed++;
 	secs = mono() - t0;
+	lru_expect(base, n, svc_id, expect);
 	snprintf(path, sizeof(path), "%s/%s", testenv_pin_dir(), STEER_MAP_AFFIN);
 	fd = bpf_obj_get(path);
 	CHECK(fd >= 0, "open %s: %s", path, strerror(errno));
-	entries = count_entries(fd, base + n - 1, &has_last);
-	close(fd);
-	printf("# %llu keys in %.1f s (%.1f us a connect): %d remembered (bound %u)\n",
-	       (unsigned long long)n, secs, secs * 1e6 / (double)n, entries, STEER_AFFINITY_KEYS);
+	rc = fd >= 0 ? lru_count(fd, base, n, since, svc_id, expect, &c) : -EBADF;
+	if (fd >= 0)
+		close(fd);
+	free(expect);
+	printf("# %llu keys in %.1f s (%.1f us a connect): %llu held (bound %u), "
+	       "%llu of the last %u; %llu held that a set's LRU forgot, %llu forgotten it holds\n",
+	       (unsigned long long)n, secs, secs * 1e6 / (double)n, (unsigned long long)c.held,
+	       STEER_AFFINITY_KEYS, (unsigned long long)c.recent, STEER_AFFINITY_SETS,
+	       (unsigned long long)c.unexpected, (unsigned long long)c.missing);
+	CHECK(rc == 0, "read the table: %s", strerror(-rc));
 	CHECK(failed == 0, "%llu connects failed", (unsigned long long)failed);
-	CHECK(entries > 0 && entries <= (int)STEER_AFFINITY_KEYS, "%d remembered", entries);
-	CHECK(has_last, "the latest key is not remembered");
+	CHECK(c.held > 0 && c.held <= STEER_AFFINITY_KEYS, "%llu held", (unsigned long long)c.held);
+	/* Old keys make room: well under the million are held. */
+	CHECK(c.held < n * 9 / 10, "%llu held of %llu", (unsigned long long)c.held,
+	      (unsigned long long)n);
+	/* Each set is an LRU: what it holds is its newest, but for keys of one
+	 * set that met within one tick of the coarse clock (rare). A key of
+	 * another test dated before the flood would count as missing. */
+	CHECK(c.unexpected <= n / 1000 && c.missing <= n / 1000, "%llu unexpected, %llu missing",
+	      (unsigned long long)c.unexpected, (unsigned long long)c.missing);
+	CHECK(c.recent >= (uint64_t)STEER_AFFINITY_SETS * 99 / 100, "%llu of the last %u held",
+	      (unsigned long long)c.recent, STEER_AFFINITY_SETS);
+	CHECK(c.has_last, "the latest key is not remembered");
 }
 
 /* ---- an upgrade over generations of smaller tables ------------------------------------- */

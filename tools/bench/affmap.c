@@ -1,29 +1,33 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /*
- * affmap.c - the cache affinity map on its own: BPF time per operation of the
- * LRU hash declared as steer_affin against a 4-way set-associative table in an
- * array (tools/bench/bpf/affmap.bpf.c), each program one operation per run,
- * by BPF_PROG_TEST_RUN with a repeat count.
+ * affmap.c - the cache affinity table on its own: BPF time per operation on
+ * an array of steer_affin's shape (STEER_AFFINITY_SETS sets of 4 ways, one
+ * 64-byte line each, 16 MiB), by the kernel's own insert and lookup
+ * (tools/bench/bpf/affmap.bpf.c), each program one operation per run, by
+ * BPF_PROG_TEST_RUN with a repeat count.
  *
  *   affmap OBJ [ROUNDS [REPEAT]]     (make bench-affmap; ROUNDS 9, REPEAT 1e6)
  *
- * Each round loads the object afresh (both tables empty) and runs, the two
- * designs alternating first and second from round to round:
+ * Each round loads the object afresh (the table empty) and runs:
  *   empty      the floor (also at the round's end; the floor is their mean);
- *   key        the key alone (counter, mix), nothing stored;
- *   fill       inserts of new clients into the empty table, up to 3/4 full;
- *   full       inserts of new clients once it is full (LRU: one eviction
- *              each; set: one overwrite of the set's oldest way), after
- *              2 x capacity inserts not measured;
- *   hit        lookups of one of the last 131,072 clients inserted;
+ *   key        the key alone (counter, mix, steer_aff_hash), nothing stored;
+ *   fill       inserts of new clients into the empty table, up to 3/4 of
+ *              STEER_AFFINITY_KEYS;
+ *   full       inserts of new clients once it is full (each overwrites its
+ *              set's way least recently connected), after 2 x
+ *              STEER_AFFINITY_KEYS inserts not measured;
+ *   hit        lookups of one of the last 262,144 clients inserted (each
+ *              renews the client's last_ns);
  *   miss       lookups of clients never inserted;
  *   new        a new client as a connect meets it, the table full: the
  *              lookup (a miss), then the insert of the same key;
- *   touch      one read of a random bucket of the set-associative array: the
- *              least a client out of the cache costs any table this large;
- * and between full and hit, not timed, the share of the last 65,536 / 131,072
- * / 262,144 clients each design still finds. Figures: the median over rounds of ns per run less
- * the round's floor, with the quartiles.
+ *   touch      the key, then one read of a random set's line: the least a
+ *              lookup of a client out of the cache costs in a table this large;
+ * and between full and hit, not timed, the share of the last 65,536 / 262,144
+ * / 1,048,576 clients inserted that the table still has, read from user space
+ * set by set with the contract's functions (steer_common.h), as smg-steerctl
+ * reads steer_affin. Figures: the median over rounds of ns per run less the
+ * round's floor, with the quartiles.
  */
 #include <errno.h>
 #include <stdint.h>
@@ -36,61 +40,52 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
-#define KEYS (1u << 18) /* STEER_AFFINITY_KEYS */
-#define FILL (KEYS / 4 * 3)
-#define HIT_WINDOW (KEYS / 2)
+#include "steer_common.h"
 
-/* affmap.bpf.c's struct affm_globals, one per design and one for the key. */
+#define KEYS STEER_AFFINITY_KEYS
+#define FILL (KEYS / 4 * 3)
+#define HIT_WINDOW (KEYS / 4)
+
+/* affmap.bpf.c's struct affm_globals: the table's, then the key's. */
 struct globals {
 	uint64_t seed, ins, look, window, hits, sink;
 };
 enum {
-	G_LRU,
-	G_SET,
+	G_TAB,
 	G_KEY
 };
 
 enum meas {
 	M_EMPTY,
 	M_KEY,
-	M_LRU_FILL,
-	M_SET_FILL,
-	M_LRU_FULL,
-	M_SET_FULL,
-	M_LRU_HIT,
-	M_SET_HIT,
-	M_LRU_MISS,
-	M_SET_MISS,
-	M_LRU_NEW,
-	M_SET_NEW,
+	M_FILL,
+	M_FULL,
+	M_HIT,
+	M_MISS,
+	M_NEW,
 	M_TOUCH,
 	M_N
 };
 static const char *const meas_names[M_N] = {
 	"empty program (floor, absolute)",
-	"key alone (counter, mix)",
-	"LRU insert, filling",
-	"set-assoc insert, filling",
-	"LRU insert, full (evicting)",
-	"set-assoc insert, full",
-	"LRU lookup, hit",
-	"set-assoc lookup, hit",
-	"LRU lookup, miss",
-	"set-assoc lookup, miss",
-	"LRU new client (miss + insert), full",
-	"set-assoc new client, full",
-	"one read of a random bucket (8 MiB)",
+	"key alone (counter, mix, hash)",
+	"insert, filling (to 3/4)",
+	"insert, full",
+	"lookup, hit",
+	"lookup, miss",
+	"new client (miss + insert), full",
+	"one read of a random set (16 MiB)",
 };
 
 #define MAX_ROUNDS 64
 #define RET_W 3
-static const uint32_t ret_windows[RET_W] = { KEYS / 4, KEYS / 2, KEYS };
+static const uint32_t ret_windows[RET_W] = { KEYS / 16, KEYS / 4, KEYS };
 
 struct bench {
 	struct bpf_object *obj;
 	struct globals *g;
 	size_t g_size;
-	int empty, key, touch, ins[2], hit[2], miss[2], new_[2];
+	int map, empty, key, ins, hit, miss, new_, touch;
 };
 
 static int prog_fd(struct bpf_object *obj, const char *name)
@@ -127,27 +122,23 @@ static int bench_load(struct bench *b, const char *path, uint64_t seed)
 			b->g_size = sz;
 		}
 	}
-	if (!b->g || sz < 3 * sizeof(struct globals)) {
+	if (!b->g || sz < 2 * sizeof(struct globals)) {
 		fprintf(stderr, "affmap: no mmapped .bss in %s\n", path);
 		return -1;
 	}
-	for (i = 0; i < 3; i++)
+	for (i = 0; i < 2; i++)
 		b->g[i].seed = seed + (uint64_t)i * 0x100000000ULL;
+	b->map = bpf_object__find_map_fd_by_name(b->obj, "affm_affin");
 	b->empty = prog_fd(b->obj, "affm_empty");
 	b->key = prog_fd(b->obj, "affm_keyonly");
-	b->touch = prog_fd(b->obj, "affm_set_touch");
-	b->ins[G_LRU] = prog_fd(b->obj, "affm_lru_insert");
-	b->ins[G_SET] = prog_fd(b->obj, "affm_set_insert");
-	b->hit[G_LRU] = prog_fd(b->obj, "affm_lru_hit");
-	b->hit[G_SET] = prog_fd(b->obj, "affm_set_hit");
-	b->miss[G_LRU] = prog_fd(b->obj, "affm_lru_miss");
-	b->miss[G_SET] = prog_fd(b->obj, "affm_set_miss");
-	b->new_[G_LRU] = prog_fd(b->obj, "affm_lru_new");
-	b->new_[G_SET] = prog_fd(b->obj, "affm_set_new");
-	if (b->empty < 0 || b->key < 0 || b->ins[0] < 0 || b->ins[1] < 0 || b->hit[0] < 0 ||
-	    b->hit[1] < 0 || b->miss[0] < 0 || b->miss[1] < 0 || b->new_[0] < 0 || b->new_[1] < 0 ||
-	    b->touch < 0) {
-		fprintf(stderr, "affmap: a program is missing from %s\n", path);
+	b->ins = prog_fd(b->obj, "affm_insert");
+	b->hit = prog_fd(b->obj, "affm_hit");
+	b->miss = prog_fd(b->obj, "affm_miss");
+	b->new_ = prog_fd(b->obj, "affm_new_client");
+	b->touch = prog_fd(b->obj, "affm_touch");
+	if (b->map < 0 || b->empty < 0 || b->key < 0 || b->ins < 0 || b->hit < 0 || b->miss < 0 ||
+	    b->new_ < 0 || b->touch < 0) {
+		fprintf(stderr, "affmap: a program or the map is missing from %s\n", path);
 		return -1;
 	}
 	return 0;
@@ -165,6 +156,34 @@ static double run(int fd, uint32_t repeat)
 		return -1;
 	}
 	return (double)o.duration;
+}
+
+/* affmap.bpf.c's affm_mix: client i is mix(seed + i). */
+static uint64_t mix(uint64_t x)
+{
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdULL;
+	x ^= x >> 33;
+	x *= 0xc4ceb9fe1a85ec53ULL;
+	x ^= x >> 33;
+	return x;
+}
+
+/* The share of the last n clients of g inserted that the table tab (every
+ * set, as read) still has. */
+static double retained(const struct steer_aff_set *tab, const struct globals *g, uint32_t n)
+{
+	struct steer_aff_key k = { .svc_id = 7, .kind = STEER_AFF_SOCKOPT };
+	uint64_t i, found = 0;
+	__u64 hash;
+
+	for (i = g->ins - n; i < g->ins; i++) {
+		k.client = mix(g->seed + i);
+		hash = steer_aff_hash(&k);
+		found += steer_aff_way_of(&tab[steer_aff_set_of(hash)], steer_aff_tag(hash)) <
+			 STEER_AFFINITY_WAYS;
+	}
+	return (double)found / n;
 }
 
 static int cmp_d(const void *a, const void *b)
@@ -185,20 +204,29 @@ static double quantile(double *v, int n, double q)
 
 int main(int argc, char **argv)
 {
-	static double res[M_N][MAX_ROUNDS], ret[2][RET_W][MAX_ROUNDS], hitrate[2][MAX_ROUNDS];
+	static double res[M_N][MAX_ROUNDS], ret[RET_W][MAX_ROUNDS], hitrate[MAX_ROUNDS];
 	int rounds = argc > 2 ? atoi(argv[2]) : 9;
 	uint32_t repeat = argc > 3 ? (uint32_t)strtoul(argv[3], NULL, 10) : 1000000;
+	struct steer_aff_set *tab;
 	struct bench b;
-	int r, k, d, w;
+	__u32 set;
+	int r, k, w;
 
 	if (argc < 2 || rounds < 1 || rounds > MAX_ROUNDS || repeat < 1000) {
 		fprintf(stderr, "usage: affmap OBJ [ROUNDS (1..%d) [REPEAT (>= 1000)]]\n",
 			MAX_ROUNDS);
 		return 2;
 	}
+	tab = calloc(STEER_AFFINITY_SETS, sizeof(*tab));
+	if (!tab) {
+		fprintf(stderr, "affmap: out of memory\n");
+		return 1;
+	}
 	libbpf_set_print(NULL);
-	printf("affmap: %d rounds, %u runs per measurement, %u entries (%u sets x 4 ways)\n",
-	       rounds, repeat, KEYS, KEYS / 4);
+	printf("affmap: %d rounds, %u runs per measurement, %u ways (%u sets x %u ways, %zu-byte "
+	       "sets)\n",
+	       rounds, repeat, KEYS, STEER_AFFINITY_SETS, STEER_AFFINITY_WAYS,
+	       sizeof(struct steer_aff_set));
 	for (r = 0; r < rounds; r++) {
 		double e0, e1, v[M_N];
 
@@ -207,44 +235,32 @@ int main(int argc, char **argv)
 			return 1;
 		e0 = run(b.empty, repeat);
 		v[M_KEY] = run(b.key, repeat);
-		for (k = 0; k < 2; k++) {
-			d = (r + k) & 1; /* the designs take turns going first */
-			v[M_LRU_FILL + d] = run(b.ins[d], FILL);
-		}
-		for (k = 0; k < 2; k++) {
-			d = (r + k) & 1;
-			if (run(b.ins[d], 2 * KEYS) < 0)
+		v[M_FILL] = run(b.ins, FILL);
+		if (run(b.ins, 2 * KEYS) < 0)
+			return 1;
+		v[M_FULL] = run(b.ins, repeat);
+		/* what the table still has of its last clients (not timed, and
+		 * renewing nothing) */
+		for (set = 0; set < STEER_AFFINITY_SETS; set++)
+			if (bpf_map_lookup_elem(b.map, &set, &tab[set])) {
+				fprintf(stderr, "affmap: reading set %u: %s\n", set,
+					strerror(errno));
 				return 1;
-			v[M_LRU_FULL + d] = run(b.ins[d], repeat);
-		}
-		/* what each still remembers of its last clients (not timed):
-		 * the lookups renew only clients among the last inserted */
-		for (d = 0; d < 2; d++)
-			for (w = 0; w < RET_W; w++) {
-				b.g[d].window = ret_windows[w];
-				b.g[d].look = 0;
-				b.g[d].hits = 0;
-				if (run(b.hit[d], ret_windows[w]) < 0)
-					return 1;
-				ret[d][w][r] = (double)b.g[d].hits / ret_windows[w];
 			}
-		for (k = 0; k < 2; k++) {
-			d = (r + k) & 1;
-			b.g[d].window = HIT_WINDOW;
-			b.g[d].look = 0;
-			b.g[d].hits = 0;
-			v[M_LRU_HIT + d] = run(b.hit[d], repeat);
-			hitrate[d][r] = (double)b.g[d].hits / repeat;
-		}
-		for (k = 0; k < 2; k++) {
-			d = (r + k) & 1;
-			b.g[d].look = 0;
-			v[M_LRU_MISS + d] = run(b.miss[d], repeat);
-		}
-		for (k = 0; k < 2; k++) {
-			d = (r + k) & 1;
-			v[M_LRU_NEW + d] = run(b.new_[d], repeat);
-		}
+		for (w = 0; w < RET_W; w++)
+			ret[w][r] = retained(tab, &b.g[G_TAB], ret_windows[w]);
+		b.g[G_TAB].window = HIT_WINDOW;
+		b.g[G_TAB].look = 0;
+		b.g[G_TAB].hits = 0;
+		v[M_HIT] = run(b.hit, repeat);
+		hitrate[r] = (double)b.g[G_TAB].hits / repeat;
+		b.g[G_TAB].look = 0;
+		b.g[G_TAB].hits = 0;
+		v[M_MISS] = run(b.miss, repeat);
+		if (b.g[G_TAB].hits)
+			fprintf(stderr, "affmap: round %d: %llu misses found a client\n", r + 1,
+				(unsigned long long)b.g[G_TAB].hits);
+		v[M_NEW] = run(b.new_, repeat);
 		v[M_TOUCH] = run(b.touch, repeat);
 		e1 = run(b.empty, repeat);
 		v[M_EMPTY] = (e0 + e1) / 2;
@@ -270,12 +286,12 @@ int main(int argc, char **argv)
 		printf("  %-34s %7.1f  [%.1f, %.1f]\n", meas_names[k],
 		       quantile(res[k], rounds, 0.5), q1, q3);
 	}
-	printf("\nhit lookups that found their client: LRU %.4f, set-assoc %.4f (medians)\n",
-	       quantile(hitrate[G_LRU], rounds, 0.5), quantile(hitrate[G_SET], rounds, 0.5));
+	printf("\nhit lookups that found their client: %.4f (median)\n",
+	       quantile(hitrate, rounds, 0.5));
 	printf("share of the last N clients still found, after %u inserts (medians):\n",
 	       FILL + 2 * KEYS + repeat);
 	for (w = 0; w < RET_W; w++)
-		printf("  N = %7u   LRU %.4f   set-assoc %.4f\n", ret_windows[w],
-		       quantile(ret[G_LRU][w], rounds, 0.5), quantile(ret[G_SET][w], rounds, 0.5));
+		printf("  N = %7u   %.4f\n", ret_windows[w], quantile(ret[w], rounds, 0.5));
+	free(tab);
 	return 0;
 }

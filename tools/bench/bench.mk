@@ -24,14 +24,14 @@ bench: deps deps-bench
 	@$(MAKE) --no-print-directory build-all $(BENCH_BINS) $(BENCH_BPF)
 	STEER_BUILD=$(abspath $(O)) tools/bench/run.sh
 
-# The cache affinity map on its own (tools/bench/affmap.c): the LRU hash of
-# steer_affin against a 4-way set-associative array, BPF time per insert and
-# lookup by BPF_PROG_TEST_RUN. Root; no data plane; not part of make bench.
-# AFFMAP_ROUNDS (9) paired rounds of AFFMAP_REPEAT (1000000) runs each.
+# The cache affinity table on its own (tools/bench/affmap.c): an array of
+# steer_affin's shape, 4-way set-associative, BPF time per insert and lookup
+# by BPF_PROG_TEST_RUN. Root; no data plane; not part of make bench.
+# AFFMAP_ROUNDS (9) rounds of AFFMAP_REPEAT (1000000) runs each.
 AFFMAP_ROUNDS ?= 9
 AFFMAP_REPEAT ?= 1000000
 
-$(O)/bench/affmap: tools/bench/affmap.c
+$(O)/bench/affmap: tools/bench/affmap.c bpf/steer_common.h
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS_ALL) $< -o $@ $(LDFLAGS_SAN) -lbpf
 

@@ -4,7 +4,7 @@
  *
  *   deccost --pin DIR --cgroup DIR --first 127.0.3.1:9000 [--sizes 8,64,256]
  *           [--shapes passthrough,spread,equal,bound,affinity,affinity-key,
- *                     affinity-new,rebuild]
+ *                     affinity-new,spread-key,rebuild]
  *           [--connects 5000]
  *           [--rounds 3] [--drain-every 1000] [--header]
  *
@@ -15,7 +15,7 @@
  * exits), and reads run_time_ns and run_cnt of every program a connection
  * meets: connect4, sock_release and getpeername4, and the request accounting
  * programs (cgroup_skb egress and ingress, once per packet), before and after
- * K connects; and cgroup/setsockopt, which only affinity-new calls.
+ * K connects; and cgroup/setsockopt, which the key shapes call.
  * Next to each, an empty program of the same type (r0 = 1; exit) is attached:
  * its time per run is the floor that the statistics and the dispatch cost by
  * themselves, reported so that net = total - floors can be read too.
@@ -42,9 +42,14 @@
  *   affinity-new spread, with affinity by the application's key
  *                (STEER_AFF_SOCKOPT): each socket gets a fresh random key by
  *                setsockopt before its connect, so each connect is a new
- *                client (a probe that misses, an LRU insert): the worst
+ *                client (a probe that misses, a way written): the worst
  *                case. The setsockopt program's time is reported per call,
  *                apart from connect4's;
+ *   spread-key   spread with affinity off, each socket given a fresh key by
+ *                setsockopt as in affinity-new: the same calls, so that
+ *                affinity-new and affinity-key less spread-key is what
+ *                affinity adds to connect4, and nothing the socket's
+ *                storage costs it;
  *   rebuild      spread, with the in-flight counters drained before every
  *                connect: each connect then rebuilds the selection tree (what
  *                the first connect after a publish or a drain pays).
@@ -90,12 +95,13 @@ enum shape {
 	SHAPE_AFFINITY,
 	SHAPE_AFFINITY_KEY,
 	SHAPE_AFFINITY_NEW,
+	SHAPE_SPREAD_KEY,
 	SHAPE_REBUILD,
 	SHAPES
 };
-static const char *const shape_names[SHAPES] = { "passthrough",	 "spread",   "equal",
-						 "bound",	 "affinity", "affinity-key",
-						 "affinity-new", "rebuild" };
+static const char *const shape_names[SHAPES] = { "passthrough",	 "spread",     "equal",
+						 "bound",	 "affinity",   "affinity-key",
+						 "affinity-new", "spread-key", "rebuild" };
 /* affinity-key's one key */
 #define AFFINITY_KEY 0x5eedULL
 /* The bound shape's --worker-overload-wait: above every wait, so that every
@@ -113,7 +119,7 @@ enum prog {
 	PROG_PEER4,
 	PROG_WIRE_OUT,	 /* request accounting: every packet the socket sends */
 	PROG_WIRE_IN,	 /* and every packet it receives */
-	PROG_SETSOCKOPT, /* the application's affinity key (affinity-new only) */
+	PROG_SETSOCKOPT, /* the application's affinity key (the key shapes only) */
 	PROGS
 };
 static const char *const prog_links[PROGS] = { STEER_LINK_CONNECT4, STEER_LINK_RELEASE,
@@ -326,9 +332,9 @@ static void run_connects(struct bench *b, size_t n, enum shape s, struct result 
 		steer_select_at(&b->mirror, mirror_slot, b, steer_dp_wire_at, b->dp,
 				steer_dp_clock_ns(), 1, &pick);
 		got = connect_once(&b->vip, &b->vip,
-				   s == SHAPE_AFFINITY_NEW   ? next_key(b)
-				   : s == SHAPE_AFFINITY_KEY ? AFFINITY_KEY
-							     : 0);
+				   s == SHAPE_AFFINITY_NEW || s == SHAPE_SPREAD_KEY ? next_key(b)
+				   : s == SHAPE_AFFINITY_KEY			    ? AFFINITY_KEY
+										    : 0);
 		if (got < 0) {
 			r->errors++;
 			continue;
@@ -395,7 +401,7 @@ static int measure(struct bench *b, size_t n, enum shape s, int round)
 	floor_w = (per_run(&a[PROGS + PROG_WIRE_OUT], &z[PROGS + PROG_WIRE_OUT]) +
 		   per_run(&a[PROGS + PROG_WIRE_IN], &z[PROGS + PROG_WIRE_IN])) /
 		  2;
-	/* setsockopt: per call (affinity-new makes one per connect), and its floor */
+	/* setsockopt: per call (the key shapes make one per connect), and its floor */
 	sso = per_run(&a[PROG_SETSOCKOPT], &z[PROG_SETSOCKOPT]);
 	floor_sso = per_run(&a[PROGS + PROG_SETSOCKOPT], &z[PROGS + PROG_SETSOCKOPT]);
 	printf("%d,%zu,%s,%ld,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%ld,%ld,%.1f,%.1f,"
@@ -455,7 +461,8 @@ static void usage(void)
 {
 	fprintf(stderr,
 		"usage: deccost --pin DIR --cgroup DIR --first IPV4:PORT [--sizes 8,64,256] "
-		"[--shapes passthrough,spread,equal,bound,affinity,affinity-key,affinity-new,"
+		"[--shapes "
+		"passthrough,spread,equal,bound,affinity,affinity-key,affinity-new,spread-key,"
 		"rebuild] "
 		"[--connects K] [--rounds R] [--drain-every K] [--header]\n");
 	exit(2);

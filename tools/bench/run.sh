@@ -26,7 +26,8 @@
 #            accounting's per packet), at 8, 64 and 256 backends: unsteered,
 #            spread, equal, bound (overload protection), affinity (a client
 #            that stays; affinity-key: the same by the socket's key),
-#            affinity-new (a new client at each connect) and rebuild; next
+#            affinity-new (a new client at each connect), spread-key (their
+#            anchor: affinity off, the same setsockopt) and rebuild; next
 #            to an empty program of each hook type (the floor of dispatch
 #            and statistics).
 #   ctl      the control plane (ctlplane.py): the real smg-steerd at 100,
@@ -146,7 +147,7 @@ PAIR_BLOCK=${BENCH_PAIR_BLOCK:-200}
 WRK_ROUNDS=${BENCH_WRK_ROUNDS:-3}
 WRK_SECONDS=${BENCH_WRK_SECONDS:-5}
 DEC_CONNECTS=${BENCH_DEC_CONNECTS:-5000}
-DEC_SHAPES=${BENCH_DEC_SHAPES:-passthrough,spread,equal,bound,affinity,affinity-key,affinity-new,rebuild}
+DEC_SHAPES=${BENCH_DEC_SHAPES:-passthrough,spread,equal,bound,affinity,affinity-key,affinity-new,spread-key,rebuild}
 CTL_SCALES=${BENCH_CTL_SCALES:-100,1000,5000}
 CTL_ROUNDS=${BENCH_CTL_ROUNDS:-2}
 CTL_PY_SCALES=${BENCH_CTL_PY_SCALES:-100,1000}

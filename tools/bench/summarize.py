@@ -364,7 +364,7 @@ def wrk_section(res):
 # ---- dec --------------------------------------------------------------------------------------
 
 SHAPES = ("passthrough", "spread", "equal", "bound", "affinity", "affinity-key", "affinity-new",
-          "rebuild")
+          "spread-key", "rebuild")
 AFFINITY_SHAPES = ("affinity", "affinity-key", "affinity-new")
 AFFINITY_SIZES = (8, 64, 256)
 
@@ -386,14 +386,22 @@ def dec_costs(rows):
     return out
 
 
-def added(rows, n, shape, key="connect4_ns"):
-    """What shape adds to spread at n backends (ns of key, connect4 by default): the
-    median of the per-round differences shape - spread (both run in the same rounds,
+def added(rows, n, shape, key="connect4_ns", anchor="spread"):
+    """What shape adds to its anchor at n backends (ns of key, connect4 by default): the
+    median of the per-round differences shape - anchor (both run in the same rounds,
     on the same table)."""
     by = {(r["round"], r["shape"]): num(r[key]) for r in rows
-          if int(r["backends"]) == n and r["shape"] in ("spread", shape) and r.get(key)}
-    return mid([by[(rd, shape)] - by[(rd, "spread")] for rd, sh in by
-                if sh == shape and (rd, "spread") in by])
+          if int(r["backends"]) == n and r["shape"] in (anchor, shape) and r.get(key)}
+    return mid([by[(rd, shape)] - by[(rd, anchor)] for rd, sh in by
+                if sh == shape and (rd, anchor) in by])
+
+
+def affinity_anchor(rows, shape):
+    """The shape an affinity shape is paired with: the key shapes with spread-key (the
+    same setsockopt before each connect, affinity off) when it ran, else spread."""
+    if shape != "affinity" and any(r["shape"] == "spread-key" for r in rows):
+        return "spread-key"
+    return "spread"
 
 
 def bound_added(rows, n):
@@ -404,7 +412,8 @@ def bound_added(rows, n):
 def affinity_figures(rows):
     """{(shape, n): connect4 ns added to spread, paired by round} for the affinity shapes,
     and the connect4 floor (the empty program's median over every round)."""
-    out = {(sh, n): added(rows, n, sh) for sh in AFFINITY_SHAPES for n in AFFINITY_SIZES}
+    out = {(sh, n): added(rows, n, sh, anchor=affinity_anchor(rows, sh))
+           for sh in AFFINITY_SHAPES for n in AFFINITY_SIZES}
     return out, med(rows, "floor_connect4_ns")
 
 
@@ -413,18 +422,18 @@ def affinity_targets(rows):
     lim = TARGETS["affinity ns"]
     out = []
     for sh, who in (("affinity", "a client that stays (probe, stay, record in place)"),
-                    ("affinity-new", "a new client at each connect (probe misses, LRU "
-                                     "insert): the worst case")):
+                    ("affinity-new", "a new client at each connect (probe misses, a way "
+                                     "written): the worst case")):
         vals = [figs[(sh, n)] for n in AFFINITY_SIZES]
         if all(v != v for v in vals):
             continue
         worst = max((v for v in vals if v == v), default=NAN)
         fig = " / ".join(f"{v:+,.0f}" if v == v else "-" for v in vals)
         out.append(row(f"Cache affinity adds <= 100 ns of BPF per steered connect: {who}",
-                       f"deccost, connect4, {sh} - spread, paired by round",
+                       f"deccost, connect4, {sh} - {affinity_anchor(rows, sh)}, paired by round",
                        f"{fig} ns at {' / '.join(str(n) for n in AFFINITY_SIZES)} backends "
                        f"(connect4 floor {f0(floor)} ns)",
-                       "the same table with affinity off (spread)", "dec",
+                       f"the same table with affinity off ({affinity_anchor(rows, sh)})", "dec",
                        short_verdict(worst, lim)))
     return out
 
@@ -444,6 +453,7 @@ def dec_brief(res):
           "no connect reaches); affinity = spread with cache affinity by cgroup, every "
           "connect stays on its backend; affinity-new = affinity by the application's key, "
           "a new key at each connect (the setsockopt program's time not included); "
+          "spread-key = spread with the same setsockopt, affinity off; "
           "rebuild = each connect rebuilds the selection tree.\n")
     print("| backends | " + " | ".join("unsteered" if s == "passthrough" else s
                                        for s in shapes) + " |")
@@ -503,8 +513,9 @@ def dec_section(res):
           "overload protection on; **affinity** = spread with cache affinity by cgroup and a "
           "slack of an hour: every connect of the bench is one client, which stays on its "
           "backend; **affinity-new** = affinity by the application's key, a new random key "
-          "set by setsockopt on each socket: every connect is a new client, an LRU insert; "
-          "**rebuild** = drained before "
+          "set by setsockopt on each socket: every connect is a new client, a way written; "
+          "**spread-key** = spread with affinity off and the same setsockopt on each socket "
+          "(the anchor of the key shapes); **rebuild** = drained before "
           "every connect, so each one rebuilds the selection tree (what the first connect "
           "after a publish or a drain pays). Medians over rounds.\n")
     sizes = sorted({int(r["backends"]) for r in rows})
@@ -582,21 +593,23 @@ def affinity_section(rows):
     if not any(r["shape"] in AFFINITY_SHAPES for r in rows):
         return
     floor = med(rows, "floor_connect4_ns")
+    key_anchor = affinity_anchor(rows, "affinity-key")
     print("Cache affinity, connect4 ns (bpf_stats run_time_ns / connects): the median over "
-          "rounds of each shape, and the median of the per-round differences from spread, "
-          "measured in the same rounds on the same table; the setsockopt program (one call "
-          "per connect in affinity-new) per call, with its own floor; how many connects "
-          "stayed, were new or left (steer_svc_stats.affinity, summed over rounds). "
-          "affinity-key: the socket's key, one for every socket (it stays, as affinity "
-          "does): key - affinity is reading the socket's key, new - key is a new client's "
-          "LRU miss and insert against a stay.\n")
-    print("| backends | spread | affinity | + (stays) | affinity-key | + (stays, by key) | "
-          "affinity-new | + (new client) | setsockopt per call (floor) | "
+          "rounds of each shape, and the median of the per-round differences from its anchor, "
+          f"measured in the same rounds on the same table: affinity against spread, the key "
+          f"shapes against {key_anchor} (the same setsockopt on each socket, affinity off); "
+          "the setsockopt program (one call per connect in the key shapes) per call, with its "
+          "own floor; how many connects stayed, were new or left "
+          "(steer_svc_stats.affinity, summed over rounds). affinity-key: the socket's key, "
+          "one for every socket (it stays, as affinity does); affinity-new: a new key, and "
+          "so a new client, at each connect.\n")
+    print(f"| backends | spread | affinity | + (stays) | {key_anchor} | affinity-key | "
+          "+ (stays, by key) | affinity-new | + (new client) | setsockopt per call (floor) | "
           "stayed / new / left: affinity; key; new | connect4 floor |")
-    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|")
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|")
     for n in AFFINITY_SIZES:
         sub = {sh: [r for r in rows if int(r["backends"]) == n and r["shape"] == sh]
-               for sh in ("spread",) + AFFINITY_SHAPES}
+               for sh in ("spread", "spread-key") + AFFINITY_SHAPES}
         if not sub["spread"]:
             continue
         counts = {sh: " / ".join(f"{sum(int(r.get(k) or 0) for r in sub[sh]):,}"
@@ -607,10 +620,12 @@ def affinity_section(rows):
         print(f"| {n} | {f0(med(sub['spread'], 'connect4_ns'))} | "
               f"{f0(med(sub['affinity'], 'connect4_ns'))} | "
               f"{f0(added(rows, n, 'affinity'), 1)} | "
+              f"{f0(med(sub[key_anchor], 'connect4_ns'))} | "
               f"{f0(med(sub['affinity-key'], 'connect4_ns'))} | "
-              f"{f0(added(rows, n, 'affinity-key'), 1)} | "
+              f"{f0(added(rows, n, 'affinity-key', anchor=key_anchor), 1)} | "
               f"{f0(med(sub['affinity-new'], 'connect4_ns'))} | "
-              f"{f0(added(rows, n, 'affinity-new'), 1)} | {f0(sso)} ({f0(sso_floor)}) | "
+              f"{f0(added(rows, n, 'affinity-new', anchor=key_anchor), 1)} | "
+              f"{f0(sso)} ({f0(sso_floor)}) | "
               f"{counts['affinity']}; {counts['affinity-key']}; {counts['affinity-new']} | "
               f"{f0(med(sub['spread'], 'floor_connect4_ns'))} |")
     print()

@@ -316,7 +316,7 @@ static void aff_judge_known(struct steer_view_service *s, const struct decision 
 	for (k = 0; k < t->n && a->pos == STEER_NO_PICK; k++)
 		if (t->e[k].slot == a->rec.slot)
 			a->pos = k;
-	if (a->pos != STEER_NO_PICK && ctr && ctr->gen == a->rec.slot_gen)
+	if (a->pos != STEER_NO_PICK && ctr && (uint16_t)ctr->gen == a->rec.slot_gen)
 		e = &t->e[a->pos];
 	probe = steer_affinity_judge(t, e, ctr, w, STEER_U64_MAX, explain_now, &wait);
 	a->wait_ns = wait;
@@ -335,8 +335,11 @@ static void aff_explain_client(const struct steer_dp *dp, struct steer_view_serv
 			       const struct decision *d, const struct ctl_client *cl,
 			       struct aff_explain *a)
 {
+	struct steer_aff_set set;
 	struct steer_aff_key key;
 	char path[PATH_MAX];
+	__u32 set_id, way;
+	__u64 hash;
 	int fd;
 
 	memset(a, 0, sizeof(*a));
@@ -372,15 +375,22 @@ static void aff_explain_client(const struct steer_dp *dp, struct steer_view_serv
 	key.svc_id = s->svc_id;
 	key.kind = cl->kind;
 	a->c = AFF_CASE_JUDGED;
-	/* A lookup from user space leaves the LRU order as it is. */
-	if (bpf_map_lookup_elem(fd, &key, &a->rec) != 0) {
-		if (errno != ENOENT) {
-			a->c = AFF_CASE_NO_MAP;
-			a->map_err = errno;
-		}
+	/* The client's set, read as the kernel's probe reads it (a read from
+	 * user space renews nothing). */
+	hash = steer_aff_hash(&key);
+	set_id = steer_aff_set_of(hash);
+	if (bpf_map_lookup_elem(fd, &set_id, &set) != 0) {
+		a->c = AFF_CASE_NO_MAP;
+		a->map_err = errno;
 		close(fd);
 		return;
 	}
+	way = steer_aff_way_of(&set, steer_aff_tag(hash));
+	if (way >= STEER_AFFINITY_WAYS) {
+		close(fd);
+		return;
+	}
+	a->rec = set.way[way];
 	close(fd);
 	a->remembered = true;
 	a->idle_ns = explain_now > a->rec.last_ns ? explain_now - a->rec.last_ns : 0;
