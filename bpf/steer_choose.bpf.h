@@ -138,7 +138,8 @@ __noinline int affinity_probe(const struct steer_table *t, const struct steer_af
 	if (way >= STEER_AFFINITY_WAYS)
 		return 0; /* new */
 	av = &set->way[way];
-	if (clock - av->last_ns > t->affinity_idle_ns)
+	/* Another CPU may have dated the way a tick after this clock. */
+	if (clock > av->last_ns && clock - av->last_ns > t->affinity_idle_ns)
 		return 0; /* idle too long: forgotten */
 	out->state |= STEER_AFF_KNOWN;
 	/* Renewed now: a connect that stays then writes nothing more; one that

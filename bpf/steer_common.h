@@ -269,6 +269,8 @@ struct steer_aff {
 	__u64 last_ns;	/* ns, CLOCK_MONOTONIC coarse: the client's last connect */
 };
 
+_Static_assert(STEER_SLOT_IDS <= 65536, "struct steer_aff keeps a slot in 16 bits");
+
 /* One set: one cache line. */
 struct steer_aff_set {
 	struct steer_aff way[STEER_AFFINITY_WAYS];

@@ -4,6 +4,7 @@
  * the BPF program includes, checked against independent references written
  * here with 128-bit arithmetic and a plain full scan.
  */
+#include <arpa/inet.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -1040,6 +1041,73 @@ static void test_affinity_settle_matches_the_plain_rule(void)
 	}
 }
 
+/* The affinity table's set: a client keeps its way, a new one takes an
+ * empty way, then the least recently connected; a tag is never 0 (an empty
+ * way). */
+static void test_affinity_set_ways(void)
+{
+	struct steer_aff_set set;
+	__u32 i;
+
+	memset(&set, 0, sizeof(set));
+	CHECK(steer_aff_way_of(&set, 7) == STEER_AFFINITY_WAYS, "found in an empty set");
+	CHECK(steer_aff_way_to_write(&set, 7) == 0, "an empty set's first way");
+	for (i = 0; i < STEER_AFFINITY_WAYS; i++) {
+		set.way[i].tag = 11 + 2 * i;
+		set.way[i].last_ns = 100 + (i == 2 ? 0 : 10 * (i + 1));
+	}
+	CHECK(steer_aff_way_of(&set, 15) == 2, "way of tag 15: %u", steer_aff_way_of(&set, 15));
+	CHECK(steer_aff_way_to_write(&set, 13) == 1, "a known tag keeps its way");
+	CHECK(steer_aff_way_to_write(&set, 99) == 2, "a new tag takes the least recent: %u",
+	      steer_aff_way_to_write(&set, 99));
+	set.way[3].tag = 0;
+	set.way[3].last_ns = 0;
+	CHECK(steer_aff_way_to_write(&set, 99) == 3, "a new tag takes an empty way first");
+	for (i = 0; i < 100000; i++) {
+		struct steer_aff_key k = { .client = rnd(),
+					   .svc_id = (__u32)(rnd() % 128),
+					   .kind = 3 };
+
+		if (steer_aff_tag(steer_aff_hash(&k)) == 0) {
+			CHECK(0, "tag 0 for client %llu", (unsigned long long)k.client);
+			break;
+		}
+	}
+}
+
+/* Clients a node hands out in sequence (cgroup ids, netns cookies) and one
+ * subnet's addresses spread over the sets: as many sequential clients as
+ * there are sets fill each set about once, never more than a few times. */
+static void test_affinity_sets_spread_sequences(void)
+{
+	static uint8_t fill[STEER_AFFINITY_SETS];
+	__u32 kinds[] = { STEER_AFF_CGROUP, STEER_AFF_SOURCE }, k, i, most, empty;
+
+	for (k = 0; k < 2; k++) {
+		memset(fill, 0, sizeof(fill));
+		for (i = 0; i < STEER_AFFINITY_SETS; i++) {
+			struct steer_aff_key key = { .svc_id = 3, .kind = kinds[k] };
+			__u32 set;
+
+			key.client = kinds[k] == STEER_AFF_SOURCE ? (__u64)htonl(0xc0000200u + i)
+								  : 4096 + (__u64)i;
+			set = steer_aff_set_of(steer_aff_hash(&key));
+			if (fill[set] < 255)
+				fill[set]++;
+		}
+		most = empty = 0;
+		for (i = 0; i < STEER_AFFINITY_SETS; i++) {
+			most = fill[i] > most ? fill[i] : most;
+			empty += fill[i] == 0;
+		}
+		/* Uniform: 1/e of the sets empty (36.8 %), none above about 10. */
+		CHECK(most <= 12 && empty > STEER_AFFINITY_SETS / 3 &&
+			      empty < STEER_AFFINITY_SETS * 2 / 5,
+		      "kind %u: the fullest set %u, %u sets empty of %u", kinds[k], most, empty,
+		      STEER_AFFINITY_SETS);
+	}
+}
+
 /* The kernel's two steps, the probe (the judge with the least wait aside) and
  * the settle after the pick, are the one rule: the judge with the pick's wait. */
 static void test_affinity_probe_and_settle_are_the_judge(void)
@@ -1107,5 +1175,7 @@ int main(void)
 	TAP_RUN(test_affinity_judge_saturates);
 	TAP_RUN(test_affinity_settle_matches_the_plain_rule);
 	TAP_RUN(test_affinity_probe_and_settle_are_the_judge);
+	TAP_RUN(test_affinity_set_ways);
+	TAP_RUN(test_affinity_sets_spread_sequences);
 	return tap_done();
 }
