@@ -123,8 +123,8 @@ __noinline int affinity_probe(const struct steer_table *t, const struct steer_af
 	struct steer_aff *av;
 	struct steer_slot *s;
 	struct steer_wire *w;
-	__u32 set_id, way, pos;
-	__u64 hash;
+	__u32 set_id, way, pos, slot, slot_gen;
+	__u64 hash, last;
 
 	if (!t || !ak || !out || !all || !wall || !ak->kind)
 		return 0;
@@ -138,17 +138,22 @@ __noinline int affinity_probe(const struct steer_table *t, const struct steer_af
 	if (way >= STEER_AFFINITY_WAYS)
 		return 0; /* new */
 	av = &set->way[way];
+	/* Read once each: another CPU may be writing the way, and everything
+	 * judged below must be of one slot. */
+	slot = *(volatile __u16 *)&av->slot;
+	slot_gen = *(volatile __u16 *)&av->slot_gen;
+	last = *(volatile __u64 *)&av->last_ns;
 	/* Another CPU may have dated the way a tick after this clock. */
-	if (clock > av->last_ns && clock - av->last_ns > t->affinity_idle_ns)
+	if (clock > last && clock - last > t->affinity_idle_ns)
 		return 0; /* idle too long: forgotten */
 	out->state |= STEER_AFF_KNOWN;
 	/* Renewed now: a connect that stays then writes nothing more; one that
 	 * leaves rewrites the way after the lock. */
 	av->last_ns = clock;
-	s = slot_in(all, av->slot);
-	w = wire_in(wall, av->slot);
-	pos = affinity_find(t, w, av->slot);
-	if (pos < STEER_MAX_BACKENDS && (__u16)s->gen == av->slot_gen)
+	s = slot_in(all, slot);
+	w = wire_in(wall, slot);
+	pos = affinity_find(t, w, slot);
+	if (pos < STEER_MAX_BACKENDS && (__u16)s->gen == slot_gen)
 		e = &t->e[pos];
 	out->verdict = steer_affinity_judge(t, e, s, w, STEER_U64_MAX, clock, &out->wait_ns);
 	out->pos = pos;
@@ -199,10 +204,13 @@ __noinline int affinity_remember(const struct steer_aff_key *ak, __u32 slot, __u
 	if (!set)
 		return 0;
 	av = &set->way[steer_aff_way_to_write(set, tag) & (STEER_AFFINITY_WAYS - 1)];
-	av->tag = tag;
-	av->slot = (__u16)slot;
-	av->slot_gen = (__u16)slot_gen;
-	av->last_ns = clock;
+	/* The tag last: a probe on another CPU that finds it then reads this
+	 * client's slot, but in a race of two writers (the probe's checks
+	 * hold either way). */
+	*(volatile __u16 *)&av->slot = (__u16)slot;
+	*(volatile __u16 *)&av->slot_gen = (__u16)slot_gen;
+	*(volatile __u64 *)&av->last_ns = clock;
+	*(volatile __u32 *)&av->tag = tag;
 	return 0;
 }
 

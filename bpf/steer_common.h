@@ -249,7 +249,8 @@ struct steer_aff_key {
 	__u64 client; /* cgroup id, netns cookie, the application's key, or the
 		       * source address folded (IPv4 as is, IPv6 words xored) */
 	__u32 svc_id; /* the service's id (steer_table.svc_id) */
-	__u32 kind;   /* enum steer_affinity: keys of two kinds never meet */
+	__u32 kind;   /* enum steer_affinity: part of the client (a cgroup id and an
+		       * application's key of the same number are two clients) */
 };
 
 /* The client of an XDP flow (STEER_AFF_SOURCE): its source address as
@@ -270,25 +271,34 @@ struct steer_aff {
 };
 
 _Static_assert(STEER_SLOT_IDS <= 65536, "struct steer_aff keeps a slot in 16 bits");
+_Static_assert(sizeof(struct steer_aff) == 16, "a way is 16 bytes");
 
-/* One set: one cache line. */
+/* One set: one cache line (steer_affin's values are page-aligned). */
 struct steer_aff_set {
 	struct steer_aff way[STEER_AFFINITY_WAYS];
 };
 
-/* The key's hash: splitmix64's finaliser over the key, so that the cgroup
- * ids and netns cookies a node hands out in sequence, and the addresses of
- * one subnet, spread over every set. */
-static __always_inline __u64 steer_aff_hash(const struct steer_aff_key *k)
-{
-	__u64 x = k->client ^ ((__u64)k->svc_id << 40) ^ ((__u64)k->kind << 60);
+_Static_assert(sizeof(struct steer_aff_set) == 64, "a set is one cache line");
 
+/* splitmix64's finaliser: a bijection of 64 bits whose every output bit
+ * depends on every input bit. */
+static __always_inline __u64 steer_aff_mix(__u64 x)
+{
 	x ^= x >> 30;
 	x *= 0xbf58476d1ce4e5b9ULL;
 	x ^= x >> 27;
 	x *= 0x94d049bb133111ebULL;
 	x ^= x >> 31;
 	return x;
+}
+
+/* The key's hash: the client mixed, then the service and kind mixed in, so
+ * that the cgroup ids and netns cookies a node hands out in sequence, and the
+ * addresses of one subnet, spread over every set, and no client of one
+ * service or kind shares a hash with a client of another by construction. */
+static __always_inline __u64 steer_aff_hash(const struct steer_aff_key *k)
+{
+	return steer_aff_mix(steer_aff_mix(k->client) ^ (k->svc_id | (__u64)k->kind << 32));
 }
 
 /* The client's set: the hash's low bits. */

@@ -136,9 +136,12 @@ struct {
 } steer_wire SEC(".maps");
 
 /* Cache affinity: where each client's last connect went, a set-associative
- * table (steer_common.h, "Cache affinity"). */
+ * table (steer_common.h, "Cache affinity"). Mmapable for the alignment: its
+ * values then start on a page, so that each 64-byte set is one cache line
+ * (a plain array's values start where struct bpf_array ends). */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
 	__uint(max_entries, STEER_AFFINITY_SETS);
 	__type(key, __u32);
 	__type(value, struct steer_aff_set);

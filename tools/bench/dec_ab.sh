@@ -20,7 +20,7 @@
 # of connect4 ns from spread, with the quartiles. Builds each revision in a
 # temporary worktree under /tmp, and removes it, the cgroups and the pins at
 # exit.
-set -u
+set -u -o pipefail
 
 if [ "$#" -ne 2 ]; then
 	echo "usage: $0 REV_A REV_B" >&2

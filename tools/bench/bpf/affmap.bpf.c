@@ -29,6 +29,7 @@
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE); /* as steer_affin: each set one cache line */
 	__uint(max_entries, STEER_AFFINITY_SETS);
 	__type(key, __u32);
 	__type(value, struct steer_aff_set);
