@@ -3,7 +3,8 @@
  * affinity.c - the policies that read who connects (docs/simulator.md,
  * "Cache affinity"):
  *  - smg-steer with affinity: a bounded LRU per router maps a key to the
- *    worker of its last connection; the key's next connection goes there
+ *    worker of its last connection (the kernel keeps 4-way sets, each an
+ *    LRU, which a full LRU stands for); the key's next connection goes there
  *    while that worker is admitted and its expected wait (the score
  *    steer_select() computes, in-flight work included) is at most the best
  *    plus the slack; otherwise to the best, which becomes the key's worker.

@@ -2,7 +2,7 @@
 /*
  * lru.c - a bounded least-recently-used map from 64-bit keys to a value and
  * a weight. Two users: every router's affinity table (key -> the worker of
- * its last connection, bounded in entries like the kernel's table)
+ * its last connection, bounded in entries as the kernel's table is)
  * and every worker's prefix cache (conversation -> tokens of its context
  * cached, bounded in tokens like smg's mock worker's KV).
  *
