@@ -90,8 +90,10 @@ struct aff_probe {
 	__u32 state;   /* STEER_AFF_HAS_KEY, STEER_AFF_KNOWN */
 	__u32 verdict; /* enum steer_aff_verdict with the least wait aside: STAY for a candidate */
 	__u32 pos;     /* the client's backend's table position */
-	__u32 pad;
+	__u32 set_id;  /* the client's set in steer_affin (with STEER_AFF_HAS_KEY) */
 	__u64 wait_ns; /* ns: its expected wait at the probe */
+	__u32 tag;     /* and its tag there */
+	__u32 pad;
 };
 
 /* The table position of slot in t, as the publish wrote it (table_pos);
@@ -128,13 +130,16 @@ __noinline int affinity_probe(const struct steer_table *t, const struct steer_af
 
 	if (!t || !ak || !out || !all || !wall || !ak->kind)
 		return 0;
-	out->state = STEER_AFF_HAS_KEY;
 	hash = steer_aff_hash(ak);
 	set_id = steer_aff_set_of(hash);
+	/* for affinity_remember, which then need not hash again */
+	out->state = STEER_AFF_HAS_KEY;
+	out->set_id = set_id;
+	out->tag = steer_aff_tag(hash);
 	set = bpf_map_lookup_elem(&steer_affin, &set_id);
 	if (!set)
 		return 0;
-	way = steer_aff_way_of(set, steer_aff_tag(hash));
+	way = steer_aff_way_of(set, out->tag);
 	if (way >= STEER_AFFINITY_WAYS)
 		return 0; /* new */
 	av = &set->way[way];
@@ -184,33 +189,14 @@ static __always_inline __u32 affinity_stays(const struct steer_table *t, struct 
 	return pos ^ ((pos ^ ap->pos) & (__u32)(0 - stay));
 }
 
-/* After the lock, when the connect did not stay: remember where the client
- * ak's connect went, in its way of its set or in the way least recently
- * connected (steer_aff_way_to_write). Always 0. */
-__noinline int affinity_remember(const struct steer_aff_key *ak, __u32 slot, __u32 slot_gen,
-				 __u64 clock)
+/* After the lock, when the connect did not stay: remember that the client of
+ * tag in set set_id (the probe's) went to slot (steer_aff_record). Always 0. */
+__noinline int affinity_remember(__u32 set_id, __u32 tag, __u32 slot, __u32 slot_gen, __u64 clock)
 {
-	struct steer_aff_set *set;
-	struct steer_aff *av;
-	__u32 set_id, tag;
-	__u64 hash;
+	struct steer_aff_set *set = bpf_map_lookup_elem(&steer_affin, &set_id);
 
-	if (!ak || !ak->kind)
-		return 0;
-	hash = steer_aff_hash(ak);
-	set_id = steer_aff_set_of(hash);
-	tag = steer_aff_tag(hash);
-	set = bpf_map_lookup_elem(&steer_affin, &set_id);
-	if (!set)
-		return 0;
-	av = &set->way[steer_aff_way_to_write(set, tag) & (STEER_AFFINITY_WAYS - 1)];
-	/* The tag last: a probe on another CPU that finds it then reads this
-	 * client's slot, but in a race of two writers (the probe's checks
-	 * hold either way). */
-	*(volatile __u16 *)&av->slot = (__u16)slot;
-	*(volatile __u16 *)&av->slot_gen = (__u16)slot_gen;
-	*(volatile __u64 *)&av->last_ns = clock;
-	*(volatile __u32 *)&av->tag = tag;
+	if (set)
+		steer_aff_record(set, tag, slot, slot_gen, clock);
 	return 0;
 }
 
@@ -293,7 +279,7 @@ static __always_inline enum choice choose(struct steer_table *t, struct steer_de
 	dest->slot = e->slot;
 	dest->svc_id = (__u16)svc_id;
 	if ((ap.state & (STEER_AFF_HAS_KEY | STEER_AFF_STAYED)) == STEER_AFF_HAS_KEY)
-		affinity_remember(ak, dest->slot, dest->slot_gen, clock);
+		affinity_remember(ap.set_id, ap.tag, dest->slot, dest->slot_gen, clock);
 	return CHOICE_STEERED;
 }
 

@@ -339,6 +339,22 @@ static __always_inline __u32 steer_aff_way_to_write(const struct steer_aff_set *
 	return way;
 }
 
+/* Remember in set that the client of tag went to slot (of generation
+ * slot_gen) at clock: in its way, or the least recently connected. The tag
+ * last: a probe on another CPU that finds it then reads this client's slot,
+ * but in a race of two writers (the probe's checks hold either way). */
+static __always_inline void steer_aff_record(struct steer_aff_set *set, __u32 tag, __u32 slot,
+					     __u32 slot_gen, __u64 clock)
+{
+	struct steer_aff *av =
+		&set->way[steer_aff_way_to_write(set, tag) & (STEER_AFFINITY_WAYS - 1)];
+
+	*(volatile __u16 *)&av->slot = (__u16)slot;
+	*(volatile __u16 *)&av->slot_gen = (__u16)slot_gen;
+	*(volatile __u64 *)&av->last_ns = clock;
+	*(volatile __u32 *)&av->tag = tag;
+}
+
 /* A connect's client (steer_choose.bpf.h, struct aff_probe): it has a key;
  * its backend is remembered and it was not idle past the timeout. */
 #define STEER_AFF_HAS_KEY 0x1

@@ -158,17 +158,6 @@ static double run(int fd, uint32_t repeat)
 	return (double)o.duration;
 }
 
-/* affmap.bpf.c's affm_mix: client i is mix(seed + i). */
-static uint64_t mix(uint64_t x)
-{
-	x ^= x >> 33;
-	x *= 0xff51afd7ed558ccdULL;
-	x ^= x >> 33;
-	x *= 0xc4ceb9fe1a85ec53ULL;
-	x ^= x >> 33;
-	return x;
-}
-
 /* The share of the last n clients of g inserted that the table tab (every
  * set, as read) still has. */
 static double retained(const struct steer_aff_set *tab, const struct globals *g, uint32_t n)
@@ -178,7 +167,7 @@ static double retained(const struct steer_aff_set *tab, const struct globals *g,
 	__u64 hash;
 
 	for (i = g->ins - n; i < g->ins; i++) {
-		k.client = mix(g->seed + i);
+		k.client = steer_aff_mix(g->seed + i);
 		hash = steer_aff_hash(&k);
 		found += steer_aff_way_of(&tab[steer_aff_set_of(hash)], steer_aff_tag(hash)) <
 			 STEER_AFFINITY_WAYS;

@@ -38,7 +38,7 @@ struct {
 /* Read and written by affmap.c between runs (the .bss map, mmapped): one
  * for the table (AFFM_TAB) and one for the key alone and the touch. */
 struct affm_globals {
-	__u64 seed;   /* clients inserted are mix(seed + i) */
+	__u64 seed;   /* clients inserted are steer_aff_mix(seed + i) */
 	__u64 ins;    /* clients inserted so far: the next i */
 	__u64 look;   /* lookups so far */
 	__u64 window; /* hits look up one of the last window inserted (a power of 2) */
@@ -51,20 +51,9 @@ struct affm_globals {
 
 struct affm_globals affm_g[2];
 
-/* affmap.c has the same, to find the clients again. */
-static __always_inline __u64 affm_mix(__u64 x)
-{
-	x ^= x >> 33;
-	x *= 0xff51afd7ed558ccdULL;
-	x ^= x >> 33;
-	x *= 0xc4ceb9fe1a85ec53ULL;
-	x ^= x >> 33;
-	return x;
-}
-
 static __always_inline void affm_key(struct steer_aff_key *k, __u64 seed, __u64 i)
 {
-	k->client = affm_mix(seed + i);
+	k->client = steer_aff_mix(seed + i); /* affmap.c finds the clients again by it */
 	k->svc_id = 7;
 	k->kind = STEER_AFF_SOCKOPT;
 }
@@ -119,12 +108,12 @@ __noinline int affm_probe(const struct steer_aff_key *k, __u64 now)
 	return 0;
 }
 
-/* affinity_remember: the key written, at now, in its way of its set or in
- * the way least recently connected. Always 0. */
+/* affinity_remember: the key written, at now, by steer_aff_record. It hashes
+ * the key itself (the kernel's takes the probe's set and tag): a new client
+ * here pays the hash twice, 7 ns. Always 0. */
 __noinline int affm_remember(const struct steer_aff_key *k, __u64 now)
 {
 	struct steer_aff_set *set;
-	struct steer_aff *av;
 	__u32 set_id, tag;
 	__u64 hash;
 
@@ -136,11 +125,7 @@ __noinline int affm_remember(const struct steer_aff_key *k, __u64 now)
 	set = bpf_map_lookup_elem(&affm_affin, &set_id);
 	if (!set)
 		return 0;
-	av = &set->way[steer_aff_way_to_write(set, tag) & (STEER_AFFINITY_WAYS - 1)];
-	av->tag = tag;
-	av->slot = 3;
-	av->slot_gen = 1;
-	av->last_ns = now;
+	steer_aff_record(set, tag, 3, 1, now);
 	return 0;
 }
 
