@@ -246,6 +246,9 @@ with t.case("a new record with a healthy worker gets traffic within seconds"):
     # Two look-ups a second apart (TTL 1 s floors the 200 ms interval), a
     # poll of 250 ms period: well within 5 s.
     t.check(first - t_add < 5, f"took {first - t_add:.2f}s")
+    # The metrics trail the publish that brought w4: the next case's wait for
+    # 3 backends must start from 4, not meet the 3 of before w4.
+    wait_for(lambda: dns_backends() == 4, 15, "the metrics show w4")
 
 with t.case("a removed record's worker gets no new connect after the next publish; "
             "its open connections stay"):
